@@ -1,0 +1,1 @@
+//! The codegen suite (placeholder).

@@ -1,0 +1,81 @@
+//! The one error type every allocator of the crate returns.
+//!
+//! Allocators never return null: a request that cannot be served comes back as
+//! an [`AllocError`] that says why, so a caller (or a test) can tell running out
+//! of room from asking for something the allocator can never serve.
+
+use core::fmt;
+
+/// Why an allocation (or a free) was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AllocError {
+    /// The alignment is zero or not a power of two.
+    BadAlignment {
+        /// The alignment that was asked for.
+        align: usize,
+    },
+    /// A zero-byte request. The inherent `alloc` methods refuse these; the
+    /// `allocator_api2::alloc::Allocator` impls serve them with a dangling,
+    /// well-aligned pointer as that trait expects.
+    ZeroSize,
+    /// Not enough room left for this request (the allocator is full, or too
+    /// fragmented to hold it in one piece).
+    OutOfMemory {
+        /// Bytes asked for (before padding).
+        requested: usize,
+        /// Bytes still available, as far as the allocator can tell cheaply.
+        available: usize,
+    },
+    /// The request can never be served by this allocator: larger than its
+    /// maximum request, its slot size, or its maximum alignment.
+    TooLarge {
+        /// Bytes (or alignment) asked for.
+        requested: usize,
+        /// The largest this allocator serves.
+        max: usize,
+    },
+    /// The pointer was not handed out by this allocator.
+    ForeignPointer,
+    /// The block is already free (detected in debug builds, or always where
+    /// the check is free).
+    DoubleFree,
+    /// A marker or handle that does not belong to this allocator, or that
+    /// points above its current position, or that a rewind made stale.
+    BadMarker,
+    /// The operating system refused to map, protect or release memory.
+    Os {
+        /// The raw OS error code (`errno` or `GetLastError`).
+        code: i32,
+    },
+}
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AllocError::BadAlignment { align } => {
+                write!(f, "alignment {align} is not a power of two")
+            }
+            AllocError::ZeroSize => f.write_str("zero-size request"),
+            AllocError::OutOfMemory { requested, available } => write!(
+                f,
+                "out of memory: {requested} bytes requested, {available} bytes available"
+            ),
+            AllocError::TooLarge { requested, max } => {
+                write!(f, "request of {requested} exceeds this allocator's maximum of {max}")
+            }
+            AllocError::ForeignPointer => f.write_str("pointer was not allocated here"),
+            AllocError::DoubleFree => f.write_str("block freed twice"),
+            AllocError::BadMarker => f.write_str("marker or handle is not valid here"),
+            AllocError::Os { code } => write!(f, "the operating system refused (error {code})"),
+        }
+    }
+}
+
+impl std::error::Error for AllocError {}
+
+impl From<AllocError> for allocator_api2::alloc::AllocError {
+    fn from(_: AllocError) -> Self {
+        allocator_api2::alloc::AllocError
+    }
+}

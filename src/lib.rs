@@ -1,0 +1,72 @@
+//! # allocasm
+//!
+//! Game-engine and lock-free allocators, each with an inlined fast path and an
+//! `#[inline(never)]` probe that exports exactly that fast path, plus (behind
+//! the default `suite` feature) the codegen suite that compiles those probes
+//! for every target profile and checks what they became.
+//!
+//! ## The allocators
+//!
+//! | type | from | lifetime | thread-safe |
+//! | --- | --- | --- | --- |
+//! | [`LinearArena`] | chapter | reset all at once | no |
+//! | [`StackAllocator`] | chapter | LIFO, to a [`Marker`] | no |
+//! | [`Pool`] | chapter | any order, one size | no |
+//! | [`FreeList`] | chapter | any order, any size | no |
+//! | [`FrameAllocator`] | chapter | N frames | no |
+//! | [`Tracked`], [`Guarded`] | chapter | wrappers | as the inner one |
+//! | [`PageAllocator`], [`GuardZone`] | write-up | any order, pages | yes |
+//! | [`PackedArena`] | write-up | grouped, sized frees | yes |
+//! | [`ThreadCursorArena`] | write-up | grouped | yes |
+//! | [`SegregatedFit`] | write-up | any order, sized frees | yes |
+//! | [`Temp`], [`TempJob`], [`Persistent`], [`Rewindable`] | Unity | frame / 4 frames / any / rewind | see each |
+
+#![warn(missing_docs)]
+
+mod align;
+mod error;
+mod raw_allocator;
+#[allow(dead_code)]
+mod sync;
+pub mod sys;
+
+mod free_list;
+mod frame;
+mod guarded;
+mod linear;
+mod pool;
+mod stack;
+mod tracker;
+
+mod guard_zone;
+mod packed;
+mod page;
+mod thread_cursor;
+
+pub mod segregated;
+pub mod unity;
+
+pub mod probes;
+
+#[cfg(feature = "suite")]
+pub mod codegen;
+
+pub use align::{align_up, check_align, checked_align_up};
+pub use error::AllocError;
+pub use raw_allocator::RawAllocator;
+
+pub use free_list::{FitPolicy, FreeList, FreeListStats};
+pub use frame::FrameAllocator;
+pub use guarded::{GuardViolation, Guarded};
+pub use linear::LinearArena;
+pub use pool::Pool;
+pub use stack::{Marker, StackAllocator};
+pub use tracker::{MemoryTag, MemoryTracker, Tracked};
+
+pub use guard_zone::{GuardSide, GuardZone};
+pub use packed::PackedArena;
+pub use page::PageAllocator;
+pub use thread_cursor::ThreadCursorArena;
+
+pub use segregated::SegregatedFit;
+pub use unity::{Persistent, Rewindable, Temp, TempJob};

@@ -1,0 +1,4 @@
+//! The `allocasm` command (placeholder until the CLI lands).
+fn main() {
+    println!("allocasm: see README.md");
+}

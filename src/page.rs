@@ -1,0 +1,139 @@
+//! `PageAllocator`: page-granular virtual memory straight from the OS.
+//!
+//! **Contract.** `alloc(n)` returns `round(n)` bytes of committed, zeroed,
+//! page-aligned memory; `dealloc(ptr, n)` with the same `n` gives it back.
+//! Any thread may allocate and free (`Send + Sync`; there is no state).
+//! For finer control, [`reserve`](PageAllocator::reserve) /
+//! [`commit`](PageAllocator::commit) / [`decommit`](PageAllocator::decommit) /
+//! [`release`](PageAllocator::release) expose the four steps.
+//!
+//! **Fast path.** None: every call is a system call (mmap + mprotect, or
+//! VirtualAlloc). This is the base allocator the others grow from.
+//!
+//! **Costs.** No metadata; each allocation wastes `round(n) - n` bytes, which
+//! [`round`](PageAllocator::round) lets a caller size away (the segregated
+//! allocator sizes its spans to exactly that answer). Failure: `AllocError::Os`.
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+use crate::{AllocError, RawAllocator, sys};
+
+/// Page-granular virtual memory from the OS. See the [module docs](self).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PageAllocator;
+
+impl PageAllocator {
+    /// A page allocator (it has no state).
+    pub const fn new() -> Self {
+        PageAllocator
+    }
+
+    /// The OS page size in bytes.
+    ///
+    /// ```
+    /// let page = allocasm::PageAllocator::new().page_size();
+    /// assert!(page.is_power_of_two() && page >= 4096);
+    /// ```
+    #[inline]
+    pub fn page_size(&self) -> usize {
+        sys::page_size()
+    }
+
+    /// What a request of `n` bytes is rounded to: the next multiple of the
+    /// page size (and at least one page). `None` on overflow.
+    ///
+    /// ```
+    /// let pages = allocasm::PageAllocator::new();
+    /// let p = pages.page_size();
+    /// assert_eq!(pages.round(1), Some(p));
+    /// assert_eq!(pages.round(p + 1), Some(2 * p));
+    /// ```
+    #[inline]
+    pub fn round(&self, n: usize) -> Option<usize> {
+        let page = self.page_size();
+        let n = n.max(1).checked_add(page - 1)?;
+        Some(n & !(page - 1))
+    }
+
+    /// Reserves, then commits, `round(n)` bytes: page-aligned, zeroed.
+    pub fn alloc(&self, n: usize) -> Result<NonNull<[u8]>, AllocError> {
+        if n == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        let len = self.round(n).ok_or(AllocError::TooLarge { requested: n, max: isize::MAX as usize })?;
+        let ptr = sys::reserve(len)?;
+        // SAFETY: `ptr..ptr+len` is exactly the reservation just made.
+        if let Err(e) = unsafe { sys::commit(ptr, len) } {
+            // SAFETY: as above; nothing else has seen the range.
+            let _ = unsafe { sys::release(ptr, len) };
+            return Err(e);
+        }
+        Ok(NonNull::slice_from_raw_parts(ptr, len))
+    }
+
+    /// Gives back memory from [`alloc`](Self::alloc).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from `alloc(n)` on a page allocator with this same `n` (or
+    /// any `n` that rounds to the same length), and nothing uses it afterwards.
+    pub unsafe fn dealloc(&self, ptr: NonNull<u8>, n: usize) {
+        let len = self.round(n).expect("size was valid when allocated");
+        // SAFETY: the caller guarantees this is exactly one reservation.
+        let r = unsafe { sys::release(ptr, len) };
+        debug_assert!(r.is_ok(), "release failed: {r:?}");
+    }
+
+    /// Reserves `round(n)` bytes of address space with no access.
+    pub fn reserve(&self, n: usize) -> Result<NonNull<[u8]>, AllocError> {
+        let len = self.round(n).ok_or(AllocError::TooLarge { requested: n, max: isize::MAX as usize })?;
+        Ok(NonNull::slice_from_raw_parts(sys::reserve(len)?, len))
+    }
+
+    /// Commits `len` bytes at `ptr` (page-aligned, inside a reservation).
+    ///
+    /// # Safety
+    ///
+    /// See [`sys::commit`].
+    pub unsafe fn commit(&self, ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+        // SAFETY: forwarded contract.
+        unsafe { sys::commit(ptr, len) }
+    }
+
+    /// Decommits `len` bytes at `ptr`, keeping the addresses reserved.
+    ///
+    /// # Safety
+    ///
+    /// See [`sys::decommit`].
+    pub unsafe fn decommit(&self, ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+        // SAFETY: forwarded contract.
+        unsafe { sys::decommit(ptr, len) }
+    }
+
+    /// Releases a whole reservation.
+    ///
+    /// # Safety
+    ///
+    /// See [`sys::release`].
+    pub unsafe fn release(&self, ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+        // SAFETY: forwarded contract.
+        unsafe { sys::release(ptr, len) }
+    }
+}
+
+impl RawAllocator for PageAllocator {
+    const FREES_INDIVIDUALLY: bool = true;
+
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if layout.align() > self.page_size() {
+            return Err(AllocError::TooLarge { requested: layout.align(), max: self.page_size() });
+        }
+        self.alloc(layout.size())
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: the caller guarantees `ptr` came from `allocate(layout)`.
+        unsafe { self.dealloc(ptr, layout.size()) }
+    }
+}

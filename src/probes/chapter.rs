@@ -1,0 +1,1 @@
+//! Probes for the chapter allocators (filled in by their owners).

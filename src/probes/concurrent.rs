@@ -1,0 +1,1 @@
+//! Probes for the concurrent allocators (filled in by their owners).

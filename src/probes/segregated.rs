@@ -1,0 +1,1 @@
+//! Probes for the segregated allocators (filled in by their owners).

@@ -1,0 +1,1 @@
+//! Probes for the unity allocators (filled in by their owners).

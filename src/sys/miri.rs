@@ -1,0 +1,39 @@
+//! Miri's stand-in for virtual memory: page-aligned zeroed heap blocks, with
+//! protection changes as no-ops. Only compiled under `cfg(miri)`.
+
+use core::ptr::NonNull;
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+
+use crate::AllocError;
+
+const PAGE: usize = 4096;
+
+pub(super) fn page_size() -> usize {
+    PAGE
+}
+
+pub(super) fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {
+    let layout = Layout::from_size_align(len, PAGE).map_err(|_| AllocError::Os { code: 22 })?;
+    // SAFETY: `len` is non-zero (callers reserve whole pages).
+    NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(AllocError::Os { code: 12 })
+}
+
+pub(super) unsafe fn commit(_ptr: NonNull<u8>, _len: usize) -> Result<(), AllocError> {
+    Ok(())
+}
+
+pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // SAFETY: the caller guarantees the range is inside a live reservation.
+    unsafe { ptr.as_ptr().write_bytes(0, len) };
+    Ok(())
+}
+
+pub(super) unsafe fn protect_none(_ptr: NonNull<u8>, _len: usize) -> Result<(), AllocError> {
+    Ok(())
+}
+
+pub(super) unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // SAFETY: the caller guarantees this is exactly one reservation.
+    unsafe { dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(len, PAGE)) };
+    Ok(())
+}

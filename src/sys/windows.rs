@@ -1,0 +1,58 @@
+//! Windows virtual memory through `windows-sys` (VirtualAlloc / VirtualProtect /
+//! VirtualFree).
+
+use core::ffi::c_void;
+use core::ptr::NonNull;
+
+use windows_sys::Win32::Foundation::GetLastError;
+use windows_sys::Win32::System::Memory::{
+    MEM_COMMIT, MEM_DECOMMIT, MEM_RELEASE, MEM_RESERVE, PAGE_NOACCESS, PAGE_READWRITE, VirtualAlloc,
+    VirtualFree, VirtualProtect,
+};
+use windows_sys::Win32::System::SystemInformation::{GetSystemInfo, SYSTEM_INFO};
+
+use crate::AllocError;
+
+fn last_err() -> AllocError {
+    // SAFETY: GetLastError has no preconditions.
+    AllocError::Os { code: unsafe { GetLastError() } as i32 }
+}
+
+pub(super) fn page_size() -> usize {
+    // SAFETY: SYSTEM_INFO is plain data; GetSystemInfo fills it in.
+    let mut info: SYSTEM_INFO = unsafe { core::mem::zeroed() };
+    // SAFETY: `info` is a valid out-pointer.
+    unsafe { GetSystemInfo(&mut info) };
+    info.dwPageSize as usize
+}
+
+pub(super) fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {
+    // SAFETY: reserving fresh address space aliases nothing.
+    let p = unsafe { VirtualAlloc(core::ptr::null(), len, MEM_RESERVE, PAGE_NOACCESS) };
+    NonNull::new(p.cast::<u8>()).ok_or_else(last_err)
+}
+
+pub(super) unsafe fn commit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // SAFETY: the caller guarantees the range is inside a live reservation.
+    let p = unsafe { VirtualAlloc(ptr.as_ptr().cast::<c_void>(), len, MEM_COMMIT, PAGE_READWRITE) };
+    if p.is_null() { Err(last_err()) } else { Ok(()) }
+}
+
+pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // SAFETY: the caller guarantees the range is inside a live reservation.
+    let ok = unsafe { VirtualFree(ptr.as_ptr().cast::<c_void>(), len, MEM_DECOMMIT) };
+    if ok == 0 { Err(last_err()) } else { Ok(()) }
+}
+
+pub(super) unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    let mut old = 0u32;
+    // SAFETY: the caller guarantees the range is committed inside a live reservation.
+    let ok = unsafe { VirtualProtect(ptr.as_ptr().cast::<c_void>(), len, PAGE_NOACCESS, &mut old) };
+    if ok == 0 { Err(last_err()) } else { Ok(()) }
+}
+
+pub(super) unsafe fn release(ptr: NonNull<u8>, _len: usize) -> Result<(), AllocError> {
+    // SAFETY: the caller guarantees this is exactly one reservation, unused.
+    let ok = unsafe { VirtualFree(ptr.as_ptr().cast::<c_void>(), 0, MEM_RELEASE) };
+    if ok == 0 { Err(last_err()) } else { Ok(()) }
+}

@@ -1,0 +1,275 @@
+//! One conformance suite for every allocator of the crate.
+//!
+//! Each allocator's test module calls [`check`] with a [`Spec`] and a factory
+//! that makes a fresh allocator; allocators with a bulk release also call
+//! [`check_reset`]. The suite checks: alignment honoured, no two live
+//! allocations overlap, contents survive until freed or reset, capacity
+//! exhaustion is an error (not a panic, not null), reuse after free or reset,
+//! and clear errors for bad alignment and zero size.
+//!
+//! Loop counts shrink under Miri.
+
+#![allow(dead_code)]
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+
+use allocasm::{AllocError, RawAllocator};
+
+/// What an allocator promises, so the suite knows what to expect of it.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Name used in failure messages.
+    pub name: &'static str,
+    /// Largest alignment the allocator serves (the suite tests every power of
+    /// two up to it).
+    pub max_align: usize,
+    /// Largest single request the suite should try.
+    pub max_size: usize,
+    /// Whether the capacity is fixed, so that allocating in a loop must end
+    /// in an error (false for allocators that grow from the OS).
+    pub bounded: bool,
+    /// For pools: every request has exactly this size and alignment.
+    pub fixed: Option<Layout>,
+    /// The smallest alignment every block gets whatever was asked (Unity's
+    /// Temp and Rewindable promise 64, TempJob and Persistent 16).
+    pub min_align: usize,
+}
+
+impl Spec {
+    /// A spec with the common defaults: alignments up to 256, requests up to
+    /// 512 bytes, bounded capacity, any size.
+    pub fn new(name: &'static str) -> Self {
+        Spec { name, max_align: 256, max_size: 512, bounded: true, fixed: None, min_align: 1 }
+    }
+}
+
+/// How many operations each check performs (smaller under Miri).
+pub fn rounds() -> usize {
+    if cfg!(miri) { 24 } else { 400 }
+}
+
+/// A tiny deterministic generator (xorshift), so failures reproduce.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A live allocation the suite is tracking.
+struct Live {
+    ptr: NonNull<u8>,
+    layout: Layout,
+    tag: u8,
+}
+
+fn fill(ptr: NonNull<u8>, len: usize, tag: u8) {
+    // SAFETY: the allocator handed out at least `len` bytes at `ptr`.
+    unsafe { ptr.as_ptr().write_bytes(tag, len) };
+}
+
+fn verify(spec: &Spec, l: &Live) {
+    // SAFETY: the block is live and `layout.size()` bytes long.
+    let bytes = unsafe { std::slice::from_raw_parts(l.ptr.as_ptr(), l.layout.size()) };
+    if let Some(i) = bytes.iter().position(|&b| b != l.tag) {
+        panic!(
+            "{}: contents of the block at {:p} ({} bytes) changed at byte {i}: {:#x} instead of {:#x}",
+            spec.name,
+            l.ptr,
+            l.layout.size(),
+            bytes[i],
+            l.tag
+        );
+    }
+}
+
+fn random_layout(spec: &Spec, rng: &mut Rng) -> Layout {
+    if let Some(fixed) = spec.fixed {
+        return fixed;
+    }
+    let size = 1 + rng.below(spec.max_size);
+    let max_shift = spec.max_align.trailing_zeros() as usize;
+    let align = 1usize << rng.below(max_shift + 1);
+    Layout::from_size_align(size, align).unwrap()
+}
+
+fn assert_disjoint(spec: &Spec, live: &[Live]) {
+    let mut ranges: Vec<(usize, usize)> =
+        live.iter().map(|l| (l.ptr.as_ptr() as usize, l.ptr.as_ptr() as usize + l.layout.size())).collect();
+    ranges.sort_unstable();
+    for w in ranges.windows(2) {
+        assert!(w[0].1 <= w[1].0, "{}: live blocks overlap: {:#x}..{:#x} and {:#x}..{:#x}", spec.name, w[0].0, w[0].1, w[1].0, w[1].1);
+    }
+}
+
+fn alloc_checked<A: RawAllocator>(spec: &Spec, a: &A, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+    let block = a.allocate(layout)?;
+    let ptr = block.cast::<u8>();
+    assert!(block.len() >= layout.size(), "{}: block of {} bytes for a {}-byte request", spec.name, block.len(), layout.size());
+    let align = layout.align().max(spec.min_align);
+    assert_eq!(ptr.as_ptr() as usize % align, 0, "{}: {:p} is not aligned to {align} (asked {layout:?})", spec.name, ptr);
+    Ok(ptr)
+}
+
+/// Runs every check that applies to the allocator `make` builds.
+pub fn check<A: RawAllocator>(spec: &Spec, make: impl Fn() -> A) {
+    alignment_honoured(spec, &make());
+    no_overlap_and_contents_survive(spec, &make());
+    bad_input_is_an_error(spec, &make());
+    if spec.bounded {
+        exhaustion_is_an_error(spec, &make());
+    }
+    if A::FREES_INDIVIDUALLY {
+        reuse_after_free(spec, &make());
+    }
+}
+
+fn alignment_honoured<A: RawAllocator>(spec: &Spec, a: &A) {
+    let mut align = 1;
+    while align <= spec.max_align {
+        let layout = spec.fixed.unwrap_or_else(|| Layout::from_size_align(1 + align % 7, align).unwrap());
+        match alloc_checked(spec, a, layout) {
+            Ok(p) => fill(p, layout.size(), 0xAB),
+            Err(e) => panic!("{}: align {align} refused: {e}", spec.name),
+        }
+        align *= 2;
+    }
+}
+
+fn no_overlap_and_contents_survive<A: RawAllocator>(spec: &Spec, a: &A) {
+    let mut rng = Rng::new(0xC0FFEE);
+    let mut live: Vec<Live> = Vec::new();
+    for i in 0..rounds() {
+        // Free a random live block now and then, when the allocator reuses.
+        if A::FREES_INDIVIDUALLY && !live.is_empty() && rng.below(3) == 0 {
+            let l = live.swap_remove(rng.below(live.len()));
+            verify(spec, &l);
+            // SAFETY: `l` was allocated here with `l.layout` and is live.
+            unsafe { a.deallocate(l.ptr, l.layout) };
+        }
+        let layout = random_layout(spec, &mut rng);
+        match alloc_checked(spec, a, layout) {
+            Ok(ptr) => {
+                let tag = (i % 251) as u8 + 1;
+                fill(ptr, layout.size(), tag);
+                live.push(Live { ptr, layout, tag });
+            }
+            Err(AllocError::OutOfMemory { .. }) if spec.bounded => break,
+            Err(e) => panic!("{}: allocation {i} of {layout:?} failed: {e}", spec.name),
+        }
+    }
+    assert!(!live.is_empty(), "{}: nothing could be allocated", spec.name);
+    assert_disjoint(spec, &live);
+    for l in &live {
+        verify(spec, l);
+    }
+    if A::FREES_INDIVIDUALLY {
+        for l in live {
+            // SAFETY: allocated here with this layout, still live.
+            unsafe { a.deallocate(l.ptr, l.layout) };
+        }
+    }
+}
+
+fn bad_input_is_an_error<A: RawAllocator>(spec: &Spec, a: &A) {
+    for bad in [0usize, 3, 6, 24, 1000] {
+        assert_eq!(
+            a.allocate_aligned(8, bad).err(),
+            Some(AllocError::BadAlignment { align: bad }),
+            "{}: alignment {bad} must be refused",
+            spec.name
+        );
+    }
+    let zero = Layout::from_size_align(0, spec.fixed.map_or(1, |l| l.align())).unwrap();
+    assert_eq!(a.allocate(zero).err(), Some(AllocError::ZeroSize), "{}: a zero-size request must be refused", spec.name);
+    if spec.fixed.is_none() || spec.bounded {
+        let huge = Layout::from_size_align(isize::MAX as usize / 2, 8).unwrap();
+        match a.allocate(huge) {
+            Err(AllocError::OutOfMemory { .. } | AllocError::TooLarge { .. } | AllocError::Os { .. }) => {}
+            other => panic!("{}: an impossible request must fail cleanly, got {other:?}", spec.name),
+        }
+    }
+}
+
+fn exhaustion_is_an_error<A: RawAllocator>(spec: &Spec, a: &A) {
+    let layout = spec.fixed.unwrap_or_else(|| Layout::from_size_align(spec.max_size, 8).unwrap());
+    let limit = 1 << 20;
+    for n in 0..limit {
+        match a.allocate(layout) {
+            Ok(_) => {}
+            Err(AllocError::OutOfMemory { .. }) => {
+                assert!(n > 0, "{}: not even one {layout:?} fit", spec.name);
+                return;
+            }
+            Err(e) => panic!("{}: exhaustion must be OutOfMemory, got {e}", spec.name),
+        }
+    }
+    panic!("{}: {limit} allocations of {layout:?} never ran out", spec.name);
+}
+
+fn reuse_after_free<A: RawAllocator>(spec: &Spec, a: &A) {
+    let layout = spec.fixed.unwrap_or_else(|| Layout::from_size_align(spec.max_size.min(64), 8).unwrap());
+    // Fill to capacity (or a fixed count when unbounded), free everything,
+    // and the same number of blocks must fit again.
+    let cap = if spec.bounded { usize::MAX } else { rounds() };
+    let mut first = Vec::new();
+    while first.len() < cap {
+        match a.allocate(layout) {
+            Ok(b) => first.push(b.cast::<u8>()),
+            Err(AllocError::OutOfMemory { .. }) => break,
+            Err(e) => panic!("{}: {e}", spec.name),
+        }
+    }
+    let n = first.len();
+    for p in first {
+        // SAFETY: allocated above with `layout`, not yet freed.
+        unsafe { a.deallocate(p, layout) };
+    }
+    let mut second = Vec::new();
+    for i in 0..n {
+        match a.allocate(layout) {
+            Ok(b) => second.push(b.cast::<u8>()),
+            Err(e) => panic!("{}: after freeing {n} blocks, allocation {i} failed: {e}", spec.name),
+        }
+    }
+    for p in second {
+        // SAFETY: allocated above with `layout`, not yet freed.
+        unsafe { a.deallocate(p, layout) };
+    }
+}
+
+/// For allocators with a bulk release: fill, reset, and the whole capacity is
+/// usable again, starting over at the same addresses where the allocator
+/// promises that.
+pub fn check_reset<A: RawAllocator>(spec: &Spec, mut a: A, reset: impl Fn(&mut A)) {
+    let layout = spec.fixed.unwrap_or_else(|| Layout::from_size_align(spec.max_size.min(48), 8).unwrap());
+    let fill_up = |a: &A| {
+        let mut got = Vec::new();
+        for _ in 0..rounds() {
+            match a.allocate(layout) {
+                Ok(b) => got.push(b.cast::<u8>()),
+                Err(AllocError::OutOfMemory { .. }) => break,
+                Err(e) => panic!("{}: {e}", spec.name),
+            }
+        }
+        got
+    };
+    let before = fill_up(&a);
+    assert!(!before.is_empty(), "{}: nothing fit before reset", spec.name);
+    reset(&mut a);
+    let after = fill_up(&a);
+    assert_eq!(before.len(), after.len(), "{}: a reset must make the same capacity usable again", spec.name);
+}
