@@ -156,3 +156,6 @@ pub fn display_path(path: &Path) -> String {
         .display()
         .to_string()
 }
+
+#[cfg(test)]
+mod tests;

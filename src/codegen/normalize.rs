@@ -76,9 +76,14 @@ pub fn unify_disambiguators(s: &str) -> String {
     static LEGACY: OnceLock<Regex> = OnceLock::new();
     static V0: OnceLock<Regex> = OnceLock::new();
     let legacy = LEGACY.get_or_init(|| Regex::new(r"\{\{([a-z_ ]+)\}\}").expect("regex"));
-    let v0 = V0.get_or_init(|| Regex::new(r"\{([a-z_ ]+)(?::[^#}]*)?#\d+\}").expect("regex"));
+    let v0 = V0.get_or_init(|| Regex::new(r"\{([A-Za-z_ ]+)(?::[^#}]*)?#\d+\}").expect("regex"));
     let s = legacy.replace_all(s, "{$1}");
-    v0.replace_all(&s, "{$1}").into_owned()
+    // v0 spells the inline-const namespace `K` where legacy says `constant`.
+    v0.replace_all(&s, |c: &Captures| match &c[1] {
+        "K" => "{constant}".to_string(),
+        other => format!("{{{other}}}"),
+    })
+    .into_owned()
 }
 
 /// Strips a trailing comment from an instruction line.

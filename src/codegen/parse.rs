@@ -138,6 +138,7 @@ fn directive(line: &str) -> Option<(&str, &str)> {
 /// (`.def f; ... .type 32; ...`).
 fn declared_functions(text: &str, format: ObjectFormat) -> BTreeSet<String> {
     let mut set = BTreeSet::new();
+    let mut pending: Option<String> = None;
     for line in text.lines() {
         match format {
             ObjectFormat::Elf => {
@@ -149,12 +150,17 @@ fn declared_functions(text: &str, format: ObjectFormat) -> BTreeSet<String> {
                 }
             }
             ObjectFormat::Coff => {
-                let t = line.trim();
-                if let Some(rest) = t.strip_prefix(".def") {
-                    let mut parts = rest.split(';').map(str::trim);
-                    let name = parts.next().unwrap_or("");
-                    if parts.any(|p| p == ".type 32" || p == ".type\t32") {
-                        set.insert(name.trim_matches('"').to_string());
+                // `.def NAME;` `.scl 2;` `.type 32;` `.endef`, one per line or
+                // all on one line separated by `;`.
+                for part in line.split(';').map(str::trim) {
+                    if let Some(name) = part.strip_prefix(".def") {
+                        pending = Some(name.trim().trim_matches('"').to_string());
+                    } else if part.starts_with(".type") && part[5..].trim() == "32" {
+                        if let Some(name) = pending.take() {
+                            set.insert(name);
+                        }
+                    } else if part == ".endef" {
+                        pending = None;
                     }
                 }
             }
@@ -205,6 +211,9 @@ pub fn parse_asm(text: &str, format: ObjectFormat) -> Assembly {
                 ".section" => {
                     finish(&mut current, &mut asm);
                     in_text = is_text_section(args, format);
+                }
+                ".def" if format == ObjectFormat::Coff => {
+                    finish(&mut current, &mut asm);
                 }
                 ".text" => {
                     finish(&mut current, &mut asm);

@@ -259,6 +259,7 @@ impl InstructionClasses {
                 concat!(
                     r"^(ldadd|ldclr|ldeor|ldset|ldsmax|ldsmin|ldumax|ldumin|swp|casp?)[a-z]*\b",
                     r"|^(ld|st)[al]?x[rp][bh]?\b",
+                    r"|^st(add|clr|eor|set|smax|smin|umax|umin)l?[bh]?\b",
                     r"|^bl __aarch64_(ldadd|ldclr|ldeor|ldset|swp|cas)",
                 ),
                 r"^(dmb|dsb|ldar[bh]?|ldapr[bh]?|stlr[bh]?)\b",
