@@ -30,10 +30,13 @@ fn options() -> BuildOptions {
     }
 }
 
+/// The builds that worked, and `(profile, error)` for the others.
+type Builds = (Vec<Built>, Vec<(String, String)>);
+
 /// Every profile built once per test process: the builds that worked, and
 /// `(profile, error)` for those that did not.
-fn builds() -> &'static (Vec<Built>, Vec<(String, String)>) {
-    static BUILT: OnceLock<(Vec<Built>, Vec<(String, String)>)> = OnceLock::new();
+fn builds() -> &'static Builds {
+    static BUILT: OnceLock<Builds> = OnceLock::new();
     BUILT.get_or_init(|| {
         let profiles = codegen::load_profiles().unwrap_or_else(|e| panic!("{e:#}"));
         let outputs = build::build_profiles(&profiles, &options(), &|_| {});
