@@ -157,5 +157,6 @@ pub fn display_path(path: &Path) -> String {
         .to_string()
 }
 
-#[cfg(test)]
+// Skipped under Miri: regex-heavy and reading files, nothing unsafe to check.
+#[cfg(all(test, not(miri)))]
 mod tests;
