@@ -1,1 +1,162 @@
-//! The codegen suite (placeholder).
+//! The codegen suite: build every probe for every target profile, extract each
+//! probe's assembly, normalize it, check it against the profile's
+//! expectations, and feed the same listings to snapshots, reports and diffs.
+//!
+//! There is exactly one extractor ([`parse`]) and one normalizer
+//! ([`normalize`]); the tests, the CLI and CI all go through them.
+//!
+//! ```text
+//! targets/<profile>.toml ─► Profile::load_all ─► build::build_profile (cargo rustc --emit asm)
+//!        │                                               │ AsmOutput (every .s of the crate)
+//!        │                                               ▼
+//!        │                                  extract_probes ─► parse::parse_asm ─► normalize::normalize
+//!        │                                               │
+//!        ▼                                               ▼ ProbeListings (raw Function + Listing per probe)
+//!  expect::evaluate / expect::check  ◄───────────────────┘
+//! ```
+//!
+//! # Stable API (used by the CLI)
+//!
+//! - [`Profile`]: one `targets/*.toml`. [`Profile::load_all`] discovers them
+//!   (nothing in code lists profiles); [`Profile::find`] looks one up by name.
+//!   Malformed files give `file:line:column: what was expected`.
+//! - [`build::BuildOptions`] + [`build::build_profile`] /
+//!   [`build::build_profiles`] (parallel, one thread per profile):
+//!   `cargo +<toolchain> rustc --release --lib --no-default-features --target
+//!   <triple> --target-dir <root>/<toolchain>/<profile> -- --emit asm ...`.
+//!   Progress goes to a [`build::BuildEvent`] callback. A warm rebuild is a
+//!   no-op that reuses the previous `.s` files ([`build::AsmOutput::fresh`]).
+//!   Missing targets and toolchains are [`build::BuildError`]s that name the
+//!   fix.
+//! - [`parse::parse_asm`]: split one `.s` into [`parse::Function`]s for ELF,
+//!   Mach-O and COFF, resolving `a = b` / `.set a, b` aliases.
+//! - [`normalize::normalize`]: a [`Function`] into a stable [`Listing`].
+//! - [`extract_probes`]: everything above for every probe of a built profile.
+//! - [`expect::evaluate`] (every expectation with its result, for reports and
+//!   diffs) and [`expect::check`] (the failures only), plus
+//!   [`expect::check_all`] (every probe, including missing ones).
+//! - [`listing::Listing::summary`]: instruction, atomic, call and loop counts.
+//!
+//! Paths: [`manifest_dir`], [`targets_dir`], [`snapshots_dir`],
+//! [`default_target_root`].
+
+pub mod build;
+pub mod expect;
+pub mod listing;
+pub mod normalize;
+pub mod parse;
+pub mod profile;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use build::{AsmOutput, BuildError, BuildEvent, BuildOptions};
+pub use expect::{Failure, FailureKind, Outcome};
+pub use listing::{Instruction, Line, Listing, Summary};
+pub use parse::{Assembly, Function};
+pub use profile::{
+    Arch, Class, InstructionClasses, ObjectFormat, Pattern, ProbeExpect, Profile, RunMode,
+};
+
+use crate::probes::Probe;
+
+/// The directory of the crate's `Cargo.toml` (where `targets/` and
+/// `snapshots/` live), as compiled in.
+pub fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `targets/`: one TOML file per profile.
+pub fn targets_dir() -> PathBuf {
+    manifest_dir().join("targets")
+}
+
+/// `snapshots/`: one folder of insta snapshots per profile.
+pub fn snapshots_dir() -> PathBuf {
+    manifest_dir().join("snapshots")
+}
+
+/// `target/allocasm-asm/`: the default root of the per-toolchain,
+/// per-profile target dirs, apart from the outer build so the two never wait
+/// on each other's lock.
+pub fn default_target_root() -> PathBuf {
+    manifest_dir().join("target").join("allocasm-asm")
+}
+
+/// One probe as found on one profile.
+#[derive(Debug, Clone)]
+pub struct ProbeListing {
+    /// The probe's function as it appears in the `.s` (directives included),
+    /// for `--raw`.
+    pub raw: Function,
+    /// The normalized listing: what expectations, snapshots and diffs compare.
+    pub listing: Listing,
+}
+
+/// Every probe's listing on one built profile.
+#[derive(Debug, Clone)]
+pub struct ProbeListings {
+    /// The profile's name.
+    pub profile: String,
+    /// Found probes, by probe name.
+    pub probes: BTreeMap<String, ProbeListing>,
+    /// Probes of the registry that no `.s` file defines (nor aliases).
+    pub missing: Vec<String>,
+}
+
+impl ProbeListings {
+    /// The normalized listing of one probe, if it was found.
+    pub fn listing(&self, probe: &str) -> Option<&Listing> {
+        self.probes.get(probe).map(|p| &p.listing)
+    }
+}
+
+/// Parses every `.s` of a build and extracts and normalizes each of `probes`.
+///
+/// A probe that LLVM merged into another function (`probe_b = probe_a`) is
+/// found through the alias: its listing is the target's body under its own
+/// name.
+pub fn extract_probes(profile: &Profile, asm: &AsmOutput, probes: &[Probe]) -> ProbeListings {
+    let format = profile.object_format();
+    let arch = profile.arch();
+    let assemblies: Vec<Assembly> = asm
+        .files
+        .iter()
+        .map(|f| parse::parse_asm(&f.text, format))
+        .collect();
+    let mut found = BTreeMap::new();
+    let mut missing = Vec::new();
+    for probe in probes {
+        match assemblies.iter().find_map(|a| a.function(probe.name)) {
+            Some(function) => {
+                let mut raw = function.clone();
+                raw.name = probe.name.to_string();
+                let listing = normalize::normalize(&raw, &arch);
+                found.insert(probe.name.to_string(), ProbeListing { raw, listing });
+            }
+            None => missing.push(probe.name.to_string()),
+        }
+    }
+    ProbeListings {
+        profile: profile.name.clone(),
+        probes: found,
+        missing,
+    }
+}
+
+/// Loads every profile of `targets/` (see [`Profile::load_all`]).
+pub fn load_profiles() -> anyhow::Result<Vec<Profile>> {
+    Profile::load_all(&targets_dir())
+}
+
+/// `path` relative to the crate root when it is inside it (for messages).
+pub fn display_path(path: &Path) -> String {
+    path.strip_prefix(manifest_dir())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+// Skipped under Miri: regex-heavy and reading files, nothing unsafe to check.
+#[cfg(all(test, not(miri)))]
+mod tests;

@@ -1,1 +1,2 @@
+mod codegen;
 mod conformance;

@@ -1,0 +1,705 @@
+//! One asm build per profile and toolchain.
+//!
+//! ```text
+//! rustup run <toolchain> cargo rustc --release --lib --no-default-features \
+//!     --target <triple> --target-dir <root>/<toolchain>/<profile> \
+//!     --manifest-path <Cargo.toml> --message-format=json-render-diagnostics \
+//!     -- --emit asm <profile rustflags> [-C llvm-args=-x86-asm-syntax=intel]
+//! ```
+//!
+//! Only the allocators and probes are compiled (`--no-default-features`
+//! leaves the suite out) and the extra arguments reach the final crate only,
+//! so the `.s` files are this crate's alone. With several codegen units
+//! rustc writes one `.s` per unit (`allocasm-<hash>.allocasm.<cgu>.rcgu.s`);
+//! all of them are read. Every (toolchain, profile) pair has its own target
+//! dir, so builds run in parallel ([`build_profiles`]) and a warm rebuild is
+//! cargo's no-op that reuses the previous `.s` ([`AsmOutput::fresh`]).
+//!
+//! The child's environment is cleaned of what would change the build behind
+//! the profile's back (`RUSTFLAGS`, `CARGO_TARGET_DIR`, a clippy or miri
+//! wrapper, an outer jobserver).
+
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::profile::Profile;
+
+/// Where and with what to build.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// A rustup toolchain (`1.95.0`, `nightly`, `beta`); `None` uses the one
+    /// rustup selects for the crate (`RUSTUP_TOOLCHAIN`, then
+    /// `rust-toolchain.toml`).
+    pub toolchain: Option<String>,
+    /// Root of the target dirs: each build uses `<root>/<toolchain>/<profile>`.
+    pub target_root: PathBuf,
+    /// The crate's `Cargo.toml`.
+    pub manifest_path: PathBuf,
+    /// Run `rustup target add` when the profile's target is not installed
+    /// (otherwise that is a [`BuildError::TargetMissing`]).
+    pub install_missing_target: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            toolchain: None,
+            target_root: super::default_target_root(),
+            manifest_path: super::manifest_dir().join("Cargo.toml"),
+            install_missing_target: false,
+        }
+    }
+}
+
+/// Progress of a build, for progress bars and logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildEvent {
+    /// Running `rustup target add` for a missing target.
+    InstallingTarget {
+        /// Profile name.
+        profile: String,
+        /// The command being run.
+        command: String,
+    },
+    /// cargo was started.
+    Started {
+        /// Profile name.
+        profile: String,
+        /// The full command line.
+        command: String,
+    },
+    /// A line cargo wrote to stderr (`Compiling allocasm ...`, diagnostics).
+    Cargo {
+        /// Profile name.
+        profile: String,
+        /// The line, without newline.
+        line: String,
+    },
+    /// The build ended and its `.s` files were read.
+    Finished {
+        /// Profile name.
+        profile: String,
+        /// Whether cargo found everything up to date (nothing recompiled).
+        fresh: bool,
+        /// Wall time of the build.
+        elapsed: Duration,
+    },
+}
+
+/// Why a build produced no assembly; each message says how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildError {
+    /// rustup (or cargo) is not on `PATH`.
+    ToolMissing {
+        /// The program.
+        program: String,
+        /// The OS error.
+        error: String,
+    },
+    /// The toolchain is not installed.
+    ToolchainMissing {
+        /// The toolchain asked for.
+        toolchain: String,
+        /// Installed toolchains.
+        installed: Vec<String>,
+    },
+    /// The target's standard library is not installed for the toolchain.
+    TargetMissing {
+        /// The toolchain.
+        toolchain: String,
+        /// The triple.
+        triple: String,
+    },
+    /// A command other than the build failed (`rustup target add`, `rustc -vV`).
+    Command {
+        /// The command line.
+        command: String,
+        /// Its stderr.
+        stderr: String,
+    },
+    /// cargo failed; `stderr` is cargo's own message.
+    Cargo {
+        /// Profile name.
+        profile: String,
+        /// The command line.
+        command: String,
+        /// cargo's stderr (rendered diagnostics).
+        stderr: String,
+    },
+    /// cargo succeeded but no `.s` file of the crate was found.
+    NoAsm {
+        /// Profile name.
+        profile: String,
+        /// Where they were looked for.
+        dir: PathBuf,
+    },
+    /// Reading a file failed.
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        error: String,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::ToolMissing { program, error } => {
+                write!(
+                    f,
+                    "cannot run `{program}` ({error}); install rustup from https://rustup.rs"
+                )
+            }
+            BuildError::ToolchainMissing {
+                toolchain,
+                installed,
+            } => write!(
+                f,
+                "toolchain `{toolchain}` is not installed (installed: {}); install it with \
+                 `rustup toolchain install {toolchain} --profile minimal`",
+                installed.join(", ")
+            ),
+            BuildError::TargetMissing { toolchain, triple } => write!(
+                f,
+                "target `{triple}` is not installed for toolchain `{toolchain}`; run \
+                 `rustup target add {triple} --toolchain {toolchain}` (or pass the install option)"
+            ),
+            BuildError::Command { command, stderr } => write!(f, "`{command}` failed:\n{stderr}"),
+            BuildError::Cargo {
+                profile,
+                command,
+                stderr,
+            } => {
+                write!(
+                    f,
+                    "the asm build of profile {profile} failed: `{command}`\n{stderr}"
+                )
+            }
+            BuildError::NoAsm { profile, dir } => write!(
+                f,
+                "the asm build of profile {profile} left no .s file of the crate in {}; \
+                 delete that directory's parent and build again",
+                dir.display()
+            ),
+            BuildError::Io { path, error } => write!(f, "cannot read {}: {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// One `.s` file of the crate.
+#[derive(Debug, Clone)]
+pub struct AsmFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// Its text.
+    pub text: String,
+}
+
+/// The assembly of one profile built with one toolchain.
+#[derive(Debug, Clone)]
+pub struct AsmOutput {
+    /// Profile name.
+    pub profile: String,
+    /// Target triple.
+    pub triple: String,
+    /// The toolchain, as resolved (`1.95.0`, `nightly`); `default` without
+    /// rustup.
+    pub toolchain: String,
+    /// `rustc -vV` of that toolchain.
+    pub rustc_version: String,
+    /// The flags after `--emit asm`.
+    pub flags: Vec<String>,
+    /// The cargo command line.
+    pub command: String,
+    /// The target dir of this build.
+    pub target_dir: PathBuf,
+    /// Every `.s` of the crate, sorted by path.
+    pub files: Vec<AsmFile>,
+    /// Whether cargo reused the previous build.
+    pub fresh: bool,
+}
+
+impl AsmOutput {
+    /// The first line of `rustc -vV` (`rustc 1.95.0 (59807616e 2026-04-14)`).
+    pub fn rustc_release(&self) -> &str {
+        self.rustc_version.lines().next().unwrap_or("")
+    }
+
+    /// The `LLVM version:` of `rustc -vV`.
+    pub fn llvm_version(&self) -> &str {
+        self.rustc_version
+            .lines()
+            .find_map(|l| l.strip_prefix("LLVM version: "))
+            .unwrap_or("unknown")
+    }
+
+    /// The codegen-units setting, as said in listing headers: the flag's
+    /// value, or cargo's release default, and how many `.s` files that made.
+    pub fn codegen_units(&self) -> String {
+        let joined = self.flags.join(" ");
+        let setting = match joined
+            .split("codegen-units=")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+        {
+            Some(n) => format!("codegen-units={n}"),
+            None => "codegen-units: cargo release default (16)".to_string(),
+        };
+        format!("{setting}, {} .s file(s) read", self.files.len())
+    }
+
+    /// A header for listings and reports: profile, triple, compiler, flags,
+    /// codegen units.
+    pub fn header(&self) -> String {
+        format!(
+            "profile {} ({}) · {} · LLVM {} · flags: {} · {}",
+            self.profile,
+            self.triple,
+            self.rustc_release(),
+            self.llvm_version(),
+            if self.flags.is_empty() {
+                "(none)".to_string()
+            } else {
+                self.flags.join(" ")
+            },
+            self.codegen_units()
+        )
+    }
+}
+
+fn command_line(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
+
+fn output_of(cmd: &mut Command) -> Result<std::process::Output, BuildError> {
+    cmd.output().map_err(|e| BuildError::ToolMissing {
+        program: cmd.get_program().to_string_lossy().into_owned(),
+        error: e.to_string(),
+    })
+}
+
+fn has_rustup() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        Command::new("rustup")
+            .arg("--version")
+            .stderr(Stdio::null())
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// `1.95.0-x86_64-unknown-linux-gnu` → `1.95.0`.
+fn strip_host(name: &str) -> String {
+    const ARCHES: &[&str] = &[
+        "-x86_64-",
+        "-aarch64-",
+        "-i686-",
+        "-riscv64gc-",
+        "-powerpc64le-",
+        "-s390x-",
+        "-loongarch64-",
+        "-armv7-",
+        "-arm-",
+    ];
+    let cut = ARCHES.iter().filter_map(|a| name.find(a)).min();
+    cut.map_or_else(|| name.to_string(), |i| name[..i].to_string())
+}
+
+/// Installed rustup toolchains, host suffix stripped.
+pub fn installed_toolchains() -> Result<Vec<String>, BuildError> {
+    let out = output_of(Command::new("rustup").args(["toolchain", "list"]))?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(strip_host)
+        .collect())
+}
+
+/// The toolchain a build will use: `opts.toolchain` checked to be installed,
+/// or the one rustup selects in the crate's directory.
+pub fn resolve_toolchain(opts: &BuildOptions) -> Result<String, BuildError> {
+    if !has_rustup() {
+        return Ok(opts
+            .toolchain
+            .clone()
+            .unwrap_or_else(|| "default".to_string()));
+    }
+    match &opts.toolchain {
+        Some(tc) => {
+            let installed = installed_toolchains()?;
+            let full: Vec<String> = {
+                let out = output_of(Command::new("rustup").args(["toolchain", "list"]))?;
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+                    .collect()
+            };
+            if installed.iter().any(|i| i == tc) || full.iter().any(|f| f == tc) {
+                Ok(strip_host(tc))
+            } else {
+                Err(BuildError::ToolchainMissing {
+                    toolchain: tc.clone(),
+                    installed,
+                })
+            }
+        }
+        None => {
+            let dir = opts.manifest_path.parent().unwrap_or(Path::new("."));
+            let mut cmd = Command::new("rustup");
+            cmd.args(["show", "active-toolchain"]).current_dir(dir);
+            let out = output_of(&mut cmd)?;
+            if !out.status.success() {
+                return Err(BuildError::Command {
+                    command: command_line(&cmd),
+                    stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                });
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            let name = text.split_whitespace().next().unwrap_or("default");
+            Ok(strip_host(name))
+        }
+    }
+}
+
+/// A command that runs `program` of `toolchain` (through `rustup run` when
+/// rustup is there).
+fn tool(toolchain: &str, program: &str) -> Command {
+    if has_rustup() && toolchain != "default" {
+        let mut c = Command::new("rustup");
+        c.args(["run", toolchain, program]);
+        c
+    } else {
+        Command::new(program)
+    }
+}
+
+/// `rustc -vV` of a toolchain.
+pub fn rustc_version(toolchain: &str) -> Result<String, BuildError> {
+    let mut cmd = tool(toolchain, "rustc");
+    cmd.arg("-vV");
+    let out = output_of(&mut cmd)?;
+    if !out.status.success() {
+        return Err(BuildError::Command {
+            command: command_line(&cmd),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+}
+
+/// Makes sure `triple`'s standard library is installed for `toolchain`,
+/// running `rustup target add` when `install` is set.
+pub fn ensure_target(
+    toolchain: &str,
+    triple: &str,
+    install: bool,
+    progress: &dyn Fn(BuildEvent),
+    profile: &str,
+) -> Result<(), BuildError> {
+    if !has_rustup() || toolchain == "default" {
+        return Ok(());
+    }
+    let out = output_of(Command::new("rustup").args([
+        "target",
+        "list",
+        "--installed",
+        "--toolchain",
+        toolchain,
+    ]))?;
+    if !out.status.success() {
+        // A linked custom toolchain cannot list targets: let cargo say.
+        return Ok(());
+    }
+    if String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l.trim() == triple)
+    {
+        return Ok(());
+    }
+    if !install {
+        return Err(BuildError::TargetMissing {
+            toolchain: toolchain.to_string(),
+            triple: triple.to_string(),
+        });
+    }
+    let mut cmd = Command::new("rustup");
+    cmd.args(["target", "add", triple, "--toolchain", toolchain]);
+    progress(BuildEvent::InstallingTarget {
+        profile: profile.to_string(),
+        command: command_line(&cmd),
+    });
+    let out = output_of(&mut cmd)?;
+    if !out.status.success() {
+        return Err(BuildError::Command {
+            command: command_line(&cmd),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The target dir of one (toolchain, profile) build.
+pub fn target_dir(opts: &BuildOptions, toolchain: &str, profile: &Profile) -> PathBuf {
+    opts.target_root.join(toolchain).join(&profile.name)
+}
+
+/// Environment variables that would change the build behind the profile's
+/// back, removed from the child's environment.
+const SCRUBBED_ENV: &[&str] = &[
+    "RUSTFLAGS",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "CARGO_BUILD_RUSTFLAGS",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET_DIR",
+    "CARGO_BUILD_TARGET",
+    "RUSTC",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "CARGO_MAKEFLAGS",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "CARGO",
+    "MIRI_SYSROOT",
+];
+
+/// Builds one profile's assembly and reads every `.s` of the crate.
+pub fn build_profile(
+    profile: &Profile,
+    opts: &BuildOptions,
+    progress: &dyn Fn(BuildEvent),
+) -> Result<AsmOutput, BuildError> {
+    let toolchain = resolve_toolchain(opts)?;
+    ensure_target(
+        &toolchain,
+        &profile.triple,
+        opts.install_missing_target,
+        progress,
+        &profile.name,
+    )?;
+    let rustc_version = rustc_version(&toolchain)?;
+    let dir = target_dir(opts, &toolchain, profile);
+    let flags = profile.build_flags();
+
+    let mut cmd = tool(&toolchain, "cargo");
+    cmd.args([
+        "rustc",
+        "--release",
+        "--lib",
+        "--no-default-features",
+        "--target",
+        &profile.triple,
+    ])
+    .arg("--target-dir")
+    .arg(&dir)
+    .arg("--manifest-path")
+    .arg(&opts.manifest_path)
+    .args([
+        "--message-format=json-render-diagnostics",
+        "--",
+        "--emit",
+        "asm",
+    ])
+    .args(&flags)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for var in SCRUBBED_ENV {
+        cmd.env_remove(var);
+    }
+    let triple_var = format!(
+        "CARGO_TARGET_{}_RUSTFLAGS",
+        profile.triple.to_uppercase().replace(['-', '.'], "_")
+    );
+    cmd.env_remove(triple_var);
+    let command = command_line(&cmd);
+    progress(BuildEvent::Started {
+        profile: profile.name.clone(),
+        command: command.clone(),
+    });
+
+    let start = Instant::now();
+    let started_at = SystemTime::now();
+    let mut child = cmd.spawn().map_err(|e| BuildError::ToolMissing {
+        program: "cargo".into(),
+        error: e.to_string(),
+    })?;
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let (stderr_text, json) = std::thread::scope(|s| {
+        let reader = s.spawn(move || {
+            let mut json = String::new();
+            let _ = stdout.read_to_string(&mut json);
+            json
+        });
+        let mut text = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            progress(BuildEvent::Cargo {
+                profile: profile.name.clone(),
+                line: line.clone(),
+            });
+            text.push_str(&line);
+            text.push('\n');
+        }
+        (text, reader.join().unwrap_or_default())
+    });
+    let status = child.wait().map_err(|e| BuildError::Io {
+        path: dir.clone(),
+        error: e.to_string(),
+    })?;
+    if !status.success() {
+        return Err(BuildError::Cargo {
+            profile: profile.name.clone(),
+            command,
+            stderr: stderr_text,
+        });
+    }
+
+    let (artifact, fresh) = find_artifact(&json).ok_or_else(|| BuildError::NoAsm {
+        profile: profile.name.clone(),
+        dir: dir.clone(),
+    })?;
+    let files = read_asm_files(&artifact, fresh, started_at)?;
+    if files.is_empty() {
+        return Err(BuildError::NoAsm {
+            profile: profile.name.clone(),
+            dir,
+        });
+    }
+    progress(BuildEvent::Finished {
+        profile: profile.name.clone(),
+        fresh,
+        elapsed: start.elapsed(),
+    });
+    Ok(AsmOutput {
+        profile: profile.name.clone(),
+        triple: profile.triple.clone(),
+        toolchain,
+        rustc_version,
+        flags,
+        command,
+        target_dir: dir,
+        files,
+        fresh,
+    })
+}
+
+/// From cargo's JSON messages: the crate's library artifact in `deps/`
+/// (`deps/lib<crate>-<hash>.rmeta`) and whether it was fresh.
+fn find_artifact(json: &str) -> Option<(PathBuf, bool)> {
+    for line in json.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let is_lib = v["target"]["kind"]
+            .as_array()
+            .is_some_and(|k| k.iter().any(|k| k == "lib" || k == "rlib"));
+        let manifest_ours = v["package_id"]
+            .as_str()
+            .is_some_and(|p| p.contains("allocasm"))
+            || v["target"]["name"] == "allocasm";
+        if !is_lib || !manifest_ours {
+            continue;
+        }
+        let fresh = v["fresh"].as_bool().unwrap_or(false);
+        let files = v["filenames"].as_array()?;
+        let in_deps = files
+            .iter()
+            .filter_map(|f| f.as_str())
+            .map(PathBuf::from)
+            .find(|p| {
+                p.parent()
+                    .and_then(|d| d.file_name())
+                    .is_some_and(|d| d == "deps")
+            });
+        if let Some(p) = in_deps {
+            return Some((p, fresh));
+        }
+    }
+    None
+}
+
+/// Every `.s` of the artifact's crate and hash: `<crate>-<hash>.s` (one
+/// codegen unit) or `<crate>-<hash>.<cgu>.rcgu.s` (several). After a real
+/// rebuild, `.s` files older than the build are stale units of an earlier
+/// partition and are deleted.
+fn read_asm_files(
+    artifact: &Path,
+    fresh: bool,
+    started_at: SystemTime,
+) -> Result<Vec<AsmFile>, BuildError> {
+    let dir = artifact.parent().unwrap_or(Path::new("."));
+    let stem = artifact.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let stem = stem.strip_prefix("lib").unwrap_or(stem);
+    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s); // crate-hash
+    let io = |path: &Path, e: std::io::Error| BuildError::Io {
+        path: path.to_path_buf(),
+        error: e.to_string(),
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let path = entry.map_err(|e| io(dir, e))?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let ours = name == format!("{stem}.s")
+            || (name.starts_with(&format!("{stem}.")) && name.ends_with(".rcgu.s"));
+        if !ours {
+            continue;
+        }
+        if !fresh {
+            let modified = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .map_err(|e| io(&path, e))?;
+            if modified + Duration::from_secs(2) < started_at {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
+        files.push(AsmFile { path, text });
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(files)
+}
+
+/// Builds several profiles in parallel, one thread each; results in the
+/// order of `profiles`.
+pub fn build_profiles(
+    profiles: &[Profile],
+    opts: &BuildOptions,
+    progress: &(dyn Fn(BuildEvent) + Sync),
+) -> Vec<Result<AsmOutput, BuildError>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = profiles
+            .iter()
+            .map(|p| s.spawn(move || build_profile(p, opts, &|e| progress(e))))
+            .collect();
+        handles
+            .into_iter()
+            .zip(profiles)
+            .map(|(h, p)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(BuildError::Cargo {
+                        profile: p.name.clone(),
+                        command: String::new(),
+                        stderr: "the build thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    })
+}

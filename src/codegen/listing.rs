@@ -1,0 +1,261 @@
+//! A normalized listing: labels and instructions only, stable across
+//! compilers' naming noise, and the analyses the expectations and reports
+//! use (instruction classes, calls, loops).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::profile::{Class, InstructionClasses};
+
+/// One instruction: mnemonic (with any prefix such as `lock`) and operands,
+/// whitespace folded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Instruction {
+    /// `mov`, `lock xadd`, `b.hs`, `ldaddal`, ...
+    pub mnemonic: String,
+    /// The operands as one string (`qword ptr [rdi], rax`), may be empty.
+    pub operands: String,
+}
+
+impl Instruction {
+    /// `mnemonic operands` (what class patterns are matched against).
+    pub fn text(&self) -> String {
+        if self.operands.is_empty() {
+            self.mnemonic.clone()
+        } else {
+            format!("{} {}", self.mnemonic, self.operands)
+        }
+    }
+
+    /// The last operand (a branch's target).
+    pub fn last_operand(&self) -> Option<&str> {
+        let last = self.operands.rsplit(',').next()?.trim();
+        (!last.is_empty()).then_some(last)
+    }
+}
+
+/// One line of a listing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Line {
+    /// A local label that some instruction of the function refers to.
+    Label(String),
+    /// An instruction.
+    Instruction(Instruction),
+}
+
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Line::Label(l) => write!(f, "{l}:"),
+            Line::Instruction(i) => write!(f, "  {}", i.text()),
+        }
+    }
+}
+
+/// The normalized listing of one function.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Listing {
+    /// The function's name.
+    pub name: String,
+    /// Its labels and instructions.
+    pub lines: Vec<Line>,
+}
+
+/// Counts for reports: what a fast path costs at a glance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Instructions (labels not counted).
+    pub instructions: usize,
+    /// Atomic read-modify-writes (including outline-atomics calls).
+    pub atomic_rmw: usize,
+    /// All atomic instructions (read-modify-writes, fences, acquire/release).
+    pub atomics: usize,
+    /// Calls (including tail calls and outline-atomics calls).
+    pub calls: usize,
+    /// Branches within the function.
+    pub branches: usize,
+    /// Backward branches (loops).
+    pub backward_branches: usize,
+}
+
+impl Listing {
+    /// The listing as text: `name:` then one line per label or instruction.
+    /// This is what snapshots store and `has`/`lacks` patterns match
+    /// (instructions are indented by two spaces, so patterns anchor with
+    /// `^\s*`; see [`Listing::instruction_text`] for the unindented form).
+    pub fn text(&self) -> String {
+        let mut s = format!("{}:\n", self.name);
+        for line in &self.lines {
+            s.push_str(&line.to_string());
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Only the instructions, one per line, unindented: what `has` and
+    /// `lacks` patterns are matched against (labels excluded so that `^b`
+    /// never matches a label).
+    pub fn instruction_text(&self) -> String {
+        let mut s = String::new();
+        for i in self.instructions() {
+            s.push_str(&i.text());
+            s.push('\n');
+        }
+        s
+    }
+
+    /// The instructions in order.
+    pub fn instructions(&self) -> impl Iterator<Item = &Instruction> {
+        self.lines.iter().filter_map(|l| match l {
+            Line::Instruction(i) => Some(i),
+            Line::Label(_) => None,
+        })
+    }
+
+    /// The label definitions, by name, with their line index.
+    fn label_index(&self) -> BTreeMap<&str, usize> {
+        self.lines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| match l {
+                Line::Label(name) => Some((name.as_str(), i)),
+                Line::Instruction(_) => None,
+            })
+            .collect()
+    }
+
+    /// Whether the instruction at line `index` is a branch to a label defined
+    /// at or before it (a loop).
+    fn is_backward_branch(
+        &self,
+        index: usize,
+        classes: &InstructionClasses,
+        labels: &BTreeMap<&str, usize>,
+    ) -> bool {
+        let Line::Instruction(i) = &self.lines[index] else {
+            return false;
+        };
+        if !classes.branch.is_match(&i.text()) {
+            return false;
+        }
+        i.last_operand()
+            .and_then(|t| labels.get(t))
+            .is_some_and(|&def| def <= index)
+    }
+
+    /// Whether an instruction is a tail call: a branch whose target is a
+    /// symbol, neither a label of this function nor a register or memory
+    /// operand (jump tables are not calls).
+    fn is_tail_call(
+        &self,
+        i: &Instruction,
+        classes: &InstructionClasses,
+        labels: &BTreeMap<&str, usize>,
+    ) -> bool {
+        if !classes.branch.is_match(&i.text()) {
+            return false;
+        }
+        let Some(target) = i.last_operand() else {
+            return false;
+        };
+        let looks_symbol = target
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '.' || c == '<')
+            && !target.contains('[')
+            && !is_register(target);
+        looks_symbol && !labels.contains_key(target) && !target.starts_with(".L")
+    }
+
+    /// The instructions that belong to `class`, with their line index.
+    pub fn matching(
+        &self,
+        class: Class,
+        classes: &InstructionClasses,
+    ) -> Vec<(usize, &Instruction)> {
+        let labels = self.label_index();
+        self.lines
+            .iter()
+            .enumerate()
+            .filter_map(|(idx, l)| match l {
+                Line::Instruction(i) => Some((idx, i)),
+                Line::Label(_) => None,
+            })
+            .filter(|&(idx, i)| {
+                let text = i.text();
+                match class {
+                    Class::AtomicRmw => classes.atomic_rmw.is_match(&text),
+                    Class::Atomic => {
+                        classes.atomic_rmw.is_match(&text) || classes.atomic_other.is_match(&text)
+                    }
+                    Class::Call => {
+                        classes.call.is_match(&text) || self.is_tail_call(i, classes, &labels)
+                    }
+                    Class::Branch => classes.branch.is_match(&text),
+                    Class::BackwardBranch => self.is_backward_branch(idx, classes, &labels),
+                }
+            })
+            .collect()
+    }
+
+    /// The first backward branch before the first instruction matching
+    /// `before`; `Err(())` when no instruction matches `before`.
+    #[allow(clippy::result_unit_err)]
+    pub fn backward_branch_before(
+        &self,
+        before: &super::profile::Pattern,
+        classes: &InstructionClasses,
+    ) -> Result<Option<&Instruction>, ()> {
+        let end = self
+            .lines
+            .iter()
+            .position(|l| matches!(l, Line::Instruction(i) if before.is_match(&i.text())))
+            .ok_or(())?;
+        Ok(self
+            .matching(Class::BackwardBranch, classes)
+            .into_iter()
+            .find(|&(idx, _)| idx < end)
+            .map(|(_, i)| i))
+    }
+
+    /// Instruction, atomic, call, branch and loop counts.
+    pub fn summary(&self, classes: &InstructionClasses) -> Summary {
+        Summary {
+            instructions: self.instructions().count(),
+            atomic_rmw: self.matching(Class::AtomicRmw, classes).len(),
+            atomics: self.matching(Class::Atomic, classes).len(),
+            calls: self.matching(Class::Call, classes).len(),
+            branches: self.matching(Class::Branch, classes).len(),
+            backward_branches: self.matching(Class::BackwardBranch, classes).len(),
+        }
+    }
+}
+
+impl fmt::Display for Listing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+/// Register operands (tail-call detection must not take `br x9`'s `x9` or
+/// `jmp rax`'s `rax` for a symbol).
+fn is_register(op: &str) -> bool {
+    const X86: &[&str] = &[
+        "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "eax", "ebx", "ecx", "edx", "esi",
+        "edi", "ebp", "esp",
+    ];
+    if X86.contains(&op) {
+        return true;
+    }
+    let numbered = |p: &str| {
+        op.strip_prefix(p)
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    };
+    numbered("r")
+        || numbered("x")
+        || numbered("w")
+        || numbered("a")
+        || numbered("t")
+        || numbered("s")
+        || matches!(op, "lr" | "ra" | "sp" | "ip" | "pc")
+}

@@ -1,0 +1,273 @@
+//! The one normalizer: makes a [`Function`] into a [`Listing`] that stays the
+//! same when only naming noise changes.
+//!
+//! Rules, in order:
+//! 1. Directives (`.cfi_*`, `.p2align`, `.loh`, `.seh_*`, ...) and comments
+//!    (`#`, `//`, `;` by architecture; `#APP`/`InlineAsm` markers) are
+//!    dropped; the function's own label is dropped (the listing's name says
+//!    it).
+//! 2. Whitespace is folded: one space between mnemonic and operands, none
+//!    inside operands except after commas and inside brackets' `+`/`-` as
+//!    written; prefixes (`lock`) join the mnemonic.
+//! 3. Rust symbols in operands are demangled (`rustc-demangle`, legacy
+//!    `_ZN…17h…E` and v0 `_R…`), without hashes or crate disambiguators, and
+//!    closures/constants spelled one way (`{{closure}}` and `{closure#0}`
+//!    both become `{closure}`). Mach-O's extra leading `_` is stripped.
+//! 4. Local labels (`.LBB0_3`, `LBB0_3`, `.Ltmp5`, `Lloh2`, `.LCPI5_0`,
+//!    `.Lfunc_begin0`, `.LJTI0_0`, `l_anon.<hash>.3`, ...) are renumbered per
+//!    function and per family in order of first appearance (`.LBB0_3` →
+//!    `.LBB1`); label definitions no instruction refers to are dropped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+
+use regex::{Captures, Regex};
+
+use super::listing::{Instruction, Line, Listing};
+use super::parse::{Function, is_local_label, label_of};
+use super::profile::{Arch, ObjectFormat};
+
+/// x86 instruction prefixes that join the following mnemonic.
+const PREFIXES: &[&str] = &[
+    "lock", "rep", "repe", "repz", "repne", "repnz", "data16", "notrack", "xacquire", "xrelease",
+];
+
+fn symbol_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // Legacy (`_ZN…E`, with `$u7b$`-style escapes and `.llvm.N` suffixes)
+    // and v0 (`_R…`) manglings, with Mach-O's extra `_`.
+    RE.get_or_init(|| {
+        Regex::new(r"\b_{1,2}(ZN[0-9A-Za-z_$.]+|R[0-9A-Za-z_]+)").expect("symbol regex")
+    })
+}
+
+fn local_label_re(format: ObjectFormat) -> &'static Regex {
+    static ELF: OnceLock<Regex> = OnceLock::new();
+    static MACHO: OnceLock<Regex> = OnceLock::new();
+    match format {
+        ObjectFormat::MachO => MACHO.get_or_init(|| {
+            Regex::new(
+                r"\b(?:(l_?anon\.)[0-9a-f]{8,}\.(\d+)|(L[A-Za-z_]*?|l[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
+            )
+            .expect("label regex")
+        }),
+        _ => ELF.get_or_init(|| {
+            Regex::new(
+                r"(?:^|[^\w.$])(?:(\.Lanon\.)[0-9a-f]{8,}\.(\d+)|(\.L[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
+            )
+            .expect("label regex")
+        }),
+    }
+}
+
+/// Demangles one mangled Rust symbol without its hash, spelling closures
+/// and constants one way.
+pub fn demangle_symbol(mangled: &str) -> String {
+    let Ok(d) = rustc_demangle::try_demangle(mangled) else {
+        return mangled.to_string();
+    };
+    let s = format!("{d:#}");
+    unify_disambiguators(&s)
+}
+
+/// `{{closure}}` / `{closure#0}` → `{closure}` (the same for `constant`,
+/// `shim`, ...), and legacy `$LT$`-style leftovers are left to the demangler.
+pub fn unify_disambiguators(s: &str) -> String {
+    static LEGACY: OnceLock<Regex> = OnceLock::new();
+    static V0: OnceLock<Regex> = OnceLock::new();
+    let legacy = LEGACY.get_or_init(|| Regex::new(r"\{\{([a-z_ ]+)\}\}").expect("regex"));
+    let v0 = V0.get_or_init(|| Regex::new(r"\{([A-Za-z_ ]+)(?::[^#}]*)?#\d+\}").expect("regex"));
+    let s = legacy.replace_all(s, "{$1}");
+    // v0 spells the inline-const namespace `K` where legacy says `constant`.
+    v0.replace_all(&s, |c: &Captures| match &c[1] {
+        "K" => "{constant}".to_string(),
+        other => format!("{{{other}}}"),
+    })
+    .into_owned()
+}
+
+/// Strips a trailing comment from an instruction line.
+fn strip_comment<'a>(line: &'a str, markers: &[&str]) -> &'a str {
+    let mut end = line.len();
+    for m in markers {
+        if let Some(i) = line.find(m) {
+            end = end.min(i);
+        }
+    }
+    &line[..end]
+}
+
+/// Splits an instruction line (comment already stripped) into mnemonic and
+/// operands, whitespace folded.
+pub fn split_instruction(text: &str) -> Option<Instruction> {
+    let mut words = text.split_whitespace().peekable();
+    let mut mnemonic = words.next()?.to_string();
+    while PREFIXES.contains(&mnemonic.as_str()) {
+        match words.next() {
+            Some(w) => {
+                mnemonic.push(' ');
+                mnemonic.push_str(w);
+            }
+            None => break,
+        }
+    }
+    let rest: Vec<&str> = words.collect();
+    let operands = rest.join(" ");
+    // Fold spaces around commas to exactly ", ".
+    let operands = operands
+        .split(',')
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(Instruction { mnemonic, operands })
+}
+
+/// Rewrites the symbols of an operand string: Mach-O's `_` stripped,
+/// Rust symbols demangled.
+pub fn normalize_symbols(operands: &str, format: ObjectFormat) -> String {
+    let demangled = symbol_re().replace_all(operands, |c: &Captures| {
+        let whole = &c[0];
+        let mangled = match format {
+            ObjectFormat::MachO => whole.strip_prefix('_').unwrap_or(whole),
+            _ => whole,
+        };
+        if mangled.starts_with('_') {
+            demangle_symbol(mangled)
+        } else {
+            whole.to_string()
+        }
+    });
+    if format != ObjectFormat::MachO {
+        return demangled.into_owned();
+    }
+    // Other Mach-O symbols: `_memcpy` → `memcpy`, `_probe_x` → `probe_x`.
+    static MACHO_SYM: OnceLock<Regex> = OnceLock::new();
+    let re =
+        MACHO_SYM.get_or_init(|| Regex::new(r"(^|[\s\[,(])_([A-Za-z_][\w$.]*)").expect("regex"));
+    re.replace_all(&demangled, "$1$2").into_owned()
+}
+
+/// Renumbers local labels per family in order of first appearance.
+struct Renumber {
+    format: ObjectFormat,
+    map: BTreeMap<String, String>,
+    counts: BTreeMap<String, usize>,
+}
+
+impl Renumber {
+    fn new(format: ObjectFormat) -> Renumber {
+        Renumber {
+            format,
+            map: BTreeMap::new(),
+            counts: BTreeMap::new(),
+        }
+    }
+
+    fn name(&mut self, family: &str, original: &str) -> String {
+        if let Some(n) = self.map.get(original) {
+            return n.clone();
+        }
+        let count = self.counts.entry(family.to_string()).or_insert(0);
+        *count += 1;
+        let new = format!("{family}{count}");
+        self.map.insert(original.to_string(), new.clone());
+        new
+    }
+
+    fn rewrite(&mut self, text: &str) -> String {
+        let re = local_label_re(self.format);
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for c in re.captures_iter(text) {
+            let (family, number_group) = match (c.get(1), c.get(3)) {
+                (Some(f), _) => (f, c.get(2)),
+                (None, Some(f)) => (f, c.get(4)),
+                (None, None) => continue,
+            };
+            let Some(number) = number_group else { continue };
+            let start = family.start();
+            let original = &text[start..number.end()];
+            out.push_str(&text[last..start]);
+            let fam = family.as_str().to_string();
+            out.push_str(&self.name(&fam, original));
+            last = number.end();
+        }
+        out.push_str(&text[last..]);
+        out
+    }
+}
+
+/// Normalizes one function (see the module docs for the rules).
+pub fn normalize(function: &Function, arch: &Arch) -> Listing {
+    let format = function.format;
+    let markers = arch.comment_markers(format);
+    // Pass 1: instructions and label definitions, raw names.
+    enum Raw {
+        Label(String),
+        Instruction(Instruction),
+    }
+    let mut raw = Vec::new();
+    for (n, line) in function.lines.iter().enumerate() {
+        if let Some(label) = label_of(line) {
+            if n > 0 && is_local_label(label, format) {
+                raw.push(Raw::Label(label.to_string()));
+            }
+            continue;
+        }
+        let code = strip_comment(line, markers).trim();
+        if code.is_empty() || code.starts_with('.') {
+            continue;
+        }
+        if let Some(i) = split_instruction(code) {
+            raw.push(Raw::Instruction(i));
+        }
+    }
+    // Labels some instruction refers to.
+    let referenced: BTreeSet<&str> = raw
+        .iter()
+        .filter_map(|r| match r {
+            Raw::Instruction(i) => Some(i),
+            Raw::Label(_) => None,
+        })
+        .flat_map(|i| {
+            raw.iter().filter_map(move |r| match r {
+                Raw::Label(l) if operand_mentions(&i.operands, l) => Some(l.as_str()),
+                _ => None,
+            })
+        })
+        .collect();
+    // Pass 2: renumber, demangle, in order of appearance.
+    let mut renumber = Renumber::new(format);
+    let mut lines = Vec::new();
+    for r in &raw {
+        match r {
+            Raw::Label(l) => {
+                if referenced.contains(l.as_str()) {
+                    lines.push(Line::Label(renumber.rewrite(l)));
+                }
+            }
+            Raw::Instruction(i) => {
+                let operands = renumber.rewrite(&i.operands);
+                let operands = normalize_symbols(&operands, format);
+                lines.push(Line::Instruction(Instruction {
+                    mnemonic: i.mnemonic.clone(),
+                    operands,
+                }));
+            }
+        }
+    }
+    Listing {
+        name: function.name.clone(),
+        lines,
+    }
+}
+
+/// Whether `label` appears in `operands` as a whole token.
+fn operand_mentions(operands: &str, label: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | '$');
+    operands.match_indices(label).any(|(i, _)| {
+        let before = operands[..i].chars().next_back();
+        let after = operands[i + label.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
