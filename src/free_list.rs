@@ -30,22 +30,6 @@
 //! up to `align - 16` bytes of padding for alignments above 16 (kept on the
 //! free list when at least 32 bytes). Up to 15 bytes at each end of a borrowed
 //! buffer are skipped to align the blocks.
-//!
-//! ```
-//! use allocasm::{FitPolicy, FreeList};
-//!
-//! let list = FreeList::new(1024, FitPolicy::FirstFit).unwrap();
-//! let a = list.alloc(100, 8).unwrap();
-//! let b = list.alloc(200, 8).unwrap();
-//! // SAFETY: `a` and `b` came from `list` and are not used again.
-//! unsafe {
-//!     list.free(a).unwrap();
-//!     list.free(b).unwrap();
-//! }
-//! let stats = list.stats();
-//! assert_eq!(stats.free_blocks, 1); // coalesced back into one block
-//! assert_eq!(stats.largest_free, list.capacity());
-//! ```
 
 use core::alloc::Layout;
 use core::cell::Cell;
@@ -74,6 +58,22 @@ pub enum FitPolicy {
 }
 
 /// A snapshot of the free list, so fragmentation is visible.
+///
+/// ```
+/// use allocasm::{FitPolicy, FreeList};
+///
+/// let list = FreeList::new(1024, FitPolicy::FirstFit).unwrap();
+/// let a = list.alloc(100, 8).unwrap();
+/// let b = list.alloc(200, 8).unwrap();
+/// // SAFETY: `a` and `b` came from `list` and are not used again.
+/// unsafe {
+///     list.free(a).unwrap();
+///     list.free(b).unwrap();
+/// }
+/// let stats = list.stats();
+/// assert_eq!(stats.free_blocks, 1); // coalesced back into one block
+/// assert_eq!(stats.largest_free, list.capacity());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct FreeListStats {
     /// Bytes in free blocks (headers included).
@@ -85,7 +85,7 @@ pub struct FreeListStats {
     pub free_blocks: usize,
 }
 
-/// A general-purpose allocator over one block. See the [module docs](self).
+/// A general-purpose allocator over one block. Its contract, fast path and costs are in the header of `src/free_list.rs`.
 #[derive(Debug)]
 pub struct FreeList<'a> {
     /// The block.

@@ -25,18 +25,6 @@
 //! **Costs.** One `usize` of identity per allocator; a `Marker` is two words.
 //! Marker ids come from a process-wide counter, bumped once per constructed
 //! allocator (never on a fast path).
-//!
-//! ```
-//! use allocasm::StackAllocator;
-//!
-//! let mut stack = StackAllocator::new(256).unwrap();
-//! let _level = stack.alloc(64, 8).unwrap();
-//! let frame = stack.marker();
-//! let _path = stack.alloc(48, 8).unwrap();
-//! assert_eq!(stack.used(), 112);
-//! stack.free_to_marker(frame).unwrap();
-//! assert_eq!(stack.used(), 64);
-//! ```
 
 use core::alloc::Layout;
 #[cfg(debug_assertions)]
@@ -77,7 +65,19 @@ impl Marker {
     }
 }
 
-/// A LIFO allocator with markers. See the [module docs](self).
+/// A LIFO allocator with markers. Its contract, fast path and costs are in the header of `src/stack.rs`.
+///
+/// ```
+/// use allocasm::StackAllocator;
+///
+/// let mut stack = StackAllocator::new(256).unwrap();
+/// let _level = stack.alloc(64, 8).unwrap();
+/// let frame = stack.marker();
+/// let _path = stack.alloc(48, 8).unwrap();
+/// assert_eq!(stack.used(), 112);
+/// stack.free_to_marker(frame).unwrap();
+/// assert_eq!(stack.used(), 64);
+/// ```
 #[derive(Debug)]
 pub struct StackAllocator<'a> {
     /// The bump allocator underneath.
@@ -166,8 +166,8 @@ impl<'a> StackAllocator<'a> {
     /// A marker from another allocator, or above the current offset (it was
     /// taken after a position that has since been rolled back to), is
     /// [`AllocError::BadMarker`] and nothing changes. Debug builds also refuse
-    /// a stale marker that is below the offset again (see the
-    /// [module docs](self)).
+    /// a stale marker that is below the offset again (see the header of
+    /// `src/stack.rs`).
     #[inline(always)]
     pub fn free_to_marker(&mut self, marker: Marker) -> Result<(), AllocError> {
         debug_assert!(self.arena.used() <= self.arena.capacity());
