@@ -18,26 +18,26 @@
 //! compare, add. No atomic, no call. No slow path.
 //!
 //! **Costs.** N times the per-frame capacity; one index.
-//!
-//! ```
-//! use allocasm::FrameAllocator;
-//!
-//! let mut frames = FrameAllocator::<2>::new(1024).unwrap();
-//! let mut seen = Vec::new();
-//! for _ in 0..4 {
-//!     frames.begin_frame();
-//!     frames.alloc(64, 8).unwrap();
-//!     seen.push(frames.current_index());
-//! }
-//! assert_eq!(seen, [0, 1, 0, 1]);
-//! ```
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use crate::{AllocError, LinearArena, RawAllocator};
 
-/// N linear arenas used round-robin, one per frame. See the [module docs](self).
+/// N linear arenas used round-robin, one per frame. Its contract, fast path and costs are in the header of `src/frame.rs`.
+///
+/// ```
+/// use allocasm::FrameAllocator;
+///
+/// let mut frames = FrameAllocator::<2>::new(1024).unwrap();
+/// let mut seen = Vec::new();
+/// for _ in 0..4 {
+///     frames.begin_frame();
+///     frames.alloc(64, 8).unwrap();
+///     seen.push(frames.current_index());
+/// }
+/// assert_eq!(seen, [0, 1, 0, 1]);
+/// ```
 #[derive(Debug)]
 pub struct FrameAllocator<const N: usize> {
     /// The buffers.

@@ -22,20 +22,6 @@
 //!
 //! **Costs.** `front + width` bytes per allocation in the wrapped allocator
 //! and one map entry (about 64 bytes) on the heap.
-//!
-//! ```
-//! use allocasm::{GuardPosition, Guarded, LinearArena, RawAllocator};
-//! use std::alloc::Layout;
-//!
-//! let guarded = Guarded::new(LinearArena::new(256).unwrap());
-//! let health = guarded.allocate(Layout::array::<i32>(3).unwrap()).unwrap().cast::<i32>();
-//! assert!(guarded.check(health.cast()).is_ok());
-//! // SAFETY: one element past the end lands in the back guard, which is still
-//! // inside the arena's buffer: a bug, but one this wrapper exists to catch.
-//! unsafe { health.as_ptr().add(3).write_unaligned(999) };
-//! let violation = guarded.check(health.cast()).unwrap_err();
-//! assert_eq!(violation.position, GuardPosition::Back);
-//! ```
 
 use core::alloc::Layout;
 use core::cell::{Cell, RefCell};
@@ -123,7 +109,21 @@ struct Record {
     layout: Layout,
 }
 
-/// Guard bytes and poison around any allocator. See the [module docs](self).
+/// Guard bytes and poison around any allocator. Its contract, fast path and costs are in the header of `src/guarded.rs`.
+///
+/// ```
+/// use allocasm::{GuardPosition, Guarded, LinearArena, RawAllocator};
+/// use std::alloc::Layout;
+///
+/// let guarded = Guarded::new(LinearArena::new(256).unwrap());
+/// let health = guarded.allocate(Layout::array::<i32>(3).unwrap()).unwrap().cast::<i32>();
+/// assert!(guarded.check(health.cast()).is_ok());
+/// // SAFETY: one element past the end lands in the back guard, which is still
+/// // inside the arena's buffer: a bug, but one this wrapper exists to catch.
+/// unsafe { health.as_ptr().add(3).write_unaligned(999) };
+/// let violation = guarded.check(health.cast()).unwrap_err();
+/// assert_eq!(violation.position, GuardPosition::Back);
+/// ```
 #[derive(Debug)]
 pub struct Guarded<A> {
     /// The allocator doing the work.

@@ -19,29 +19,6 @@
 //! **Costs.** No per-allocation metadata; padding to reach an alignment is
 //! lost until the next reset. Failure modes: `BadAlignment`, `ZeroSize`,
 //! `OutOfMemory` (with the bytes still available).
-//!
-//! ```
-//! use allocasm::LinearArena;
-//! use allocator_api2::vec::Vec;
-//!
-//! let mut arena = LinearArena::new(256).unwrap();
-//! let a = arena.alloc(40, 8).unwrap();
-//! let b = arena.alloc(30, 8).unwrap();
-//! let c = arena.alloc(60, 8).unwrap();
-//! assert_eq!(arena.offset_of(a), Some(0));
-//! assert_eq!(arena.offset_of(b), Some(40));
-//! assert_eq!(arena.offset_of(c), Some(72)); // 70 padded up to a multiple of 8
-//!
-//! // Any collection that takes an `allocator_api2` allocator can use it.
-//! let mut v = Vec::new_in(&arena);
-//! v.extend_from_slice(&[1u32, 2, 3]);
-//! assert_eq!(v.iter().sum::<u32>(), 6);
-//! drop(v);
-//!
-//! arena.reset(); // needs `&mut`: nothing borrowed from the arena is alive
-//! let d = arena.alloc(10, 8).unwrap();
-//! assert_eq!(arena.offset_of(d), Some(0));
-//! ```
 
 use core::alloc::Layout;
 use core::cell::Cell;
@@ -51,7 +28,30 @@ use core::ptr::NonNull;
 use crate::buffer::Buffer;
 use crate::{AllocError, RawAllocator};
 
-/// A bump allocator over one block. See the [module docs](self).
+/// A bump allocator over one block. Its contract, fast path and costs are in the header of `src/linear.rs`.
+///
+/// ```
+/// use allocasm::LinearArena;
+/// use allocator_api2::vec::Vec;
+///
+/// let mut arena = LinearArena::new(256).unwrap();
+/// let a = arena.alloc(40, 8).unwrap();
+/// let b = arena.alloc(30, 8).unwrap();
+/// let c = arena.alloc(60, 8).unwrap();
+/// assert_eq!(arena.offset_of(a), Some(0));
+/// assert_eq!(arena.offset_of(b), Some(40));
+/// assert_eq!(arena.offset_of(c), Some(72)); // 70 padded up to a multiple of 8
+///
+/// // Any collection that takes an `allocator_api2` allocator can use it.
+/// let mut v = Vec::new_in(&arena);
+/// v.extend_from_slice(&[1u32, 2, 3]);
+/// assert_eq!(v.iter().sum::<u32>(), 6);
+/// drop(v);
+///
+/// arena.reset(); // needs `&mut`: nothing borrowed from the arena is alive
+/// let d = arena.alloc(10, 8).unwrap();
+/// assert_eq!(arena.offset_of(d), Some(0));
+/// ```
 #[derive(Debug)]
 pub struct LinearArena<'a> {
     /// The block. Invariant: never changes after construction.

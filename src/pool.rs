@@ -33,18 +33,6 @@
 //! **Costs.** No per-slot metadata in release builds (one bit per slot in
 //! debug builds); up to `slot_align - 1` bytes of the block skipped to align
 //! the first slot, and the tail that does not hold a whole slot.
-//!
-//! ```
-//! use allocasm::{AllocError, Pool};
-//!
-//! let pool = Pool::new(16, 4, 4).unwrap(); // the chapter's 4 bullets of 16 bytes
-//! let b0 = pool.alloc().unwrap();
-//! let b1 = pool.alloc().unwrap();
-//! // SAFETY: b1 came from this pool and is not used again.
-//! unsafe { pool.free(b1).unwrap() };
-//! assert_eq!(pool.alloc().unwrap(), b1); // the freed slot is reused at once
-//! # let _ = b0;
-//! ```
 
 use core::alloc::Layout;
 use core::cell::Cell;
@@ -54,7 +42,19 @@ use core::ptr::{self, NonNull};
 use crate::buffer::Buffer;
 use crate::{AllocError, RawAllocator};
 
-/// A pool of fixed-size slots. See the [module docs](self).
+/// A pool of fixed-size slots. Its contract, fast path and costs are in the header of `src/pool.rs`.
+///
+/// ```
+/// use allocasm::{AllocError, Pool};
+///
+/// let pool = Pool::new(16, 4, 4).unwrap(); // the chapter's 4 bullets of 16 bytes
+/// let b0 = pool.alloc().unwrap();
+/// let b1 = pool.alloc().unwrap();
+/// // SAFETY: b1 came from this pool and is not used again.
+/// unsafe { pool.free(b1).unwrap() };
+/// assert_eq!(pool.alloc().unwrap(), b1); // the freed slot is reused at once
+/// # let _ = b0;
+/// ```
 #[derive(Debug)]
 pub struct Pool<'a> {
     /// The block. Invariant: slots `0..capacity` lie at

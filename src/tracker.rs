@@ -17,19 +17,6 @@
 //!
 //! **Costs.** Two words per tag in the tracker, one per wrapper. Counts are of
 //! requested bytes (`layout.size()`), not of padding or headers.
-//!
-//! ```
-//! use allocasm::{LinearArena, MemoryTag, MemoryTracker, RawAllocator, Tracked};
-//! use std::alloc::Layout;
-//!
-//! let tracker = MemoryTracker::new();
-//! let mut ai = Tracked::new(LinearArena::new(4096).unwrap(), &tracker, MemoryTag::AI);
-//! ai.allocate(Layout::from_size_align(2048, 8).unwrap()).unwrap();
-//! assert_eq!(tracker.current(MemoryTag::AI), 2048);
-//! ai.reset(|arena| arena.reset());
-//! assert_eq!((tracker.current(MemoryTag::AI), tracker.peak(MemoryTag::AI)), (0, 2048));
-//! assert!(tracker.report().contains("AI: 0 bytes"));
-//! ```
 
 use core::alloc::Layout;
 use core::fmt::{self, Write as _};
@@ -89,7 +76,20 @@ impl fmt::Display for MemoryTag {
     }
 }
 
-/// Bytes in use and high-water mark per tag. See the [module docs](self).
+/// Bytes in use and high-water mark per tag. Its contract, fast path and costs are in the header of `src/tracker.rs`.
+///
+/// ```
+/// use allocasm::{LinearArena, MemoryTag, MemoryTracker, RawAllocator, Tracked};
+/// use std::alloc::Layout;
+///
+/// let tracker = MemoryTracker::new();
+/// let mut ai = Tracked::new(LinearArena::new(4096).unwrap(), &tracker, MemoryTag::AI);
+/// ai.allocate(Layout::from_size_align(2048, 8).unwrap()).unwrap();
+/// assert_eq!(tracker.current(MemoryTag::AI), 2048);
+/// ai.reset(|arena| arena.reset());
+/// assert_eq!((tracker.current(MemoryTag::AI), tracker.peak(MemoryTag::AI)), (0, 2048));
+/// assert!(tracker.report().contains("AI: 0 bytes"));
+/// ```
 #[derive(Debug)]
 pub struct MemoryTracker {
     /// Bytes in use per tag (indexed by `MemoryTag as usize`).
@@ -173,8 +173,8 @@ impl MemoryTracker {
     }
 }
 
-/// An allocator whose traffic is booked under one tag. See the
-/// [module docs](self).
+/// An allocator whose traffic is booked under one tag. Its contract is in the header of
+/// `src/tracker.rs`.
 #[derive(Debug)]
 pub struct Tracked<'t, A> {
     /// The allocator doing the work.
