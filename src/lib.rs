@@ -30,8 +30,8 @@ mod raw_allocator;
 mod sync;
 pub mod sys;
 
-mod free_list;
 mod frame;
+mod free_list;
 mod guarded;
 mod linear;
 mod pool;
@@ -55,8 +55,8 @@ pub use align::{align_up, check_align, checked_align_up};
 pub use error::AllocError;
 pub use raw_allocator::RawAllocator;
 
-pub use free_list::{FitPolicy, FreeList, FreeListStats};
 pub use frame::FrameAllocator;
+pub use free_list::{FitPolicy, FreeList, FreeListStats};
 pub use guarded::{GuardViolation, Guarded};
 pub use linear::LinearArena;
 pub use pool::Pool;
@@ -64,9 +64,9 @@ pub use stack::{Marker, StackAllocator};
 pub use tracker::{MemoryTag, MemoryTracker, Tracked};
 
 pub use guard_zone::{GuardSide, GuardZone};
-pub use packed::PackedArena;
+pub use packed::{CursorSnapshot, DrainPolicy, PackedArena, PackedConfig, PackedStats};
 pub use page::PageAllocator;
-pub use thread_cursor::ThreadCursorArena;
+pub use thread_cursor::{ThreadCursorArena, ThreadCursorConfig, ThreadCursorStats};
 
 pub use segregated::SegregatedFit;
 pub use unity::{Persistent, Rewindable, Temp, TempJob};
