@@ -951,3 +951,196 @@ unsafe impl allocator_api2::alloc::Allocator for &PackedArena {
         Ok(fresh)
     }
 }
+
+#[cfg(test)]
+impl PackedArena {
+    /// Tests only: a block's counter, as a signed number.
+    fn counter(&self, block: usize) -> i64 {
+        self.counters[block].load(Ordering::Relaxed) as i64
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A tiny arena: 32-byte blocks, `M = 32`, one block, and `L` lowered
+    /// to 96 so that the undo path is reachable (the real `L` is near 2^55).
+    fn exhausted_with_low_limit() -> PackedArena {
+        let config = PackedConfig {
+            block_size: 32,
+            max_blocks: 1,
+            max_request: 32,
+            max_entrants: 4,
+            policy: DrainPolicy::Recycle,
+        };
+        let mut a = PackedArena::with_config(config).unwrap();
+        assert_eq!(a.limit, P - 4 * 32);
+        a.limit = 96;
+        a
+    }
+
+    #[test]
+    fn below_the_limit_a_failure_is_unwound_on_the_counter() {
+        let a = exhausted_with_low_limit();
+        a.alloc(32).unwrap();
+        assert!(matches!(a.alloc(32), Err(AllocError::OutOfMemory { .. })));
+        assert_eq!(
+            a.snapshot().position,
+            64,
+            "below L the increment stays in the cursor"
+        );
+        assert_eq!(a.counter(0), -32, "and is unwound on the block's counter");
+    }
+
+    #[test]
+    fn past_the_limit_a_failure_removes_its_increment() {
+        let a = exhausted_with_low_limit();
+        a.alloc(32).unwrap();
+        let _ = a.alloc(32); // position 64, counter -32
+        for _ in 0..5 {
+            assert!(matches!(a.alloc(32), Err(AllocError::OutOfMemory { .. })));
+            assert_eq!(
+                a.snapshot().position,
+                64,
+                "past L the loser removes its increment"
+            );
+        }
+        assert_eq!(a.counter(0), -32, "undone increments are not counted");
+    }
+
+    #[test]
+    fn rotation_adds_the_final_position_net_of_failures() {
+        let config = PackedConfig {
+            block_size: 32,
+            max_blocks: 2,
+            max_request: 32,
+            max_entrants: 4,
+            policy: DrainPolicy::Recycle,
+        };
+        let a = PackedArena::with_config(config).unwrap();
+        let x = a.alloc(16).unwrap();
+        a.alloc(32).unwrap(); // rotates: block 0 keeps x's 16 bytes
+        assert_eq!(a.counter(0), 16);
+        assert!(a.alloc(32).is_err()); // exhausted: unwound on block 1
+        assert_eq!(a.counter(1), -32);
+        // SAFETY: x is live with 16 bytes.
+        unsafe { a.dealloc(x, 16) };
+        assert_eq!(a.counter(0), 0);
+        assert_eq!(a.stats().recycled, 1);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use super::*;
+
+    fn tiny(max_blocks: usize) -> PackedArena {
+        let config = PackedConfig {
+            block_size: 32,
+            max_blocks,
+            max_request: 32,
+            max_entrants: 4,
+            policy: DrainPolicy::Recycle,
+        };
+        PackedArena::with_config(config).unwrap()
+    }
+
+    /// Raw pointers are not `Send`; the models pass addresses.
+    fn addr(p: NonNull<u8>) -> usize {
+        p.as_ptr().expose_provenance()
+    }
+
+    fn ptr(a: usize) -> NonNull<u8> {
+        NonNull::new(core::ptr::with_exposed_provenance_mut(a)).unwrap()
+    }
+
+    /// Two threads race past the end of the last block with the position at
+    /// the limit: both lose, both remove their increments, and the cursor
+    /// ends where it was.
+    #[test]
+    fn loom_overshoot_past_the_limit_is_undone() {
+        loom::model(|| {
+            let mut a = tiny(1);
+            a.limit = 96;
+            let a = Arc::new(a);
+            a.alloc(32).unwrap();
+            assert!(a.alloc(32).is_err()); // position 64, counter -32
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let a = a.clone();
+                    thread::spawn(move || a.alloc(32).map(addr))
+                })
+                .collect();
+            for h in hs {
+                assert!(matches!(
+                    h.join().unwrap(),
+                    Err(AllocError::OutOfMemory { .. })
+                ));
+            }
+            assert_eq!(a.snapshot().position, 64);
+            assert_eq!(a.counter(0), -32);
+        });
+    }
+
+    /// Two threads overshoot the end of block 0: exactly one rotates (and
+    /// gets block 1), the other ends out of memory; every failed reservation
+    /// is unwound, so block 0's counter is exactly its live bytes.
+    #[test]
+    fn loom_overshoot_at_block_end_rotates_once() {
+        loom::model(|| {
+            let a = Arc::new(tiny(2));
+            let keep = a.alloc(16).unwrap();
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let a = a.clone();
+                    thread::spawn(move || a.alloc(32).map(addr))
+                })
+                .collect();
+            let results: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+            let ok: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+            assert_eq!(ok.len(), 1, "{results:?}");
+            assert_eq!(*ok[0], addr(a.block_start(1)));
+            assert_eq!(a.snapshot().block, 1);
+            assert_eq!(a.counter(0), 16);
+            assert_eq!(a.counter(1), -32);
+            // SAFETY: keep is live with 16 bytes.
+            unsafe { a.dealloc(keep, 16) };
+            assert_eq!(a.stats().recycled, 1);
+        });
+    }
+
+    /// Two frees race the rotation of their block: the counter reaches zero
+    /// exactly once, whoever gets there, and the block is recycled once.
+    #[test]
+    fn loom_counter_reaches_zero_exactly_once() {
+        loom::model(|| {
+            let a = Arc::new(tiny(2));
+            let x = addr(a.alloc(16).unwrap());
+            let y = addr(a.alloc(16).unwrap());
+            let frees: Vec<_> = [x, y]
+                .into_iter()
+                .map(|p| {
+                    let a = a.clone();
+                    // SAFETY: each allocation is freed once, with its size.
+                    thread::spawn(move || unsafe { a.dealloc(ptr(p), 16) })
+                })
+                .collect();
+            let rotate = {
+                let a = a.clone();
+                thread::spawn(move || a.alloc(16).map(addr))
+            };
+            for h in frees {
+                h.join().unwrap();
+            }
+            assert_eq!(rotate.join().unwrap(), Ok(addr(a.block_start(1))));
+            let s = a.stats();
+            assert_eq!((s.recycled, s.blocks_in_use), (1, 1), "{s:?}");
+            assert_eq!(a.counter(0), 0);
+            assert_eq!(a.caps[0].load(Ordering::Relaxed), 0);
+        });
+    }
+}
