@@ -45,8 +45,16 @@ pub(super) unsafe fn commit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocErr
 }
 
 pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
-    // SAFETY: the caller guarantees the range is inside a live reservation and
-    // unused; MADV_DONTNEED drops the pages (they read as zero if recommitted).
+    drop_pages(ptr, len)?;
+    // SAFETY: as above.
+    unsafe { protect_none(ptr, len) }
+}
+
+/// Gives the physical pages back; they read as zero if recommitted.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn drop_pages(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // SAFETY: the caller of `decommit` guarantees the range is inside a live
+    // reservation and unused; MADV_DONTNEED drops the pages.
     unsafe {
         mm::madvise(
             ptr.as_ptr().cast::<c_void>(),
@@ -54,9 +62,27 @@ pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocE
             mm::Advice::LinuxDontNeed,
         )
     }
-    .map_err(os_err)?;
-    // SAFETY: as above.
-    unsafe { protect_none(ptr, len) }
+    .map_err(os_err)
+}
+
+/// Gives the physical pages back; they read as zero if recommitted. Other
+/// Unixes' MADV_DONTNEED may keep the contents, so map fresh inaccessible
+/// pages over the range instead (the addresses stay reserved).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn drop_pages(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // SAFETY: the caller of `decommit` guarantees the range is inside a live
+    // reservation of ours and unused, so replacing its mapping aliases
+    // nothing else.
+    unsafe {
+        mm::mmap_anonymous(
+            ptr.as_ptr().cast::<c_void>(),
+            len,
+            ProtFlags::empty(),
+            MapFlags::PRIVATE | MapFlags::FIXED | MapFlags::NORESERVE,
+        )
+    }
+    .map(|_| ())
+    .map_err(os_err)
 }
 
 pub(super) unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
