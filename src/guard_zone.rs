@@ -70,7 +70,11 @@ struct Table {
     order: VecDeque<usize>,
 }
 
-/// The guard-zone allocator. See the [module docs](self).
+/// The guard-zone allocator: each allocation in its own pages between two
+/// inaccessible guard pages, data against the trailing guard (overrun faults)
+/// or the leading one (underrun faults); a free makes the pages inaccessible
+/// and quarantines the range, so a use after free faults. Every call is a
+/// system call: a debugging allocator. `Send + Sync`.
 #[derive(Debug)]
 pub struct GuardZone {
     side: GuardSide,

@@ -158,7 +158,22 @@ struct Capacity {
     evicted: u64,
 }
 
-/// The packed-cursor arena. See the [module docs](self).
+/// The packed-cursor arena: one `AtomicU64` cursor (block index in bits
+/// 63..57, size factor in 56..55, position in 54..0); an allocation is one
+/// relaxed `fetch_add`, a decode and a fit check. Sized frees feed per-block
+/// counters; a block whose counter reaches zero is recycled or evicted.
+///
+/// **Ceiling.** At most [`PackedConfig::max_entrants`] (`C`) threads may be
+/// inside `alloc` at once and no request may exceed `M`
+/// ([`PackedConfig::max_request`]): then the overshoot of a full block stays
+/// below `P = 2^55` (the limit `L = P - C*M` is [`PackedArena::limit`]).
+/// More entrants can corrupt the cursor; debug builds panic past `C`.
+///
+/// **Ordering.** The relaxed fast path orders a *recycled* block's reuse
+/// only through the address dependency of the returned word (C++'s
+/// `consume`), which hardware honours but the Rust model does not;
+/// [`alloc_seqcst`](PackedArena::alloc_seqcst) synchronises formally.
+/// [`owns`](PackedArena::owns) is O(blocks). `Send + Sync`.
 pub struct PackedArena {
     /// The one hot word: block index, size factor, position (see
     /// [`PackedArena::POSITION_BITS`]). Invariant: the block it names is
