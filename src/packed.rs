@@ -720,11 +720,9 @@ impl PackedArena {
             return self.foreign(ptr);
         }
         debug_assert!(size > 0, "dealloc of zero bytes");
-        debug_assert_ne!(
-            self.caps[block].load(Ordering::Relaxed),
-            0,
-            "dealloc {ptr:#p} into a drained block: double free?"
-        );
+        // No check of `caps` here: the relaxed fast path does not order this
+        // thread after the block's installation, so a relaxed read could see
+        // a stale 0. `drained` re-checks under the lock.
         let prev = self.counters[block].fetch_sub(size, Ordering::Release);
         if prev == size {
             self.drained(block);
@@ -777,7 +775,13 @@ impl PackedArena {
         if block >= self.counters.len() || !offset.is_multiple_of(GRAIN) {
             return Err(AllocError::ForeignPointer);
         }
-        let cap = self.caps[block].load(Ordering::Relaxed);
+        // Under the lock: the installation of this allocation's block (a
+        // critical section whose cursor swap this allocation read from) is
+        // then ordered before this read.
+        let cap = {
+            let _guard = lock(&self.capacity);
+            self.caps[block].load(Ordering::Relaxed)
+        };
         if cap == 0 {
             return Err(AllocError::DoubleFree);
         }
@@ -824,10 +828,13 @@ impl PackedArena {
         Ok(ptr)
     }
 
-    /// Whether `ptr` lies inside one of the arena's installed blocks. Walks
-    /// the blocks: O(max_blocks). Meant for assertions and debugging tools,
+    /// Whether `ptr` lies inside one of the arena's installed blocks. Takes
+    /// the capacity lock and walks the blocks: O(max_blocks). Meant for assertions and debugging tools,
     /// not hot paths (a faster index would be more shared state).
     pub fn owns(&self, ptr: *const u8) -> bool {
+        // The lock orders this walk after every installation whose cursor
+        // the caller's pointer came from.
+        let _guard = lock(&self.capacity);
         let addr = ptr.addr();
         let base = self.base.as_ptr().addr();
         self.caps.iter().enumerate().any(|(slot, cap)| {
