@@ -12,7 +12,15 @@ pub(super) fn page_size() -> usize {
     PAGE
 }
 
+/// The largest reservation the stand-in backs: Miri aborts (rather than
+/// failing) on a heap allocation larger than the host can give, where a real
+/// `mmap` would return ENOMEM.
+const MAX_RESERVATION: usize = 1 << 30;
+
 pub(super) fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {
+    if len > MAX_RESERVATION {
+        return Err(AllocError::Os { code: 12 });
+    }
     let layout = Layout::from_size_align(len, PAGE).map_err(|_| AllocError::Os { code: 22 })?;
     // SAFETY: `len` is non-zero (callers reserve whole pages).
     NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(AllocError::Os { code: 12 })

@@ -3,4 +3,7 @@
 mod chapter;
 mod codegen;
 mod conformance;
+mod guard_zone;
+mod packed;
 mod probes;
+mod thread_cursor;
