@@ -133,25 +133,29 @@ impl<F: RawAllocator> Temp<F> {
             "Temp offset {offset} out of range 0..={} or unaligned",
             self.capacity
         );
-        let start = if align <= Self::MIN_ALIGN {
+        let out = || AllocError::OutOfMemory {
+            requested: size,
+            available: self.capacity - offset,
+        };
+        let (start, room) = if align <= Self::MIN_ALIGN {
             // The base is page-aligned, so a 64-aligned offset is a
             // 64-aligned address: nothing to pad.
-            offset
+            (offset, self.capacity - offset)
         } else {
             let base = self.base.as_ptr() as usize;
-            // May wrap for absurd alignments; the range check below rejects
-            // every wrapped value (it lands below `offset` or above
-            // `capacity`).
-            align_up(base.wrapping_add(offset), align).wrapping_sub(base)
+            // May wrap for absurd alignments; the range check rejects every
+            // wrapped value (it lands below `offset` or above `capacity`).
+            let start = align_up(base.wrapping_add(offset), align).wrapping_sub(base);
+            if start < offset || start > self.capacity {
+                return Err(out());
+            }
+            (start, self.capacity - start)
         };
-        if start < offset || start > self.capacity || size > self.capacity - start {
-            return Err(AllocError::OutOfMemory {
-                requested: size,
-                available: self.capacity - offset,
-            });
+        if size > room {
+            return Err(out());
         }
-        // `capacity - start` is a multiple of 64 and at least `size`, so the
-        // rounded size still fits: `end <= capacity`.
+        // `room` is a multiple of 64 and at least `size`, so the rounded size
+        // still fits: `end <= capacity`.
         let end = start + align_up(size, Self::MIN_ALIGN);
         self.offset.set(end);
         // SAFETY: `start < end <= capacity <= mapped`: inside the buffer.

@@ -110,6 +110,23 @@ const PAD: u32 = 0x5041_4444;
 /// The pool ends here (a reservation that did not fit started here).
 const END: u32 = 0x454E_4400;
 
+/// Writes a record at pool offset `at` of the pool at `base`.
+///
+/// # Safety
+///
+/// `at..at + 16` is inside the pool and inside the caller's reservation (or
+/// the caller holds `&mut TempJob`); `at` is a multiple of 16.
+#[inline(always)]
+unsafe fn write_record(base: NonNull<u8>, at: usize, size: usize, frame: u32, state: u32) {
+    // SAFETY: in bounds and exclusively the caller's, per the contract; the
+    // base is page-aligned and `at % 16 == 0`, so the record is aligned.
+    unsafe {
+        base.add(at)
+            .cast::<Record>()
+            .write(Record { size, frame, state })
+    };
+}
+
 /// An overflow block: where it came from, so it can be given back.
 #[derive(Debug, Clone, Copy)]
 struct OverflowBlock {
@@ -275,50 +292,39 @@ impl TempJob {
                 // the chain of records stops. `old + 16 <= cap` (both are
                 // multiples of 16), and no other reservation covers `old`.
                 // SAFETY: inside the pool, in this caller's reservation.
-                unsafe { self.write_record(old, 0, END) };
+                unsafe { write_record(self.base, old, 0, self.frame as u32, END) };
             }
             return Err(out(old));
         }
-        let base = self.base.as_ptr() as usize;
+        let base = self.base;
+        let frame = self.frame as u32;
         let user = if extra == 0 {
             old + RECORD
         } else {
-            align_up(base + old + RECORD, align) - base
+            let addr = base.as_ptr() as usize;
+            let user = align_up(addr + old + RECORD, align) - addr;
+            let data_end = user + align_up(size, Self::MIN_ALIGN);
+            // SAFETY: `old..old + need` is this caller's reservation inside
+            // the pool; `user - RECORD >= old` and `data_end <= old + need`,
+            // and a pad is at least 16 bytes when present (all offsets are
+            // multiples of 16), so both pad records lie inside it.
+            unsafe {
+                if user - RECORD > old {
+                    write_record(base, old, user - RECORD - old - RECORD, frame, PAD);
+                }
+                if data_end < old + need {
+                    write_record(base, data_end, old + need - data_end - RECORD, frame, PAD);
+                }
+            }
+            user
         };
-        let data_end = user + align_up(size, Self::MIN_ALIGN);
-        // SAFETY: `old..old + need` is this caller's reservation inside the
-        // pool (`old + need <= cap`); `user - RECORD >= old`, and the pads
-        // are at least 16 bytes when present (all offsets are multiples of
-        // 16), so every record written lies inside it.
+        // SAFETY: `user - RECORD >= old` and `user + size <= old + need <=
+        // cap`: the record and the block are inside this caller's
+        // reservation.
         unsafe {
-            if user - RECORD > old {
-                self.write_record(old, user - RECORD - old - RECORD, PAD);
-            }
-            self.write_record(user - RECORD, size, LIVE);
-            if data_end < old + need {
-                self.write_record(data_end, old + need - data_end - RECORD, PAD);
-            }
-            Ok(self.base.add(user))
+            write_record(base, user - RECORD, size, frame, LIVE);
+            Ok(base.add(user))
         }
-    }
-
-    /// Writes a record at pool offset `at`, stamped with the current frame.
-    ///
-    /// # Safety
-    ///
-    /// `at..at + 16` is inside the pool and inside the caller's reservation
-    /// (or the caller holds `&mut self`); `at` is a multiple of 16.
-    #[inline(always)]
-    unsafe fn write_record(&self, at: usize, size: usize, state: u32) {
-        // SAFETY: in bounds and exclusively the caller's, per the contract;
-        // the base is page-aligned and `at % 16 == 0`, so it is aligned.
-        unsafe {
-            self.base.add(at).cast::<Record>().write(Record {
-                size,
-                frame: self.frame as u32,
-                state,
-            })
-        };
     }
 
     /// Allocates `size` bytes aligned to `max(align, 16)`: from the pool, or
