@@ -61,14 +61,18 @@ struct Block {
 }
 
 impl Block {
-    fn new(capacity: usize) -> Result<Box<Block>, AllocError> {
+    /// A new block, leaked from its `Box` so that its address can be shared
+    /// (published in `Rewindable::current`) without a `Box` asserting unique
+    /// ownership over it; [`Blocks`] frees it.
+    fn new(capacity: usize) -> Result<NonNull<Block>, AllocError> {
         let mem = PageAllocator::new().alloc(capacity)?;
-        Ok(Box::new(Block {
+        let block = Box::new(Block {
             offset: CachePadded::new(AtomicUsize::new(0)),
             base: mem.cast(),
             capacity,
             mapped: mem.len(),
-        }))
+        });
+        Ok(NonNull::from(Box::leak(block)))
     }
 }
 
@@ -82,12 +86,41 @@ impl Drop for Block {
 
 /// The blocks, in order of use, and which one is current.
 struct Blocks {
-    /// Never empty. Sizes never decrease along the list. Boxed so that a
-    /// block's address (published in `current`) survives the `Vec` growing.
-    #[allow(clippy::vec_box)]
-    list: Vec<Box<Block>>,
+    /// Never empty. Sizes never decrease along the list. Each entry is a
+    /// block from [`Block::new`], owned by this list (freed by `release` or
+    /// drop); its address is stable, so `current` may point at it.
+    list: Vec<NonNull<Block>>,
     /// Index of the block `Rewindable::current` points at.
     current: usize,
+}
+
+impl Blocks {
+    /// The block at `i`.
+    fn get(&self, i: usize) -> &Block {
+        // SAFETY: every entry is a live block from `Block::new`, freed only
+        // when it leaves the list.
+        unsafe { self.list[i].as_ref() }
+    }
+
+    /// Frees a block that has left the list.
+    ///
+    /// # Safety
+    ///
+    /// `block` came from [`Block::new`], is no longer in the list, is not
+    /// `Rewindable::current`, and nothing refers to it.
+    unsafe fn release(block: NonNull<Block>) {
+        // SAFETY: per the contract, this is the block's only owner.
+        drop(unsafe { Box::from_raw(block.as_ptr()) });
+    }
+}
+
+impl Drop for Blocks {
+    fn drop(&mut self) {
+        for block in self.list.drain(..) {
+            // SAFETY: the list owned it; the allocator is being dropped.
+            unsafe { Blocks::release(block) };
+        }
+    }
 }
 
 /// A block handed out with the version it was made in, so a rewind makes it
@@ -180,7 +213,7 @@ impl Rewindable {
         let initial_block = align_up(initial_block, Self::MIN_ALIGN);
         let max_block = align_up(max_block, Self::MIN_ALIGN);
         let first = Block::new(initial_block)?;
-        let current = CachePadded::new(AtomicPtr::new(&*first as *const Block as *mut Block));
+        let current = CachePadded::new(AtomicPtr::new(first.as_ptr()));
         Ok(Rewindable {
             current,
             blocks: Mutex::new(Blocks {
@@ -286,7 +319,7 @@ impl Rewindable {
         loop {
             // Under the lock `current` cannot change: retry on it first
             // (another thread may have installed it while we waited).
-            let block = &*blocks.list[blocks.current];
+            let block = blocks.get(blocks.current);
             match Self::bump(block, size, align) {
                 Ok(p) => return Ok(p),
                 Err(AllocError::OutOfMemory { .. }) => {}
@@ -300,11 +333,11 @@ impl Rewindable {
     /// one that is large enough, else a new one.
     fn advance(&self, blocks: &mut Blocks, need: usize) -> Result<(), AllocError> {
         let mut next = blocks.current + 1;
-        while next < blocks.list.len() && blocks.list[next].capacity < need {
+        while next < blocks.list.len() && blocks.get(next).capacity < need {
             next += 1;
         }
         if next == blocks.list.len() {
-            let last = blocks.list[blocks.list.len() - 1].capacity;
+            let last = blocks.get(blocks.list.len() - 1).capacity;
             let mut size = last.saturating_mul(2).min(self.max_block);
             while size < need {
                 size = size.saturating_mul(2).min(self.max_block);
@@ -312,8 +345,8 @@ impl Rewindable {
             blocks.list.push(Block::new(size)?);
         }
         blocks.current = next;
-        let ptr = &*blocks.list[next] as *const Block as *mut Block;
-        self.current.store(ptr, Ordering::Release);
+        self.current
+            .store(blocks.list[next].as_ptr(), Ordering::Release);
         Ok(())
     }
 
@@ -342,18 +375,25 @@ impl Rewindable {
     /// (always keeping the first), and bumps the version.
     pub fn rewind(&mut self) {
         let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-        let mut i = 0;
-        blocks.list.retain(|b| {
-            let keep = i == 0 || b.offset.load(Ordering::Relaxed) > 0;
-            i += 1;
-            keep
-        });
-        for b in &blocks.list {
-            b.offset.store(0, Ordering::Relaxed);
+        let old = core::mem::take(&mut blocks.list);
+        for (i, block) in old.into_iter().enumerate() {
+            // SAFETY: a live block of the list (it just left it, and is
+            // either put back or released below).
+            let offset = unsafe { block.as_ref() }.offset.load(Ordering::Relaxed);
+            if i == 0 || offset > 0 {
+                // SAFETY: as above.
+                unsafe { block.as_ref() }.offset.store(0, Ordering::Relaxed);
+                blocks.list.push(block);
+            } else {
+                // SAFETY: it left the list; `current` points at a used block
+                // (offset > 0) or the first, both kept; `&mut self` means no
+                // caller holds a reference into it.
+                unsafe { Blocks::release(block) };
+            }
         }
         blocks.current = 0;
-        let first = &*blocks.list[0] as *const Block as *mut Block;
-        self.current.store(first, Ordering::Release);
+        self.current
+            .store(blocks.list[0].as_ptr(), Ordering::Release);
         drop(blocks);
         self.version += 1;
     }
@@ -366,15 +406,19 @@ impl Rewindable {
     /// The capacities of the blocks, in order of use.
     pub fn block_sizes(&self) -> Vec<usize> {
         let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-        blocks.list.iter().map(|b| b.capacity).collect()
+        (0..blocks.list.len())
+            .map(|i| blocks.get(i).capacity)
+            .collect()
     }
 
     /// Bytes handed out (with padding) in the blocks up to the current one.
     pub fn used(&self) -> usize {
         let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-        blocks.list[..=blocks.current]
-            .iter()
-            .map(|b| b.offset.load(Ordering::Relaxed).min(b.capacity))
+        (0..=blocks.current)
+            .map(|i| {
+                let b = blocks.get(i);
+                b.offset.load(Ordering::Relaxed).min(b.capacity)
+            })
             .sum()
     }
 
@@ -429,4 +473,26 @@ unsafe impl allocator_api2::alloc::Allocator for &Rewindable {
 
     #[inline]
     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::Rewindable;
+    use loom::sync::Arc;
+
+    /// Two threads race for a block with room for one request: exactly one
+    /// wins it, the other installs the next block (doubled) under the lock,
+    /// and the two blocks handed out are distinct.
+    #[test]
+    fn loom_two_threads_cross_a_block_end() {
+        loom::model(|| {
+            let r = Arc::new(Rewindable::new(64, 128).unwrap());
+            let r2 = Arc::clone(&r);
+            let t = loom::thread::spawn(move || r2.alloc(64, 64).unwrap().as_ptr() as usize);
+            let a = r.alloc(64, 64).unwrap().as_ptr() as usize;
+            let b = t.join().unwrap();
+            assert_ne!(a, b);
+            assert_eq!(r.block_sizes(), vec![64, 128]);
+        });
+    }
 }

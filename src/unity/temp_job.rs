@@ -622,3 +622,34 @@ unsafe impl allocator_api2::alloc::Allocator for &TempJob {
         }
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::TempJob;
+    use loom::sync::Arc;
+
+    /// Two threads bump the shared offset at once: distinct blocks, each
+    /// record intact, and a third request that no longer fits is refused.
+    #[test]
+    fn loom_two_threads_share_the_pool() {
+        loom::model(|| {
+            let job = Arc::new(
+                TempJob::new(64)
+                    .unwrap()
+                    .with_overflow_limit(0)
+                    .on_leak(|_| {}),
+            );
+            let j2 = Arc::clone(&job);
+            let t = loom::thread::spawn(move || j2.try_alloc(16, 16).unwrap().as_ptr() as usize);
+            let a = job.try_alloc(16, 16).unwrap().as_ptr() as usize;
+            let b = t.join().unwrap();
+            assert_ne!(a, b);
+            assert!(job.try_alloc(16, 16).is_err());
+            for p in [a, b] {
+                let p = core::ptr::NonNull::new(p as *mut u8).unwrap();
+                // SAFETY: both are live blocks of `job`, freed once each.
+                assert_eq!(unsafe { job.dealloc(p) }, Ok(()));
+            }
+        });
+    }
+}

@@ -72,6 +72,16 @@ fn assert_disjoint(mut ranges: Vec<(usize, usize)>) {
     }
 }
 
+/// A block pointer handed from one thread to another.
+#[derive(Clone, Copy)]
+struct Block(NonNull<u8>);
+
+// SAFETY: the tests hand each block to exactly one other thread at a time,
+// after the thread scope that made it ended.
+unsafe impl Send for Block {}
+// SAFETY: as above; shared only for reading its address.
+unsafe impl Sync for Block {}
+
 fn assert_shared_allocator<A: RawAllocator + Send + Sync>() {}
 
 #[test]
@@ -514,7 +524,7 @@ fn tempjob_bad_input_is_a_clear_error() {
 fn tempjob_threads_allocate_without_overlap() {
     let (threads, count) = threads_and_count();
     let mut job = TempJob::new(threads * count * 96).unwrap();
-    let blocks: Vec<Vec<(usize, usize)>> = std::thread::scope(|s| {
+    let blocks: Vec<Vec<(Block, usize)>> = std::thread::scope(|s| {
         let job = &job;
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -531,24 +541,31 @@ fn tempjob_threads_allocate_without_overlap() {
                     for &(p, size) in &mine {
                         check_pattern(p, size, t);
                     }
-                    mine.iter()
-                        .map(|&(p, size)| (p.as_ptr() as usize, size))
-                        .collect()
+                    mine.iter().map(|&(p, size)| (Block(p), size)).collect()
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert_disjoint(blocks.iter().flatten().map(|&(a, n)| (a, a + n)).collect());
+    assert_disjoint(
+        blocks
+            .iter()
+            .flatten()
+            .map(|(b, n)| (b.0.as_ptr() as usize, b.0.as_ptr() as usize + n))
+            .collect(),
+    );
     assert_eq!(job.leaks().allocations, threads * count);
-    // Free from other threads than the ones that allocated.
+    // Free from other threads than the ones that allocated: freeing thread
+    // `t` takes the blocks of allocating thread `t + 1`.
     std::thread::scope(|s| {
         let job = &job;
-        for (t, mine) in blocks.iter().enumerate() {
+        let blocks = &blocks;
+        for t in 0..threads {
             s.spawn(move || {
-                for &(a, size) in mine {
-                    let p = NonNull::new(a as *mut u8).unwrap();
-                    check_pattern(p, size, t);
+                let owner = (t + 1) % threads;
+                for (b, size) in &blocks[owner] {
+                    let p = b.0;
+                    check_pattern(p, *size, owner);
                     // SAFETY: a live block of `job`, freed once.
                     unsafe { job.dealloc(p).unwrap() };
                 }
@@ -561,6 +578,27 @@ fn tempjob_threads_allocate_without_overlap() {
 
 // ---------------------------------------------------------------- Persistent
 
+/// The page allocator, refusing (as an OS would, with `ENOMEM`) requests
+/// over 1 GiB: under Miri a huge mapping aborts the interpreter instead of
+/// failing, so the conformance suite's impossible request needs this.
+struct RefusingPages;
+
+impl RawAllocator for RefusingPages {
+    const FREES_INDIVIDUALLY: bool = true;
+
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if layout.size() > 1 << 30 {
+            return Err(AllocError::Os { code: 12 });
+        }
+        PageAllocator::new().allocate(layout)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded: `ptr` came from `PageAllocator::allocate(layout)`.
+        unsafe { PageAllocator::new().deallocate(ptr, layout) }
+    }
+}
+
 #[test]
 fn persistent_conformance() {
     let spec = Spec {
@@ -569,7 +607,7 @@ fn persistent_conformance() {
         ..Spec::new("Persistent")
     };
     conformance::check(&spec, || {
-        Persistent::with_base(PageAllocator::new()).on_leak(|_| {})
+        Persistent::with_base(RefusingPages).on_leak(|_| {})
     });
 }
 
@@ -617,6 +655,11 @@ fn persistent_bad_input_is_a_clear_error() {
         p.alloc(usize::MAX, 16),
         Err(AllocError::TooLarge { .. })
     ));
+    if !cfg!(miri) {
+        // The OS refuses; under Miri a huge mapping aborts the interpreter.
+        let huge = p.alloc(isize::MAX as usize / 2, 16);
+        assert!(matches!(huge, Err(AllocError::Os { .. })), "{huge:?}");
+    }
     assert_eq!(p.live_allocations(), 0);
 }
 
