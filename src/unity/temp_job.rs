@@ -130,6 +130,9 @@ unsafe fn write_record(base: NonNull<u8>, at: usize, size: usize, frame: u32, st
 /// An overflow block: where it came from, so it can be given back.
 #[derive(Debug, Clone, Copy)]
 struct OverflowBlock {
+    /// The block (kept as a pointer, not only as the map's key, so that it
+    /// is freed with its provenance).
+    ptr: NonNull<u8>,
     layout: Layout,
     frame: u64,
     warned: bool,
@@ -364,6 +367,7 @@ impl TempJob {
         overflow.blocks.insert(
             ptr.as_ptr() as usize,
             OverflowBlock {
+                ptr,
                 layout,
                 frame: self.frame,
                 warned: false,
@@ -556,10 +560,10 @@ impl Drop for TempJob {
         let report = self.leaks();
         report_leaks(self.leak_hook.as_ref(), &report);
         let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
-        for (address, b) in overflow.blocks.drain() {
+        for (_, b) in overflow.blocks.drain() {
             // SAFETY: every map entry is a live block from
             // `std::alloc::alloc(b.layout)`; the map is emptied here.
-            unsafe { std::alloc::dealloc(address as *mut u8, b.layout) };
+            unsafe { std::alloc::dealloc(b.ptr.as_ptr(), b.layout) };
         }
         // SAFETY: `base`/`mapped` are exactly the mapping made in `new`,
         // released once, here.
