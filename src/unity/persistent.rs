@@ -39,7 +39,8 @@ struct Live {
 }
 
 /// Unity's general-purpose allocator: a base allocator with a 16-byte minimum
-/// alignment and leak counting. See the [module docs](self).
+/// alignment and leak counting. See the [`unity`](crate::unity) overview; the
+/// full contract heads `src/unity/persistent.rs`.
 ///
 /// ```
 /// use allocasm::{PageAllocator, Persistent};

@@ -145,7 +145,8 @@ impl RewindableHandle {
     }
 }
 
-/// Unity's rewindable allocator. See the [module docs](self).
+/// Unity's rewindable allocator. See the [`unity`](crate::unity) overview; the
+/// full contract heads `src/unity/rewindable.rs`.
 ///
 /// ```
 /// use allocasm::{AllocError, Rewindable};

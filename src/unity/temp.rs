@@ -34,7 +34,8 @@ use core::ptr::NonNull;
 
 use crate::{AllocError, PageAllocator, RawAllocator, align_up};
 
-/// Unity's per-thread stack allocator. See the [module docs](self).
+/// Unity's per-thread stack allocator. See the [`unity`](crate::unity) overview; the
+/// full contract heads `src/unity/temp.rs`.
 ///
 /// ```
 /// use allocasm::{Temp, TempJob};

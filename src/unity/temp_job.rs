@@ -147,7 +147,8 @@ struct Overflow {
 }
 
 /// Unity's thread-safe linear allocator with 4-frame lifetimes. See the
-/// [module docs](self).
+/// [`unity`](crate::unity) overview; the full contract heads
+/// `src/unity/temp_job.rs`.
 ///
 /// ```
 /// use allocasm::TempJob;
