@@ -7,3 +7,4 @@ mod guard_zone;
 mod packed;
 mod probes;
 mod thread_cursor;
+mod unity;
