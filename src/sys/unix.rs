@@ -32,11 +32,22 @@ pub(super) unsafe fn commit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocErr
 }
 
 pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
-    // SAFETY: the caller guarantees the range is inside a live reservation and
-    // unused; MADV_DONTNEED drops the pages (they read as zero if recommitted).
-    unsafe { mm::madvise(ptr.as_ptr().cast::<c_void>(), len, mm::Advice::LinuxDontNeed) }.map_err(os_err)?;
-    // SAFETY: as above.
-    unsafe { protect_none(ptr, len) }
+    // Mapping fresh inaccessible anonymous pages over the range (MAP_FIXED)
+    // drops the old physical pages on every Unix, unlike `madvise`, whose
+    // "don't need" advice is binding on Linux only.
+    // SAFETY: the caller guarantees the range is inside a live reservation of
+    // ours and unused, so replacing its pages aliases nothing.
+    let p = unsafe {
+        mm::mmap_anonymous(
+            ptr.as_ptr().cast::<c_void>(),
+            len,
+            ProtFlags::empty(),
+            MapFlags::PRIVATE | MapFlags::FIXED | MapFlags::NORESERVE,
+        )
+    }
+    .map_err(os_err)?;
+    debug_assert_eq!(p.cast::<u8>(), ptr.as_ptr());
+    Ok(())
 }
 
 pub(super) unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
