@@ -378,34 +378,41 @@ impl<'a> FreeList<'a> {
         if !user.is_multiple_of(GRANULE) || user < GRANULE || user >= self.capacity {
             return Err(AllocError::ForeignPointer);
         }
+        // Find the free blocks around the header: `prev` is the last one
+        // starting at or before it, `cur` the first one after it. A header
+        // inside a free block means the block was freed already (its header
+        // may have been overwritten by a merge).
+        let header = user - GRANULE;
+        let (mut prev, mut cur) = (NIL, self.head.get());
+        while cur != NIL && cur <= header {
+            prev = cur;
+            cur = self.read_free(cur).next;
+        }
+        let prev_end = if prev == NIL {
+            0
+        } else {
+            prev + self.read_free(prev).size
+        };
+        if prev != NIL && prev_end > header {
+            return Err(AllocError::DoubleFree);
+        }
         // SAFETY: `16 <= user < capacity` and 16-aligned, so the 16 bytes
-        // before it are inside the region and aligned for the header. By the
-        // caller's promise `ptr` came from `alloc`, which wrote a `UsedHeader`
-        // there; after a free those bytes hold that header or a `FreeHeader`
-        // (initialised either way), and any bit pattern is a valid pair of
-        // `usize`s, which are validated next.
-        let UsedHeader { start, size } =
-            unsafe { self.at(user - GRANULE).cast::<UsedHeader>().read() };
+        // before it are inside the region and aligned for the header, and not
+        // inside a free block (checked above). By the caller's promise `ptr`
+        // came from `alloc`, which wrote a `UsedHeader` there; any bit pattern
+        // is a valid pair of `usize`s, and they are validated next.
+        let UsedHeader { start, size } = unsafe { self.at(header).cast::<UsedHeader>().read() };
         let valid = start.is_multiple_of(GRANULE)
             && size >= MIN_BLOCK
             && size.is_multiple_of(GRANULE)
-            && start <= user - GRANULE
-            && start < self.capacity
+            && start <= header
             && size <= self.capacity - start
             && user < start + size;
         if !valid {
             return Err(AllocError::ForeignPointer);
         }
         let end = start + size;
-        let (mut prev, mut cur) = (NIL, self.head.get());
-        while cur != NIL && cur < start {
-            prev = cur;
-            cur = self.read_free(cur).next;
-        }
-        if prev != NIL && prev + self.read_free(prev).size > start {
-            return Err(AllocError::DoubleFree);
-        }
-        if cur != NIL && cur < end {
+        if (prev != NIL && prev_end > start) || (cur != NIL && cur < end) {
             return Err(AllocError::DoubleFree);
         }
         // Merge with the next block if they touch.

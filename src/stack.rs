@@ -8,15 +8,19 @@
 //! block borrowed through `&self` is alive) and rolls the offset back. A marker
 //! above the current offset, or taken from another stack allocator, is refused
 //! with [`AllocError::BadMarker`] and changes nothing: LIFO misuse is an error,
-//! never silent corruption. Known limit: markers are plain values (offset plus
-//! owner), so a marker taken *after* an older one that was since rolled back to
-//! is accepted again once the offset has grown past it; it then frees only
-//! bytes above its offset, which the caller has already been told are gone.
-//! `Send`, not `Sync`.
+//! never silent corruption. A *stale* marker (taken after an older marker that
+//! has since been rolled back to) is caught in debug builds, which keep the
+//! chain of live markers (one entry per distinct marker offset): it is
+//! `BadMarker` even once the offset has grown past it again. Release builds
+//! keep no chain (the check is two compares): there a stale marker below the
+//! current offset is accepted and rolls back into whatever was allocated since,
+//! so the LIFO order is the caller's to keep. A reset kills every marker except
+//! those at offset 0. `Send`, not `Sync`.
 //!
 //! **Fast paths.** [`alloc`](StackAllocator::alloc) is the arena's bump: align,
 //! compare, add, no atomic, no call. [`free_to_marker`](StackAllocator::free_to_marker)
-//! is two compares (owner, offset) and one store. No slow paths.
+//! is two compares (owner, offset) and one store (plus the chain check in
+//! debug builds). No slow paths.
 //!
 //! **Costs.** One `usize` of identity per allocator; a `Marker` is two words.
 //! Marker ids come from a process-wide counter, bumped once per constructed
@@ -35,6 +39,8 @@
 //! ```
 
 use core::alloc::Layout;
+#[cfg(debug_assertions)]
+use core::cell::{Cell, RefCell};
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -57,6 +63,10 @@ pub struct Marker {
     offset: usize,
     /// Identity of the allocator that made it.
     owner: usize,
+    /// Debug builds: the marker's place in the allocator's chain of live
+    /// markers (0 in release builds).
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
+    serial: u64,
 }
 
 impl Marker {
@@ -75,15 +85,20 @@ pub struct StackAllocator<'a> {
     /// Identity stamped into every marker. Invariant: unique among live
     /// stack allocators (a process-wide counter).
     id: usize,
+    /// Debug builds: the live markers, `(serial, offset)`, serials increasing
+    /// and offsets strictly increasing (a marker at the offset of the last one
+    /// reuses its serial). Invariant: every offset is `<= arena.used()`.
+    #[cfg(debug_assertions)]
+    chain: RefCell<Vec<(u64, usize)>>,
+    /// Debug builds: the next serial.
+    #[cfg(debug_assertions)]
+    next_serial: Cell<u64>,
 }
 
 impl StackAllocator<'static> {
     /// A stack allocator owning a fresh, 16-aligned block of `capacity` bytes.
     pub fn new(capacity: usize) -> Result<Self, AllocError> {
-        Ok(StackAllocator {
-            arena: LinearArena::new(capacity)?,
-            id: next_id(),
-        })
+        Ok(StackAllocator::build(LinearArena::new(capacity)?))
     }
 }
 
@@ -94,9 +109,17 @@ fn next_id() -> usize {
 impl<'a> StackAllocator<'a> {
     /// A stack allocator over the caller's bytes.
     pub fn with_buffer(buffer: &'a mut [MaybeUninit<u8>]) -> Self {
+        StackAllocator::build(LinearArena::with_buffer(buffer))
+    }
+
+    fn build(arena: LinearArena<'a>) -> Self {
         StackAllocator {
-            arena: LinearArena::with_buffer(buffer),
+            arena,
             id: next_id(),
+            #[cfg(debug_assertions)]
+            chain: RefCell::new(Vec::new()),
+            #[cfg(debug_assertions)]
+            next_serial: Cell::new(1),
         }
     }
 
@@ -115,9 +138,26 @@ impl<'a> StackAllocator<'a> {
     /// Saves the current position.
     #[inline]
     pub fn marker(&self) -> Marker {
+        let offset = self.arena.used();
+        #[cfg(debug_assertions)]
+        let serial = {
+            let mut chain = self.chain.borrow_mut();
+            match chain.last() {
+                Some(&(serial, at)) if at == offset => serial,
+                _ => {
+                    let serial = self.next_serial.get();
+                    self.next_serial.set(serial + 1);
+                    chain.push((serial, offset));
+                    serial
+                }
+            }
+        };
+        #[cfg(not(debug_assertions))]
+        let serial = 0;
         Marker {
-            offset: self.arena.used(),
+            offset,
             owner: self.id,
+            serial,
         }
     }
 
@@ -125,21 +165,33 @@ impl<'a> StackAllocator<'a> {
     ///
     /// A marker from another allocator, or above the current offset (it was
     /// taken after a position that has since been rolled back to), is
-    /// [`AllocError::BadMarker`] and nothing changes.
+    /// [`AllocError::BadMarker`] and nothing changes. Debug builds also refuse
+    /// a stale marker that is below the offset again (see the
+    /// [module docs](self)).
     #[inline(always)]
     pub fn free_to_marker(&mut self, marker: Marker) -> Result<(), AllocError> {
         debug_assert!(self.arena.used() <= self.arena.capacity());
         if marker.owner != self.id || marker.offset > self.arena.used() {
             return Err(AllocError::BadMarker);
         }
+        #[cfg(debug_assertions)]
+        {
+            let chain = self.chain.get_mut();
+            match chain.binary_search_by_key(&marker.serial, |&(serial, _)| serial) {
+                Ok(i) if chain[i].1 == marker.offset => chain.truncate(i + 1),
+                _ => return Err(AllocError::BadMarker),
+            }
+        }
         self.arena.set_offset(marker.offset);
         Ok(())
     }
 
-    /// Frees everything (back to offset 0).
+    /// Frees everything (back to offset 0). Markers at offset 0 stay valid.
     #[inline]
     pub fn reset(&mut self) {
         self.arena.reset();
+        #[cfg(debug_assertions)]
+        self.chain.get_mut().retain(|&(_, offset)| offset == 0);
     }
 
     /// Bytes in use, padding included: the current offset.
