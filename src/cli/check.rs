@@ -18,7 +18,7 @@ pub struct CheckArgs {
 
 /// Builds the selected profiles and checks them; exit 1 on any failure.
 pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles()?, &args.build.profiles)?;
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
     let opts = session::options(
         &args.build,
         args.build.toolchain.clone(),

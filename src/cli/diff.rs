@@ -37,9 +37,9 @@ pub struct DiffArgs {
     /// Run `rustup target add` for a profile whose target is not installed for a toolchain
     #[arg(long)]
     pub install: bool,
-    /// Root of the per-toolchain, per-profile target dirs
-    #[arg(long, value_name = "DIR", default_value_os_t = allocasm::codegen::default_target_root())]
-    pub target_root: PathBuf,
+    /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
+    #[arg(long, value_name = "DIR")]
+    pub target_root: Option<PathBuf>,
 }
 
 /// The comparison of one probe on one profile.
@@ -154,7 +154,7 @@ fn compare(ui: &Ui, args: &DiffArgs, from: &Built, to: &Built, probe: &str) -> C
 /// Builds both toolchains, compares, prints; exit 1 on a regression (or a
 /// change with `--fail-on-change`).
 pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles()?, &args.profiles)?;
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.profiles)?;
     let shared = BuildArgs {
         profiles: args.profiles.clone(),
         toolchain: None,

@@ -19,7 +19,7 @@ pub fn run(ui: &Ui) -> Result<Status, CliError> {
             p.name, p.allocator, p.operation, kind, p.expect
         );
     }
-    let profiles = session::load_profiles()?;
+    let profiles = session::load_profiles(ui)?;
     println!();
     println!(
         "{}",

@@ -73,6 +73,9 @@ pub struct Cli {
     /// Also print the cargo commands run and cargo's own output
     #[arg(short, long, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
+    /// Directory of the profiles, one TOML per profile [default: the crate's targets/]
+    #[arg(long, value_name = "DIR", global = true)]
+    pub targets_dir: Option<PathBuf>,
     /// The command
     #[command(subcommand)]
     pub command: Command,
@@ -141,9 +144,9 @@ pub struct BuildArgs {
     /// How listings are extracted from the compiler's output
     #[arg(long, value_enum, default_value_t = Backend::Builtin)]
     pub backend: Backend,
-    /// Root of the per-toolchain, per-profile target dirs
-    #[arg(long, value_name = "DIR", default_value_os_t = allocasm::codegen::default_target_root())]
-    pub target_root: PathBuf,
+    /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
+    #[arg(long, value_name = "DIR")]
+    pub target_root: Option<PathBuf>,
 }
 
 /// `--backend`.
@@ -256,7 +259,13 @@ where
             };
         }
     };
-    let ui = Ui::new(cli.color, cli.quiet, cli.verbose);
+    let ui = Ui::new(
+        cli.color,
+        cli.quiet,
+        cli.verbose,
+        cli.targets_dir
+            .unwrap_or_else(allocasm::codegen::targets_dir),
+    );
     match cli.command {
         Command::List => list::run(&ui),
         Command::Show(args) => show::run(&ui, &args),

@@ -37,7 +37,7 @@ pub struct ReportArgs {
 /// Builds, evaluates and writes the report; exit 3 when a profile failed to
 /// build (the report is still written, marking it).
 pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles()?, &args.build.profiles)?;
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
     // The README's main command must work on a fresh machine where
     // RUSTUP_AUTO_INSTALL=0: `report` installs missing targets itself.
     let install = !args.no_install;

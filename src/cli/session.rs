@@ -70,8 +70,9 @@ pub fn build_error_message(error: &BuildError) -> String {
 
 /// Every profile of `targets/`; a malformed file is a configuration error
 /// (`file:line:column: what was expected`).
-pub fn load_profiles() -> Result<Vec<Profile>, CliError> {
-    let profiles = codegen::load_profiles().map_err(|e| CliError::usage(format!("{e:#}")))?;
+pub fn load_profiles(ui: &Ui) -> Result<Vec<Profile>, CliError> {
+    let profiles =
+        Profile::load_all(&ui.targets_dir).map_err(|e| CliError::usage(format!("{e:#}")))?;
     for p in &profiles {
         p.validate(PROBES)
             .map_err(|e| CliError::usage(format!("{e:#}")))?;
@@ -149,7 +150,10 @@ fn or_list(names: &[&str]) -> String {
 pub fn options(args: &BuildArgs, toolchain: Option<String>, install: bool) -> BuildOptions {
     BuildOptions {
         toolchain,
-        target_root: args.target_root.clone(),
+        target_root: args
+            .target_root
+            .clone()
+            .unwrap_or_else(codegen::default_target_root),
         manifest_path: codegen::manifest_dir().join("Cargo.toml"),
         install_missing_target: install,
     }

@@ -68,7 +68,7 @@ fn lines_of(ui: &Ui, built: &Built, probe: &str, raw: bool, plain: bool) -> Vec<
 /// Builds the selected profiles and prints the probe's listing on each.
 pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
     let probe = session::find_probe(&args.probe)?;
-    let profiles = session::select_profiles(session::load_profiles()?, &args.build.profiles)?;
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
     let opts = session::options(
         &args.build,
         args.build.toolchain.clone(),

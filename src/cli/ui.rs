@@ -2,6 +2,7 @@
 //! the build progress bar.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -16,11 +17,13 @@ pub struct Ui {
     pub quiet: bool,
     /// `--verbose`.
     pub verbose: bool,
+    /// `--targets-dir`: where the profiles are.
+    pub targets_dir: PathBuf,
 }
 
 impl Ui {
     /// From the global options.
-    pub fn new(color: ColorWhen, quiet: bool, verbose: bool) -> Ui {
+    pub fn new(color: ColorWhen, quiet: bool, verbose: bool, targets_dir: PathBuf) -> Ui {
         let color = match color {
             ColorWhen::Always => true,
             ColorWhen::Never => false,
@@ -32,6 +35,7 @@ impl Ui {
             color,
             quiet,
             verbose,
+            targets_dir,
         }
     }
 

@@ -29,7 +29,7 @@ fn instructions(b: &Built, probe: &str) -> Option<String> {
 
 /// Runs both backends and compares; exit 1 on any disagreement.
 pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles()?, &args.build.profiles)?;
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
     let opts = session::options(
         &args.build,
         args.build.toolchain.clone(),
