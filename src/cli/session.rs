@@ -84,16 +84,7 @@ pub fn load_profiles(ui: &Ui) -> Result<Vec<Profile>, CliError> {
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let mut all: Vec<(usize, &str)> = candidates
         .into_iter()
-        .map(|c| {
-            // A candidate that contains the name (or the reverse) is near
-            // whatever its length.
-            let d = if c.contains(name) || name.contains(c) {
-                0
-            } else {
-                edit_distance(c, name)
-            };
-            (d, c)
-        })
+        .map(|c| (edit_distance(c, name), c))
         .collect();
     all.sort();
     all.into_iter().take(3).map(|(_, c)| c).collect()
@@ -130,7 +121,12 @@ pub fn find_probe(name: &str) -> Result<&'static Probe, CliError> {
     if let Some(p) = allocasm::probes::find(&format!("probe_{name}")) {
         return Ok(p);
     }
-    let near = nearest(name, PROBES.iter().map(|p| p.name));
+    let full = if name.starts_with("probe_") {
+        name.to_string()
+    } else {
+        format!("probe_{name}")
+    };
+    let near = nearest(&full, PROBES.iter().map(|p| p.name));
     Err(CliError::usage(format!(
         "unknown probe `{name}`; did you mean {}? (`allocasm list` shows every probe)",
         or_list(&near)

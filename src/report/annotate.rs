@@ -57,7 +57,7 @@ pub struct Annotation {
 /// How a listing reaches thread-local storage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TlsAccess {
-    /// `none`, `local-exec`, `general-dynamic`, `local-dynamic`, `tlsdesc`,
+    /// `none`, `local-exec`, `initial-exec`, `general-dynamic`, `local-dynamic`, `tlsdesc`,
     /// `macos-tlv`, `windows-tls`, `aeabi-read-tp`.
     pub model: &'static str,
     /// One line for people.
@@ -66,7 +66,7 @@ pub struct TlsAccess {
 
 static TLS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(\bfs:|\bgs:|@TPOFF|@GOTTPOFF|@TLSGD|@TLSLD|@DTPOFF|__tls_get_addr|:tlsdesc|\.tlsdesccall|TPIDR_EL0|:tprel_|:dtprel_|@TLVP|_tls_index|@SECREL|:secrel_|%tprel|__aeabi_read_tp)",
+        r"(\bfs:|:gottprel|\bgs:|@TPOFF|@GOTTPOFF|@TLSGD|@TLSLD|@DTPOFF|__tls_get_addr|:tlsdesc|\.tlsdesccall|TPIDR_EL0|:tprel_|:dtprel_|@TLVP|_tls_index|@SECREL|:secrel_|%tprel|__aeabi_read_tp)",
     )
     .expect("static regex")
 });
@@ -251,14 +251,23 @@ fn note_for(text: &str) -> Option<String> {
                   it is loaded into a register first (arm64 folds it into the `and`)",
         );
     }
-    if text.contains("@TPOFF") || (text.contains("fs:") && !text.contains("fs:0]")) {
+    if text.contains("@GOTTPOFF") || text.contains(":gottprel") {
+        return s(
+            "the variable's offset from the thread pointer, loaded from the GOT \
+                  (`@GOTTPOFF` / `:gottprel:`): initial-exec TLS, no call",
+        );
+    }
+    if text.contains("@TPOFF") {
         return s(
             "`fs:`-relative access at a link-time offset (`@TPOFF`): local-exec TLS, no \
                   call (what an executable gets)",
         );
     }
+    if text.contains("fs:[0]") {
+        return s("reads the thread pointer from `fs:[0]`");
+    }
     if text.contains("fs:") {
-        return s("reads the thread pointer from `fs:0`");
+        return s("`fs:`-relative access: this thread's thread-local block");
     }
     if text.contains("__tls_get_addr") {
         return s(
@@ -365,6 +374,11 @@ pub fn tls_access(listing: &Listing) -> TlsAccess {
             "macos-tlv",
             "macOS TLV descriptor + thunk call (__tlv_get_addr)",
         )
+    } else if has("@GOTTPOFF") || has(":gottprel") {
+        (
+            "initial-exec",
+            "initial-exec: offset from the GOT (@GOTTPOFF/:gottprel:), no call",
+        )
     } else if has("@TPOFF") || has("fs:") {
         ("local-exec", "local-exec: fs:@TPOFF, no call")
     } else if has(":tprel_") || has("TPIDR_EL0") {
@@ -435,6 +449,11 @@ mod tests {
         };
         let le = listing(&["mov rax, qword ptr fs:[CUR@TPOFF]", "ret"]);
         assert_eq!(tls_access(&le).model, "local-exec");
+        let ie = listing(&[
+            "mov rax, qword ptr [rip + CUR@GOTTPOFF]",
+            "mov rax, qword ptr fs:[rax]",
+        ]);
+        assert_eq!(tls_access(&ie).model, "initial-exec");
         let gd = listing(&["call __tls_get_addr@PLT", "ret"]);
         assert_eq!(tls_access(&gd).model, "general-dynamic");
         let mac = listing(&[

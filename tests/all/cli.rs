@@ -320,6 +320,14 @@ fn report_writes_markdown_json_and_self_contained_html() {
             }
         }
     }
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    conforms(&schema, &json, "$");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<style>"));
     for external in ["http://", "https://", "<script", "<link", "src="] {
@@ -367,4 +375,53 @@ fn diff_of_a_toolchain_with_itself_is_unchanged() {
         )),
         "{out}"
     );
+}
+
+/// Checks `value` against the subset of JSON Schema that
+/// docs/report.schema.json uses: objects' required keys and no others, array
+/// items, `const`, `enum` and `type` (string or list).
+fn conforms(schema: &serde_json::Value, value: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    if let Some(c) = schema.get("const") {
+        assert_eq!(value, c, "{at}");
+    }
+    if let Some(Value::Array(options)) = schema.get("enum") {
+        assert!(options.contains(value), "{at}: {value} not in {options:?}");
+    }
+    let type_name = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    match schema.get("type") {
+        Some(Value::String(t)) => assert_eq!(t, type_name, "{at}"),
+        Some(Value::Array(ts)) => assert!(ts.iter().any(|t| t == type_name), "{at}: {type_name}"),
+        _ => {}
+    }
+    if let (Value::Object(map), Some(Value::Object(props))) = (value, schema.get("properties")) {
+        for key in map.keys() {
+            assert!(
+                props.contains_key(key),
+                "{at}.{key} is not in docs/report.schema.json"
+            );
+        }
+        for req in schema["required"].as_array().into_iter().flatten() {
+            assert!(
+                map.contains_key(req.as_str().unwrap()),
+                "{at}: missing {req}"
+            );
+        }
+        for (key, v) in map {
+            conforms(&props[key], v, &format!("{at}.{key}"));
+        }
+    }
+    if let (Value::Array(items), Some(item_schema)) = (value, schema.get("items")) {
+        for (i, v) in items.iter().enumerate() {
+            conforms(item_schema, v, &format!("{at}[{i}]"));
+        }
+    }
 }
