@@ -28,9 +28,7 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
         .pop()
         .expect("one toolchain");
     let mut failures = 0;
-    let mut checked = 0;
     for b in &builds.built {
-        checked += PROBES.len();
         for f in expect::check_all(&b.profile, &b.listings, PROBES) {
             failures += 1;
             let text = f.to_string();
@@ -56,7 +54,6 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
             format!(", {} profile build(s) failed", builds.failed.len())
         }
     );
-    let _ = checked;
     if !builds.failed.is_empty() {
         return Err(CliError::environment(summary));
     }

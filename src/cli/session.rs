@@ -161,6 +161,10 @@ pub fn resolve_toolchain(opts: &BuildOptions) -> Result<String, CliError> {
     build::resolve_toolchain(opts).map_err(|e| CliError::environment(build_error_message(&e)))
 }
 
+/// One profile's build: the output, and the listings when the backend
+/// extracted them itself.
+type BuildResult = Result<(AsmOutput, Option<ProbeListings>), BuildError>;
+
 /// Builds `profiles` once per job (a toolchain's options), all in parallel,
 /// behind one progress bar, and extracts every probe of the registry.
 pub fn build_all(
@@ -179,34 +183,31 @@ pub fn build_all(
     let several = jobs.len() > 1;
     let on_event =
         |tc: &str, event: BuildEvent| on_event(ui, &progress, &running, several, tc, event);
-    let results: Vec<Vec<Result<(AsmOutput, Option<ProbeListings>), BuildError>>> =
-        std::thread::scope(|s| {
-            let handles: Vec<_> = jobs
-                .iter()
-                .zip(&toolchains)
-                .map(|(opts, tc)| {
-                    let on_event = &on_event;
-                    s.spawn(move || match backend {
-                        Backend::Builtin => {
-                            build::build_profiles(profiles, opts, &|e| on_event(tc, e))
-                                .into_iter()
-                                .map(|r| r.map(|o| (o, None)))
-                                .collect()
-                        }
-                        Backend::CargoShowAsm => {
-                            show_asm::build_profiles(profiles, opts, PROBES, &|e| on_event(tc, e))
-                                .into_iter()
-                                .map(|r| r.map(|(o, l)| (o, Some(l))))
-                                .collect()
-                        }
-                    })
+    let results: Vec<Vec<BuildResult>> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .zip(&toolchains)
+            .map(|(opts, tc)| {
+                let on_event = &on_event;
+                s.spawn(move || match backend {
+                    Backend::Builtin => build::build_profiles(profiles, opts, &|e| on_event(tc, e))
+                        .into_iter()
+                        .map(|r| r.map(|o| (o, None)))
+                        .collect(),
+                    Backend::CargoShowAsm => {
+                        show_asm::build_profiles(profiles, opts, PROBES, &|e| on_event(tc, e))
+                            .into_iter()
+                            .map(|r| r.map(|(o, l)| (o, Some(l))))
+                            .collect()
+                    }
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("build thread"))
-                .collect()
-        });
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("build thread"))
+            .collect()
+    });
     progress.finish();
     let mut out = Vec::new();
     for (results, toolchain) in results.into_iter().zip(toolchains) {

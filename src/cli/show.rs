@@ -43,9 +43,7 @@ fn lines_of(ui: &Ui, built: &Built, probe: &str, raw: bool, plain: bool) -> Vec<
     let mut out = vec![format!("{}:", found.listing.name)];
     for (line, tags) in found.listing.lines.iter().zip(tags) {
         let text = line.to_string();
-        let mark = if plain {
-            text
-        } else if tags.is_empty() || matches!(line, Line::Label(_)) {
+        let mark = if plain || tags.is_empty() || matches!(line, Line::Label(_)) {
             text
         } else if tags.contains(&annotate::Tag::Call) || tags.contains(&annotate::Tag::Loop) {
             ui.yellow(&text)
