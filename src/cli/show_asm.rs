@@ -6,6 +6,14 @@
 //! then normalized by the suite's one normalizer, so the two backends can be
 //! compared instruction for instruction (`allocasm verify-extractor`).
 //!
+//! It is run with `--keep-mangled`: its own demangler writes legacy
+//! `{{closure}}`/`{{constant}}` paths that the normalizer would not see as
+//! symbols; mangled, they go through the same demangling as the built-in
+//! extractor's.
+//!
+//! On Mach-O it also drops the platform's leading `_` from Rust symbols;
+//! [`function_from_output`] puts it back.
+//!
 //! cargo-show-asm always adds `-C debuginfo=2 -C codegen-units=1` to the
 //! crate's flags ([`FORCED_FLAGS`]); the listings it yields are those of a
 //! one-unit build, which can differ from the default build's (16 units).
@@ -79,10 +87,18 @@ pub fn command(profile: &Profile, opts: &BuildOptions, toolchain: &str, probe: &
     if profile.arch() == allocasm::codegen::Arch::X86_64 {
         cmd.arg("--intel");
     }
-    cmd.args(["--silent", "--no-color", "--simplify", probe])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    // Symbols stay mangled so that the one normalizer demangles them (
+    // cargo-show-asm's own demangling spells closures `{{closure}}`).
+    cmd.args([
+        "--silent",
+        "--no-color",
+        "--simplify",
+        "--keep-mangled",
+        probe,
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     for var in SCRUBBED_ENV {
         cmd.env_remove(var);
     }
@@ -108,11 +124,26 @@ pub fn function_from_output(text: &str, name: &str, format: ObjectFormat) -> Opt
     let start = text
         .lines()
         .position(|l| label_of(l).is_some_and(|label| label == wanted))?;
+    let lines = text.lines().skip(start).map(|l| match format {
+        ObjectFormat::MachO => restore_macho_prefix(l),
+        _ => l.to_string(),
+    });
     Some(Function {
         name: name.to_string(),
         format,
-        lines: text.lines().skip(start).map(str::to_string).collect(),
+        lines: lines.collect(),
     })
+}
+
+/// cargo-show-asm drops Mach-O's leading `_` from the Rust symbols it
+/// prints, even with `--keep-mangled` (`__ZN…` becomes `_ZN…`, `__RNv…`
+/// becomes `_RNv…`); this puts it back so the normalizer sees what the
+/// compiler wrote.
+fn restore_macho_prefix(line: &str) -> String {
+    static MANGLED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(^|[^\w$.])(_(?:ZN|R[A-Z])[\w$.]*)").expect("static regex")
+    });
+    MANGLED.replace_all(line, "${1}_$2").into_owned()
 }
 
 /// Extracts every probe of one profile through `cargo asm`.
@@ -229,4 +260,31 @@ pub fn build_profiles(
             .map(|h| h.join().expect("cargo asm thread"))
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macho_prefix_is_restored_on_rust_symbols_only() {
+        assert_eq!(
+            restore_macho_prefix("\tbl _ZN8allocasm6packed5Arena7drained17h21d47c52f08a4fb3E"),
+            "\tbl __ZN8allocasm6packed5Arena7drained17h21d47c52f08a4fb3E"
+        );
+        assert_eq!(
+            restore_macho_prefix("\tbl _RNvCs1_4core5panic"),
+            "\tbl __RNvCs1_4core5panic"
+        );
+        assert_eq!(restore_macho_prefix("\tbl _memcpy"), "\tbl _memcpy");
+        assert_eq!(restore_macho_prefix("_probe_x:"), "_probe_x:");
+    }
+
+    #[test]
+    fn the_function_starts_at_its_label() {
+        let out = ".section __TEXT\n_probe_x:\n\tret\n";
+        let f = function_from_output(out, "probe_x", ObjectFormat::MachO).unwrap();
+        assert_eq!(f.lines, vec!["_probe_x:", "\tret"]);
+        assert!(function_from_output(out, "probe_y", ObjectFormat::MachO).is_none());
+    }
 }

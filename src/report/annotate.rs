@@ -120,13 +120,14 @@ pub fn annotations(listing: &Listing) -> Vec<Annotation> {
     let mut tls_thunk: Option<&'static str> = None;
     for ins in listing.instructions() {
         let text = ins.text();
-        let note = note_for(&text).or_else(|| {
-            if is_indirect_call(&text) {
-                tls_thunk.take().map(str::to_string)
-            } else {
-                None
-            }
-        });
+        // An indirect call right after a TLS descriptor is that descriptor's
+        // call, not a generic function pointer.
+        let thunk = if is_indirect_call(&text) {
+            tls_thunk.take().map(str::to_string)
+        } else {
+            None
+        };
+        let note = thunk.or_else(|| note_for(&text));
         if text.contains("@TLVP") {
             tls_thunk = Some(
                 "the `__tlv_get_addr` thunk call: the TLV descriptor's first word is the thunk, \

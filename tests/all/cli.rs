@@ -425,3 +425,37 @@ fn conforms(schema: &serde_json::Value, value: &serde_json::Value, at: &str) {
         }
     }
 }
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn missing_rustup_target_names_the_command_and_install_flag() {
+    let rustup = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    let Ok(installed) = rustup else {
+        return; // no rustup
+    };
+    // A target this machine lacks (checked, not assumed).
+    let triple = "riscv64gc-unknown-linux-gnu";
+    if String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|l| l.trim() == triple)
+    {
+        return;
+    }
+    let dir = scratch("missing-target");
+    std::fs::write(
+        dir.join("riscv.toml"),
+        format!("name = \"riscv\"\ntriple = \"{triple}\"\ndescription = \"d\"\nrun = \"none\"\n"),
+    )
+    .unwrap();
+    let o = allocasm(&["--targets-dir", dir.to_str().unwrap(), "check"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("rustup target add {triple}")),
+        "{err}"
+    );
+    assert!(err.contains("--install"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
