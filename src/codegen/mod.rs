@@ -46,6 +46,7 @@ pub mod listing;
 pub mod normalize;
 pub mod parse;
 pub mod profile;
+pub mod symbols;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -67,7 +67,7 @@ pub fn demangle_symbol(mangled: &str) -> String {
         return mangled.to_string();
     };
     let s = format!("{d:#}");
-    unify_disambiguators(&s)
+    super::symbols::unwrap_inherent_impl_paths(&unify_disambiguators(&s))
 }
 
 /// `{{closure}}` / `{closure#0}` → `{closure}` (the same for `constant`,

@@ -1,0 +1,69 @@
+//! `allocasm check`: every expectation on every profile; one line per
+//! failure (probe, profile, pattern) followed by the listing.
+
+use allocasm::codegen::expect;
+use allocasm::probes::PROBES;
+use clap::Args;
+
+use super::session;
+use super::{BuildArgs, CliError, Status, Ui};
+
+/// `check` arguments.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Build options
+    #[command(flatten)]
+    pub build: BuildArgs,
+}
+
+/// Builds the selected profiles and checks them; exit 1 on any failure.
+pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
+    let opts = session::options(
+        &args.build,
+        args.build.toolchain.clone(),
+        args.build.install,
+    );
+    let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
+        .pop()
+        .expect("one toolchain");
+    let mut failures = 0;
+    for b in &builds.built {
+        for f in expect::check_all(&b.profile, &b.listings, PROBES) {
+            failures += 1;
+            let text = f.to_string();
+            let mut lines = text.lines();
+            if let Some(first) = lines.next() {
+                println!("{} {first}", ui.red("FAIL"));
+            }
+            for l in lines {
+                println!("{}", ui.dim(l));
+            }
+        }
+    }
+    builds.report_failures(ui);
+    let summary = format!(
+        "checked {} probes on {} profile(s) with {}: {} failure(s){}",
+        PROBES.len(),
+        builds.built.len(),
+        builds.toolchain,
+        failures,
+        if builds.failed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} profile build(s) failed", builds.failed.len())
+        }
+    );
+    if !builds.failed.is_empty() {
+        return Err(CliError::environment(summary));
+    }
+    if failures > 0 {
+        println!("{}", ui.red(&summary));
+        Ok(Status::Failed)
+    } else {
+        if !ui.quiet {
+            println!("{}", ui.green(&summary));
+        }
+        Ok(Status::Ok)
+    }
+}

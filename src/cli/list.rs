@@ -1,0 +1,39 @@
+//! `allocasm list`: the probe registry and the profiles.
+
+use allocasm::probes::{PROBES, ProbeKind};
+
+use super::{CliError, Status, Ui, session};
+
+/// Prints every probe, then every profile.
+pub fn run(ui: &Ui) -> Result<Status, CliError> {
+    let width = PROBES.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    let alloc_width = PROBES.iter().map(|p| p.allocator.len()).max().unwrap_or(0);
+    println!("{}", ui.bold(&format!("{} probes", PROBES.len())));
+    for p in PROBES {
+        let kind = match p.kind {
+            ProbeKind::SingleThreaded => "single-threaded",
+            ProbeKind::Concurrent => "concurrent",
+        };
+        println!(
+            "  {:width$}  {:alloc_width$}  {:16} {:15}  {}",
+            p.name, p.allocator, p.operation, kind, p.expect
+        );
+    }
+    let profiles = session::load_profiles(ui)?;
+    println!();
+    println!(
+        "{}",
+        ui.bold(&format!("{} profiles (targets/*.toml)", profiles.len()))
+    );
+    let width = profiles.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    for p in &profiles {
+        let flags = if p.rustflags.is_empty() {
+            "(no extra flags)".to_string()
+        } else {
+            p.rustflags.join(" ")
+        };
+        println!("  {:width$}  {}  {}", p.name, p.triple, ui.dim(&flags));
+        println!("  {:width$}  {}", "", p.description);
+    }
+    Ok(Status::Ok)
+}

@@ -1,0 +1,278 @@
+//! The command line: clap derive definitions, dispatch, errors and exit codes.
+//!
+//! Every command goes through the codegen suite's one extractor and one
+//! normalizer ([`allocasm::codegen`]); this module only selects profiles and
+//! probes, drives the builds (with a progress bar) and prints.
+
+mod check;
+mod diff;
+mod list;
+mod reference;
+mod report_cmd;
+mod session;
+mod show;
+mod show_asm;
+mod ui;
+mod verify;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use ui::Ui;
+
+/// Exit codes, as documented in `allocasm --help` and the README.
+pub mod exit {
+    /// Everything ran and every expectation held.
+    pub const OK: u8 = 0;
+    /// An expectation failed (`check`), a regression or, with
+    /// `--fail-on-change`, a change (`diff`), or the two backends disagree
+    /// (`verify-extractor`).
+    pub const FAILED: u8 = 1;
+    /// Usage or configuration error: bad arguments, unknown probe or profile,
+    /// malformed profile TOML.
+    pub const USAGE: u8 = 2;
+    /// Build or environment error: missing toolchain, target or tool, a
+    /// failing build, an unwritable output directory.
+    pub const ENVIRONMENT: u8 = 3;
+}
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success: everything ran and every expectation held
+  1  check failed: an expectation failed (check), an expectation that held under --from fails
+     under --to or, with --fail-on-change, any listing changed (diff), the backends disagree
+     (verify-extractor)
+  2  usage or configuration error: bad arguments, unknown probe or profile, malformed
+     targets/*.toml
+  3  build or environment error: toolchain, rustup target or tool missing, a build failed, an
+     output directory cannot be written";
+
+/// allocasm: what each allocator fast path compiles to, on every target profile.
+///
+/// Builds every probe of the crate for every profile in targets/ (one `cargo rustc --emit asm`
+/// per profile, in parallel, reused when warm), extracts and normalizes each probe's listing, and
+/// checks it against the profile's expectations.
+#[derive(Debug, Parser)]
+#[command(
+    name = "allocasm",
+    version,
+    term_width = 100,
+    after_long_help = EXIT_CODES,
+    propagate_version = true
+)]
+pub struct Cli {
+    /// When to color the output
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto, global = true)]
+    pub color: ColorWhen,
+    /// Print only results and errors (no progress bar, no notes)
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Also print the cargo commands run and cargo's own output
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Directory of the profiles, one TOML per profile [default: the crate's targets/]
+    #[arg(long, value_name = "DIR", global = true)]
+    pub targets_dir: Option<PathBuf>,
+    /// The command
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    /// Color when stdout is a terminal and NO_COLOR is unset
+    Auto,
+    /// Always color
+    Always,
+    /// Never color
+    Never,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every probe: its allocator, operation, kind and what it should compile to
+    List,
+    /// Print one probe's listing on one or more profiles
+    Show(show::ShowArgs),
+    /// Build every profile and check every expectation
+    ///
+    /// Prints one line per failure naming the probe, the profile and the pattern, followed by
+    /// the listing. A probe missing from a profile's assembly is a failure.
+    Check(check::CheckArgs),
+    /// Write the asm report (Markdown, JSON, HTML) for every probe on every profile
+    ///
+    /// The header records `rustc -vV` (compiler and LLVM version), each profile's flags and
+    /// codegen units, and the git commit. Per probe and profile: the listing, instruction count,
+    /// atomic read-modify-writes, calls, how thread-local storage is reached, every
+    /// expectation's result, and notes on the key instructions. `report` installs missing rustup
+    /// targets itself (printing the command) unless --no-install is given.
+    Report(report_cmd::ReportArgs),
+    /// Build every profile with two toolchains and show what changed
+    ///
+    /// Per probe and profile: unchanged or changed, the instruction-count delta, a unified diff
+    /// of the normalized listings (symbol mangling and label numbers never show up as changes),
+    /// and each expectation's result under both compilers.
+    Diff(diff::DiffArgs),
+    /// Check that `cargo asm` (cargo-show-asm) and the built-in extractor agree
+    ///
+    /// For every probe on every profile, extracts the function through `cargo asm` and through
+    /// the built-in extractor, normalizes both with the one normalizer and compares the
+    /// instruction sequences.
+    VerifyExtractor(verify::VerifyArgs),
+    /// Print the README's command reference (generated from --help)
+    #[command(hide = true)]
+    HelpMarkdown(reference::ReferenceArgs),
+}
+
+/// Options shared by the commands that build profiles.
+#[derive(Debug, Clone, Args)]
+pub struct BuildArgs {
+    /// Profile to build (a targets/*.toml name); repeat or separate with commas. Default: all
+    #[arg(short, long = "profile", value_name = "P", value_delimiter = ',')]
+    pub profiles: Vec<String>,
+    /// rustup toolchain to build with (default: the one rust-toolchain.toml pins)
+    #[arg(long, value_name = "TOOLCHAIN")]
+    pub toolchain: Option<String>,
+    /// Run `rustup target add` for a profile whose target is not installed
+    #[arg(long)]
+    pub install: bool,
+    /// How listings are extracted from the compiler's output
+    #[arg(long, value_enum, default_value_t = Backend::Builtin)]
+    pub backend: Backend,
+    /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
+    #[arg(long, value_name = "DIR")]
+    pub target_root: Option<PathBuf>,
+}
+
+/// `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// One `cargo rustc --emit asm` per profile, every probe extracted in one pass
+    Builtin,
+    /// One `cargo asm` (cargo-show-asm) per probe per profile
+    CargoShowAsm,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Builtin => "builtin",
+            Backend::CargoShowAsm => "cargo-show-asm",
+        }
+    }
+}
+
+/// How a command ended without an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Exit 0.
+    Ok,
+    /// Exit 1: a check failed.
+    Failed,
+}
+
+impl Status {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Status::Ok => exit::OK,
+            Status::Failed => exit::FAILED,
+        }
+    }
+}
+
+/// A command that could not do its work; the message says how to fix it.
+#[derive(Debug)]
+pub struct CliError {
+    code: u8,
+    message: String,
+    /// Already printed (clap's own help and errors).
+    printed: bool,
+}
+
+impl CliError {
+    /// A usage or configuration error (exit 2).
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError {
+            code: exit::USAGE,
+            message: message.into(),
+            printed: false,
+        }
+    }
+
+    /// A build or environment error (exit 3).
+    pub fn environment(message: impl Into<String>) -> CliError {
+        CliError {
+            code: exit::ENVIRONMENT,
+            message: message.into(),
+            printed: false,
+        }
+    }
+
+    /// The exit code.
+    pub fn code(&self) -> u8 {
+        self.code
+    }
+
+    /// Prints the error to stderr (unless clap already did).
+    pub fn print(&self) {
+        if !self.printed {
+            eprintln!("allocasm: error: {}", self.message);
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Parses `args` and runs the command.
+pub fn run<I, T>(args: I) -> Result<Status, CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            return if code == exit::OK {
+                Ok(Status::Ok)
+            } else {
+                Err(CliError {
+                    code,
+                    message: String::new(),
+                    printed: true,
+                })
+            };
+        }
+    };
+    let ui = Ui::new(
+        cli.color,
+        cli.quiet,
+        cli.verbose,
+        cli.targets_dir
+            .unwrap_or_else(allocasm::codegen::targets_dir),
+    );
+    match cli.command {
+        Command::List => list::run(&ui),
+        Command::Show(args) => show::run(&ui, &args),
+        Command::Check(args) => check::run(&ui, &args),
+        Command::Report(args) => report_cmd::run(&ui, &args),
+        Command::Diff(args) => diff::run(&ui, &args),
+        Command::VerifyExtractor(args) => verify::run(&ui, &args),
+        Command::HelpMarkdown(args) => reference::run(&args),
+    }
+}

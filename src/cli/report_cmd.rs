@@ -1,0 +1,122 @@
+//! `allocasm report`: the asm report of every probe on every profile, in
+//! every format asked, written to one directory.
+
+use std::path::PathBuf;
+
+use allocasm::probes::PROBES;
+use clap::Args;
+
+use crate::report::{self, BuiltProfile, Compiler, Report};
+
+use super::session::{self, build_error_message};
+use super::{BuildArgs, CliError, Status, Ui};
+
+/// `report` arguments.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Directory to write report.md, report.json, report.html (and report.txt) to
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub out: PathBuf,
+    /// Output formats, comma-separated: md, json, html, text
+    #[arg(
+        long,
+        value_name = "FORMATS",
+        value_delimiter = ',',
+        default_value = "md,json,html",
+        value_parser = ["md", "json", "html", "text"]
+    )]
+    pub format: Vec<String>,
+    /// Do not install missing rustup targets (fail with the `rustup target add` line instead)
+    #[arg(long, conflicts_with = "install")]
+    pub no_install: bool,
+    /// Build options
+    #[command(flatten)]
+    pub build: BuildArgs,
+}
+
+/// Builds, evaluates and writes the report; exit 3 when a profile failed to
+/// build (the report is still written, marking it).
+pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
+    // The README's main command must work on a fresh machine where
+    // RUSTUP_AUTO_INSTALL=0: `report` installs missing targets itself.
+    let install = !args.no_install;
+    let opts = session::options(&args.build, args.build.toolchain.clone(), install);
+    let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
+        .pop()
+        .expect("one toolchain");
+    let rustc_vv = match builds.rustc_version() {
+        Some(v) => v.to_string(),
+        None => allocasm::codegen::build::rustc_version(&builds.toolchain)
+            .unwrap_or_else(|e| format!("(rustc -vV failed: {e})")),
+    };
+    let order: Vec<&allocasm::codegen::Profile> = profiles.iter().collect();
+    let built: Vec<BuiltProfile<'_>> = builds
+        .built
+        .iter()
+        .map(|b| BuiltProfile {
+            profile: &b.profile,
+            output: &b.output,
+            listings: &b.listings,
+        })
+        .collect();
+    let failed: Vec<(&allocasm::codegen::Profile, String)> = builds
+        .failed
+        .iter()
+        .map(|(p, e)| (p, build_error_message(e)))
+        .collect();
+    let report = Report::new(
+        Compiler::from_rustc_vv(&builds.toolchain, &rustc_vv),
+        args.build.backend.name(),
+        &order,
+        &built,
+        &failed,
+        PROBES,
+    );
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CliError::environment(format!("cannot create {}: {e}", args.out.display())))?;
+    for name in &args.format {
+        let format = report::format(name).expect("clap checked the format name");
+        let path = args.out.join(format.file_name());
+        std::fs::write(&path, format.render(&report))
+            .map_err(|e| CliError::environment(format!("cannot write {}: {e}", path.display())))?;
+        if !ui.quiet {
+            println!("wrote {} ({})", path.display(), format.name());
+        }
+    }
+    let t = report.totals;
+    let line = format!(
+        "{} probes × {} profiles with {} ({}): {} listings, {} missing, {} of {} expectations failed",
+        t.probes,
+        t.profiles,
+        report.compiler.release,
+        report.backend,
+        t.found,
+        t.missing,
+        t.failures,
+        t.expectations
+    );
+    if !ui.quiet {
+        println!(
+            "{}",
+            if t.failures == 0 {
+                ui.green(&line)
+            } else {
+                ui.yellow(&line)
+            }
+        );
+        if t.failures > 0 {
+            println!(
+                "  (`allocasm check` lists each failure; `report` itself exits 0 unless a build failed)"
+            );
+        }
+    }
+    builds.report_failures(ui);
+    if !builds.failed.is_empty() {
+        return Err(CliError::environment(format!(
+            "{} profile build(s) failed; the report marks them",
+            builds.failed.len()
+        )));
+    }
+    Ok(Status::Ok)
+}

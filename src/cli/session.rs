@@ -1,0 +1,293 @@
+//! What every building command shares: loading and selecting profiles and
+//! probes (with "did you mean" suggestions), and building the selected
+//! profiles with one or two toolchains behind one progress bar.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use allocasm::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
+use allocasm::codegen::profile::edit_distance;
+use allocasm::codegen::{self, AsmOutput, ProbeListings, Profile};
+use allocasm::probes::{PROBES, Probe};
+
+use super::ui::Progress;
+use super::{Backend, BuildArgs, CliError, Ui, show_asm};
+
+/// One profile, built, with every probe extracted.
+pub struct Built {
+    /// The profile.
+    pub profile: Profile,
+    /// The build (toolchain, `rustc -vV`, flags, `.s` files).
+    pub output: AsmOutput,
+    /// Every probe's listing, and the missing ones.
+    pub listings: ProbeListings,
+}
+
+/// The builds of one toolchain.
+pub struct Builds {
+    /// The toolchain as resolved (`1.95.0`, `nightly`).
+    pub toolchain: String,
+    /// The profiles that built, in the order asked.
+    pub built: Vec<Built>,
+    /// The profiles that did not, with why.
+    pub failed: Vec<(Profile, BuildError)>,
+}
+
+impl Builds {
+    /// The build of one profile, if it worked.
+    pub fn get(&self, profile: &str) -> Option<&Built> {
+        self.built.iter().find(|b| b.profile.name == profile)
+    }
+
+    /// `rustc -vV` of the toolchain (from the first build that worked).
+    pub fn rustc_version(&self) -> Option<&str> {
+        self.built.first().map(|b| b.output.rustc_version.as_str())
+    }
+
+    /// Prints every build failure (with its fix) to stderr.
+    pub fn report_failures(&self, ui: &Ui) {
+        for (profile, error) in &self.failed {
+            eprintln!(
+                "{} profile {} ({}): {}",
+                ui.red("build failed:"),
+                profile.name,
+                self.toolchain,
+                build_error_message(error)
+            );
+        }
+    }
+}
+
+/// The message of a build error, with the CLI's way to fix it.
+pub fn build_error_message(error: &BuildError) -> String {
+    match error {
+        BuildError::TargetMissing { .. } => {
+            format!("{error}\n  fix: run that command, or rerun with --install")
+        }
+        _ => error.to_string(),
+    }
+}
+
+/// Every profile of `targets/`; a malformed file is a configuration error
+/// (`file:line:column: what was expected`).
+pub fn load_profiles(ui: &Ui) -> Result<Vec<Profile>, CliError> {
+    let profiles =
+        Profile::load_all(&ui.targets_dir).map_err(|e| CliError::usage(format!("{e:#}")))?;
+    for p in &profiles {
+        p.validate(PROBES)
+            .map_err(|e| CliError::usage(format!("{e:#}")))?;
+    }
+    Ok(profiles)
+}
+
+/// The names in `candidates` nearest to `name`, nearest first (at most 3).
+pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut all: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .map(|c| (edit_distance(c, name), c))
+        .collect();
+    all.sort();
+    all.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// The profiles named (all of them when `names` is empty), in the order of
+/// `targets/`; an unknown name is a usage error suggesting the nearest.
+pub fn select_profiles(all: Vec<Profile>, names: &[String]) -> Result<Vec<Profile>, CliError> {
+    if names.is_empty() {
+        return Ok(all);
+    }
+    for name in names {
+        if !all.iter().any(|p| &p.name == name) {
+            let near = nearest(name, all.iter().map(|p| p.name.as_str()));
+            return Err(CliError::usage(format!(
+                "unknown profile `{name}`; did you mean {}? (`allocasm list` shows every profile; \
+                 a profile is a file in targets/)",
+                or_list(&near)
+            )));
+        }
+    }
+    Ok(all
+        .into_iter()
+        .filter(|p| names.iter().any(|n| n == &p.name))
+        .collect())
+}
+
+/// A probe of the registry by name (`probe_` may be left out); an unknown
+/// name is a usage error suggesting the nearest.
+pub fn find_probe(name: &str) -> Result<&'static Probe, CliError> {
+    if let Some(p) = allocasm::probes::find(name) {
+        return Ok(p);
+    }
+    if let Some(p) = allocasm::probes::find(&format!("probe_{name}")) {
+        return Ok(p);
+    }
+    let full = if name.starts_with("probe_") {
+        name.to_string()
+    } else {
+        format!("probe_{name}")
+    };
+    let near = nearest(&full, PROBES.iter().map(|p| p.name));
+    Err(CliError::usage(format!(
+        "unknown probe `{name}`; did you mean {}? (`allocasm list` shows every probe)",
+        or_list(&near)
+    )))
+}
+
+fn or_list(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.len() {
+        0 => "nothing".to_string(),
+        1 => quoted[0].clone(),
+        n => format!("{} or {}", quoted[..n - 1].join(", "), quoted[n - 1]),
+    }
+}
+
+/// Build options from the shared arguments.
+pub fn options(args: &BuildArgs, toolchain: Option<String>, install: bool) -> BuildOptions {
+    BuildOptions {
+        toolchain,
+        target_root: args
+            .target_root
+            .clone()
+            .unwrap_or_else(codegen::default_target_root),
+        manifest_path: codegen::manifest_dir().join("Cargo.toml"),
+        install_missing_target: install,
+    }
+}
+
+/// Checks the toolchain is installed before any build starts (one clear
+/// error rather than one per profile).
+pub fn resolve_toolchain(opts: &BuildOptions) -> Result<String, CliError> {
+    build::resolve_toolchain(opts).map_err(|e| CliError::environment(build_error_message(&e)))
+}
+
+/// One profile's build: the output, and the listings when the backend
+/// extracted them itself.
+type BuildResult = Result<(AsmOutput, Option<ProbeListings>), BuildError>;
+
+/// Builds `profiles` once per job (a toolchain's options), all in parallel,
+/// behind one progress bar, and extracts every probe of the registry.
+pub fn build_all(
+    ui: &Ui,
+    profiles: &[Profile],
+    jobs: &[BuildOptions],
+    backend: Backend,
+) -> Result<Vec<Builds>, CliError> {
+    let toolchains: Vec<String> = jobs
+        .iter()
+        .map(resolve_toolchain)
+        .collect::<Result<_, _>>()?;
+    let total = (profiles.len() * jobs.len()) as u64;
+    let progress = ui.progress(total, "building");
+    let running: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let several = jobs.len() > 1;
+    let on_event =
+        |tc: &str, event: BuildEvent| on_event(ui, &progress, &running, several, tc, event);
+    let results: Vec<Vec<BuildResult>> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .zip(&toolchains)
+            .map(|(opts, tc)| {
+                let on_event = &on_event;
+                s.spawn(move || match backend {
+                    Backend::Builtin => build::build_profiles(profiles, opts, &|e| on_event(tc, e))
+                        .into_iter()
+                        .map(|r| r.map(|o| (o, None)))
+                        .collect(),
+                    Backend::CargoShowAsm => {
+                        show_asm::build_profiles(profiles, opts, PROBES, &|e| on_event(tc, e))
+                            .into_iter()
+                            .map(|r| r.map(|(o, l)| (o, Some(l))))
+                            .collect()
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("build thread"))
+            .collect()
+    });
+    progress.finish();
+    let mut out = Vec::new();
+    for (results, toolchain) in results.into_iter().zip(toolchains) {
+        let mut builds = Builds {
+            toolchain,
+            built: Vec::new(),
+            failed: Vec::new(),
+        };
+        for (profile, result) in profiles.iter().zip(results) {
+            match result {
+                Ok((output, listings)) => {
+                    let listings = listings
+                        .unwrap_or_else(|| codegen::extract_probes(profile, &output, PROBES));
+                    builds.built.push(Built {
+                        profile: profile.clone(),
+                        output,
+                        listings,
+                    });
+                }
+                Err(e) => builds.failed.push((profile.clone(), e)),
+            }
+        }
+        out.push(builds);
+    }
+    Ok(out)
+}
+
+fn on_event(
+    ui: &Ui,
+    progress: &Progress,
+    running: &Mutex<BTreeSet<String>>,
+    several: bool,
+    toolchain: &str,
+    event: BuildEvent,
+) {
+    let key = |profile: &str| {
+        if several {
+            format!("{toolchain}/{profile}")
+        } else {
+            profile.to_string()
+        }
+    };
+    let show_running = |running: &BTreeSet<String>| {
+        let names: Vec<&str> = running.iter().map(String::as_str).collect();
+        progress.message(names.join(", "));
+    };
+    match event {
+        BuildEvent::InstallingTarget { profile, command } => {
+            progress.println(&format!("{}: running `{command}`", key(&profile)));
+        }
+        BuildEvent::Started { profile, command } => {
+            if ui.verbose {
+                progress.println(&format!("{}: {command}", key(&profile)));
+            }
+            let mut r = running.lock().expect("progress lock");
+            r.insert(key(&profile));
+            show_running(&r);
+        }
+        BuildEvent::Cargo { profile, line } => {
+            if ui.verbose {
+                progress.println(&format!("{}: {line}", key(&profile)));
+            }
+        }
+        BuildEvent::Finished {
+            profile,
+            fresh,
+            elapsed,
+        } => {
+            if ui.verbose {
+                progress.println(&format!(
+                    "{}: {} in {:.1}s",
+                    key(&profile),
+                    if fresh { "up to date" } else { "built" },
+                    elapsed.as_secs_f64()
+                ));
+            }
+            progress.inc();
+            let mut r = running.lock().expect("progress lock");
+            r.remove(&key(&profile));
+            show_running(&r);
+        }
+    }
+}

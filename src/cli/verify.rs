@@ -1,0 +1,160 @@
+//! `allocasm verify-extractor`: the built-in extractor against
+//! cargo-show-asm, probe by probe, profile by profile.
+//!
+//! cargo-show-asm always builds with `-C debuginfo=2 -C codegen-units=1`
+//! ([`show_asm::FORCED_FLAGS`]), so the built-in extractor is run on a build
+//! with the same flags: any difference left is an extraction or
+//! normalization difference. The default build (16 codegen units) is also
+//! compared, to show what the unit count alone changes.
+
+use allocasm::codegen::Profile;
+use allocasm::probes::PROBES;
+use clap::Args;
+use similar::TextDiff;
+
+use super::session::{self, Built};
+use super::{Backend, BuildArgs, CliError, Status, Ui, show_asm};
+
+/// `verify-extractor` arguments.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Build options (--backend is ignored: both are run)
+    #[command(flatten)]
+    pub build: BuildArgs,
+}
+
+fn instructions(b: &Built, probe: &str) -> Option<String> {
+    b.listings.listing(probe).map(|l| l.text())
+}
+
+/// Runs both backends and compares; exit 1 on any disagreement.
+pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
+    let opts = session::options(
+        &args.build,
+        args.build.toolchain.clone(),
+        args.build.install,
+    );
+    // The built-in extractor on a build with cargo-show-asm's flags, in its
+    // own target dirs.
+    let same_flags: Vec<Profile> = profiles
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.rustflags
+                .extend(show_asm::FORCED_FLAGS.iter().map(|s| s.to_string()));
+            p
+        })
+        .collect();
+    let mut same_opts = opts.clone();
+    same_opts.target_root = opts.target_root.join("cargo-show-asm-flags");
+    ui.note("building with the built-in extractor (default flags, and cargo-show-asm's flags)");
+    let default = session::build_all(ui, &profiles, std::slice::from_ref(&opts), Backend::Builtin)?
+        .pop()
+        .expect("one toolchain");
+    let builtin = session::build_all(ui, &same_flags, &[same_opts], Backend::Builtin)?
+        .pop()
+        .expect("one toolchain");
+    ui.note("extracting through `cargo asm`, one run per probe per profile");
+    let cargo_asm = session::build_all(ui, &profiles, &[opts], Backend::CargoShowAsm)?
+        .pop()
+        .expect("one toolchain");
+    println!(
+        "{}",
+        ui.bold(&format!(
+            "built-in extractor vs cargo-show-asm ({}), both with {}",
+            builtin.toolchain,
+            show_asm::FORCED_FLAGS.join(" ")
+        ))
+    );
+    let (mut same, mut different, mut missing, mut cgu_effect) = (0, 0, 0, 0);
+    for profile in &profiles {
+        let (Some(a), Some(b)) = (builtin.get(&profile.name), cargo_asm.get(&profile.name)) else {
+            continue;
+        };
+        let d = default.get(&profile.name);
+        println!("\n{}", ui.bold(&profile.name));
+        for probe in PROBES {
+            let (la, lb) = (instructions(a, probe.name), instructions(b, probe.name));
+            let cgu_note = match (d.and_then(|d| instructions(d, probe.name)), &la) {
+                (Some(x), Some(y)) if &x != y => {
+                    cgu_effect += 1;
+                    ui.dim(
+                        "  (the default 16-unit build differs: codegen-units changes this listing)",
+                    )
+                }
+                _ => String::new(),
+            };
+            match (la, lb) {
+                (Some(x), Some(y)) if x == y => {
+                    same += 1;
+                    let n = a
+                        .listings
+                        .listing(probe.name)
+                        .map_or(0, |l| l.instructions().count());
+                    println!(
+                        "  {} {:32} {n} instructions{cgu_note}",
+                        ui.green("same     "),
+                        probe.name
+                    );
+                }
+                (Some(x), Some(y)) => {
+                    different += 1;
+                    println!("  {} {}", ui.red("DIFFERENT"), probe.name);
+                    let diff = TextDiff::from_lines(&x, &y);
+                    let text = diff
+                        .unified_diff()
+                        .context_radius(2)
+                        .header("built-in", "cargo-show-asm")
+                        .to_string();
+                    for l in text.lines() {
+                        println!("      {l}");
+                    }
+                }
+                (None, None) => {
+                    missing += 1;
+                    println!(
+                        "  {} {:32} missing under both",
+                        ui.yellow("missing  "),
+                        probe.name
+                    );
+                }
+                (x, _) => {
+                    different += 1;
+                    println!(
+                        "  {} {} found only by {}",
+                        ui.red("DIFFERENT"),
+                        probe.name,
+                        if x.is_some() {
+                            "the built-in extractor"
+                        } else {
+                            "cargo-show-asm"
+                        }
+                    );
+                }
+            }
+        }
+    }
+    default.report_failures(ui);
+    builtin.report_failures(ui);
+    cargo_asm.report_failures(ui);
+    let summary = format!(
+        "{same} same, {different} different, {missing} missing under both; {cgu_effect} listing(s) differ between 16 units and 1"
+    );
+    println!(
+        "\n{}",
+        if different == 0 {
+            ui.green(&summary)
+        } else {
+            ui.red(&summary)
+        }
+    );
+    if !builtin.failed.is_empty() || !cargo_asm.failed.is_empty() {
+        return Err(CliError::environment("some builds failed (above)"));
+    }
+    Ok(if different == 0 {
+        Status::Ok
+    } else {
+        Status::Failed
+    })
+}

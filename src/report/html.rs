@@ -1,0 +1,302 @@
+//! The HTML report: one self-contained page (inline CSS, no scripts, no
+//! external assets) with, per probe, one column per profile side by side,
+//! key instructions highlighted (atomics, calls, thread-local accesses,
+//! loops) and every expectation marked.
+
+use std::fmt::Write;
+
+use super::text::join_or_none;
+use super::{Format, ProbeResult, Report};
+
+/// `report.html`.
+pub struct Html;
+
+/// Escapes text for HTML content and attributes.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const CSS: &str = r#"
+:root { --bg:#fff; --fg:#1b1f24; --muted:#5c6670; --line:#d6dbe0; --pass:#1a7f37; --fail:#cf222e;
+  --rmw:#ffd8a8; --atomic:#ffe9c7; --call:#d0e4ff; --tls:#e4d4ff; --loop:#ffd0d0; }
+* { box-sizing: border-box; }
+body { margin: 0 auto; padding: 16px 20px 40px; max-width: 2400px; font: 14px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); }
+h1 { font-size: 22px; margin: 0 0 8px; }
+h2 { font-size: 18px; margin: 28px 0 4px; border-top: 2px solid var(--line); padding-top: 12px; }
+h3 { font-size: 14px; margin: 0; }
+code, pre { font: 12.5px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; }
+table { border-collapse: collapse; margin: 8px 0; }
+th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f5f7; }
+.meta td:first-child { color: var(--muted); white-space: nowrap; }
+.muted { color: var(--muted); }
+.legend span { display: inline-block; padding: 0 6px; margin-right: 6px; border-radius: 3px; }
+.cols { display: grid; gap: 10px; overflow-x: auto; }
+.col { border: 1px solid var(--line); border-radius: 6px; padding: 8px; min-width: 0; background: #fcfcfd; }
+.col.failed { border-color: var(--fail); box-shadow: inset 3px 0 0 var(--fail); }
+.col.passed { box-shadow: inset 3px 0 0 var(--pass); }
+.counts { margin: 4px 0; color: var(--muted); font-size: 12.5px; }
+.counts b { color: var(--fg); }
+pre.listing { margin: 6px 0; padding: 6px; background: #f6f8fa; border-radius: 4px; overflow-x: auto; }
+pre.listing span { display: block; padding: 0 3px; border-radius: 2px; }
+pre.listing .label { color: var(--muted); }
+.atomic-rmw { background: var(--rmw); font-weight: 600; }
+.atomic { background: var(--atomic); }
+.call { background: var(--call); font-weight: 600; }
+.tls { background: var(--tls); }
+.loop { background: var(--loop); }
+.atomic-rmw.tls, .call.tls { background: linear-gradient(90deg, var(--tls) 0 6px, var(--call) 6px); }
+ul.exp, ul.notes { margin: 4px 0; padding-left: 0; list-style: none; font-size: 12.5px; }
+ul.exp li { padding-left: 18px; text-indent: -18px; }
+ul.notes li { margin: 3px 0; color: #33404d; }
+.pass { color: var(--pass); } .fail { color: var(--fail); font-weight: 600; }
+.status { font-weight: 700; }
+td.pass, td.fail { white-space: nowrap; }
+"#;
+
+fn listing_html(res: &ProbeResult) -> String {
+    let mut s = String::from("<pre class=\"listing\">");
+    for l in &res.lines {
+        let mut classes: Vec<&str> = l.tags.iter().map(|t| t.name()).collect();
+        if l.kind == "label" {
+            classes.push("label");
+            let _ = write!(
+                s,
+                "<span class=\"{}\">{}:</span>",
+                classes.join(" "),
+                escape(&l.text)
+            );
+        } else {
+            let title = if classes.is_empty() {
+                String::new()
+            } else {
+                format!(" title=\"{}\"", classes.join(", "))
+            };
+            let _ = write!(
+                s,
+                "<span class=\"{}\"{title}>  {}</span>",
+                classes.join(" "),
+                escape(&l.text)
+            );
+        }
+    }
+    s.push_str("</pre>");
+    s
+}
+
+impl Format for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn file_name(&self) -> &'static str {
+        "report.html"
+    }
+
+    fn render(&self, r: &Report) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>allocasm asm report · {}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
+            escape(&r.compiler.release)
+        );
+        let _ = writeln!(s, "<h1>allocasm asm report</h1>");
+        let _ = writeln!(s, "<table class=\"meta\">");
+        for (k, v) in [
+            ("commit", r.commit_line()),
+            (
+                "compiler",
+                format!(
+                    "{} (toolchain {})",
+                    r.compiler.release, r.compiler.toolchain
+                ),
+            ),
+            ("LLVM", r.compiler.llvm.clone()),
+            ("extractor", r.backend.clone()),
+            ("generator", r.generator.clone()),
+            ("reproduce", "cargo run --release -- report".to_string()),
+        ] {
+            let _ = writeln!(
+                s,
+                "<tr><td>{k}</td><td><code>{}</code></td></tr>",
+                escape(&v)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<tr><td>rustc -vV</td><td><details><summary>show</summary><pre>{}</pre></details></td></tr></table>",
+            escape(&r.compiler.rustc_vv)
+        );
+        let _ = writeln!(
+            s,
+            "<table><tr><th>profile</th><th>triple</th><th>flags after <code>--emit asm</code></th><th>codegen units</th><th>build</th></tr>"
+        );
+        for p in &r.profiles {
+            let build = match &p.error {
+                None => "<span class=\"pass\">built</span>".to_string(),
+                Some(e) => format!(
+                    "<span class=\"fail\">failed</span><details><summary>why</summary><pre>{}</pre></details>",
+                    escape(e)
+                ),
+            };
+            let _ = writeln!(
+                s,
+                "<tr><td><b>{}</b><br><span class=\"muted\">{}</span></td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{build}</td></tr>",
+                escape(&p.name),
+                escape(&p.description),
+                escape(&p.triple),
+                escape(&join_or_none(&p.build_flags)),
+                escape(&p.codegen_units)
+            );
+        }
+        let _ = writeln!(s, "</table>");
+        let t = r.totals;
+        let _ = writeln!(
+            s,
+            "<p>{} probes × {} profiles: {} listings found, {} missing, <span class=\"{}\">{} of {} expectations failed</span>.</p>",
+            t.probes,
+            t.profiles,
+            t.found,
+            t.missing,
+            if t.failures == 0 { "pass" } else { "fail" },
+            t.failures,
+            t.expectations
+        );
+        let _ = writeln!(
+            s,
+            "<p class=\"legend\">Highlights: <span class=\"atomic-rmw\">atomic read-modify-write</span><span class=\"atomic\">other atomic</span><span class=\"call\">call</span><span class=\"tls\">thread-local access</span><span class=\"loop\">loop (backward branch)</span></p>"
+        );
+        // Summary table.
+        let _ = write!(s, "<table><tr><th>probe</th>");
+        for p in &r.profiles {
+            let _ = write!(s, "<th>{}</th>", escape(&p.name));
+        }
+        let _ = writeln!(s, "</tr>");
+        for probe in &r.probes {
+            let _ = write!(
+                s,
+                "<tr><td><a href=\"#{0}\"><code>{0}</code></a></td>",
+                escape(&probe.name)
+            );
+            for res in &probe.results {
+                let (class, text) = match (res.status, res.summary) {
+                    ("found", Some(c)) => (
+                        if res.passed { "pass" } else { "fail" },
+                        format!(
+                            "{} {} instr · {} rmw · {} calls",
+                            if res.passed { "✔" } else { "✘" },
+                            c.instructions,
+                            c.atomic_rmw,
+                            c.calls
+                        ),
+                    ),
+                    ("missing", _) => ("fail", "✘ missing".to_string()),
+                    _ => ("muted", "not built".to_string()),
+                };
+                let _ = write!(s, "<td class=\"{class}\">{}</td>", escape(&text));
+            }
+            let _ = writeln!(s, "</tr>");
+        }
+        let _ = writeln!(s, "</table>");
+        // Per probe: profiles side by side.
+        let n = r.profiles.len().max(1);
+        for probe in &r.probes {
+            let _ = writeln!(
+                s,
+                "<h2 id=\"{0}\"><code>{0}</code></h2>",
+                escape(&probe.name)
+            );
+            let _ = writeln!(
+                s,
+                "<p class=\"muted\"><code>{}</code> · {} · {} — expected: {}</p>",
+                escape(&probe.allocator),
+                escape(&probe.operation),
+                probe.kind,
+                escape(&probe.expect)
+            );
+            let _ = writeln!(
+                s,
+                "<div class=\"cols\" style=\"grid-template-columns: repeat({n}, minmax(290px, 1fr))\">"
+            );
+            for res in &probe.results {
+                let state = match res.status {
+                    "found" if res.passed => "passed",
+                    "not-built" => "",
+                    _ => "failed",
+                };
+                let _ = writeln!(
+                    s,
+                    "<div class=\"col {state}\"><h3>{}</h3>",
+                    escape(&res.profile)
+                );
+                match (res.status, res.summary, &res.tls) {
+                    ("found", Some(c), Some(tls)) => {
+                        let _ = writeln!(
+                            s,
+                            "<div class=\"counts\"><b>{}</b> instr · <b>{}</b> atomic RMW · <b>{}</b> calls · <b>{}</b> loops<br>TLS: {}</div>",
+                            c.instructions,
+                            c.atomic_rmw,
+                            c.calls,
+                            c.loops,
+                            escape(tls.how)
+                        );
+                        s.push_str(&listing_html(res));
+                    }
+                    ("missing", _, _) => {
+                        let _ = writeln!(
+                            s,
+                            "<p class=\"fail status\">missing: not in this profile's assembly</p>"
+                        );
+                    }
+                    _ => {
+                        let _ = writeln!(s, "<p class=\"muted status\">not built</p>");
+                    }
+                }
+                if !res.expectations.is_empty() {
+                    let _ = writeln!(s, "<ul class=\"exp\">");
+                    for e in &res.expectations {
+                        let _ = writeln!(
+                            s,
+                            "<li class=\"{}\">{} <code>{}</code>{}</li>",
+                            if e.passed { "pass" } else { "fail" },
+                            if e.passed { "✔" } else { "✘" },
+                            escape(&e.rule),
+                            e.offending
+                                .as_ref()
+                                .map(|o| format!(" — <code>{}</code>", escape(o)))
+                                .unwrap_or_default()
+                        );
+                    }
+                    let _ = writeln!(s, "</ul>");
+                }
+                if !res.annotations.is_empty() {
+                    let _ = writeln!(s, "<ul class=\"notes\">");
+                    for a in &res.annotations {
+                        let _ = writeln!(
+                            s,
+                            "<li><code>{}</code>: {}</li>",
+                            escape(&a.instruction),
+                            escape(&a.note)
+                        );
+                    }
+                    let _ = writeln!(s, "</ul>");
+                }
+                let _ = writeln!(s, "</div>");
+            }
+            let _ = writeln!(s, "</div>");
+        }
+        let _ = writeln!(s, "</body>\n</html>");
+        s
+    }
+}

@@ -1,0 +1,484 @@
+//! The asm report: one data model ([`Report`], whose JSON form is the stable
+//! schema documented in `docs/json-schema.md`) and one module per output
+//! kind behind the [`Format`] trait: [`text`], [`markdown`], [`json`],
+//! [`html`].
+
+pub mod annotate;
+pub mod html;
+pub mod json;
+pub mod markdown;
+pub mod text;
+
+use allocasm::codegen::expect;
+use allocasm::codegen::{AsmOutput, ProbeListings, Profile, Summary};
+use allocasm::probes::{Probe, ProbeKind};
+use serde::Serialize;
+
+pub use annotate::{Annotation, Tag, TlsAccess};
+
+/// The schema identifier written into every JSON report. Bumped only on an
+/// incompatible change (see docs/json-schema.md).
+pub const SCHEMA: &str = "allocasm-report/1";
+
+/// One output kind.
+pub trait Format {
+    /// The `--format` name (`md`, `json`, `html`, `text`).
+    fn name(&self) -> &'static str;
+    /// The file it is written to in the output directory.
+    fn file_name(&self) -> &'static str;
+    /// The whole document.
+    fn render(&self, report: &Report) -> String;
+}
+
+/// Every output kind, by `--format` name.
+pub fn format(name: &str) -> Option<Box<dyn Format>> {
+    match name {
+        "text" | "txt" => Some(Box::new(text::Text)),
+        "md" | "markdown" => Some(Box::new(markdown::Markdown)),
+        "json" => Some(Box::new(json::Json)),
+        "html" => Some(Box::new(html::Html)),
+        _ => None,
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// `allocasm <version>`.
+    pub generator: String,
+    /// The commit the report was made from.
+    pub git: Git,
+    /// The compiler.
+    pub compiler: Compiler,
+    /// `builtin` or `cargo-show-asm`.
+    pub backend: String,
+    /// Every profile asked for, built or not.
+    pub profiles: Vec<ProfileInfo>,
+    /// Every probe of the registry with its result on every profile.
+    pub probes: Vec<ProbeReport>,
+    /// Counts.
+    pub totals: Totals,
+}
+
+/// `git rev-parse HEAD` and whether the tree had uncommitted changes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Git {
+    /// The commit hash, or `null` outside a git checkout.
+    pub commit: Option<String>,
+    /// Uncommitted changes were present.
+    pub dirty: bool,
+}
+
+/// The compiler the listings come from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compiler {
+    /// The rustup toolchain (`1.95.0`).
+    pub toolchain: String,
+    /// `rustc 1.95.0 (59807616e 2026-04-14)`.
+    pub release: String,
+    /// `22.1.2`.
+    pub llvm: String,
+    /// The full `rustc -vV`.
+    pub rustc_vv: String,
+}
+
+/// One profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileInfo {
+    /// Its name.
+    pub name: String,
+    /// The target triple.
+    pub triple: String,
+    /// What it models.
+    pub description: String,
+    /// The profile's rustflags.
+    pub rustflags: Vec<String>,
+    /// Every flag the asm build passed after `--emit asm`.
+    pub build_flags: Vec<String>,
+    /// The codegen-units setting and how many `.s` files were read.
+    pub codegen_units: String,
+    /// `built` or `failed`.
+    pub status: &'static str,
+    /// Why the build failed.
+    pub error: Option<String>,
+    /// The build was reused (cargo had nothing to do).
+    pub fresh: Option<bool>,
+    /// The command that built it.
+    pub command: Option<String>,
+}
+
+/// One probe on every profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    /// The exported symbol.
+    pub name: String,
+    /// The allocator whose fast path it calls.
+    pub allocator: String,
+    /// The operation.
+    pub operation: String,
+    /// `single-threaded` or `concurrent`.
+    pub kind: &'static str,
+    /// What it should compile to.
+    pub expect: String,
+    /// One per profile, in the order of [`Report::profiles`].
+    pub results: Vec<ProbeResult>,
+}
+
+/// One probe on one profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeResult {
+    /// The profile's name.
+    pub profile: String,
+    /// `found`, `missing` (not in the assembly) or `not-built` (the profile's
+    /// build failed).
+    pub status: &'static str,
+    /// Counts (found only).
+    pub summary: Option<Counts>,
+    /// How thread-local storage is reached (found only).
+    pub tls: Option<TlsAccess>,
+    /// The normalized listing, one entry per label or instruction.
+    pub lines: Vec<ListingLine>,
+    /// Notes on the key instructions.
+    pub annotations: Vec<Annotation>,
+    /// Every expectation with its result (a missing probe fails one).
+    pub expectations: Vec<ExpectationResult>,
+    /// Whether every expectation held.
+    pub passed: bool,
+}
+
+/// The counts of a listing.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Counts {
+    /// Instructions.
+    pub instructions: usize,
+    /// Atomic read-modify-writes (outline-atomics calls included).
+    pub atomic_rmw: usize,
+    /// All atomic instructions.
+    pub atomics: usize,
+    /// Calls (tail calls and outline-atomics calls included).
+    pub calls: usize,
+    /// Branches.
+    pub branches: usize,
+    /// Backward branches (loops).
+    pub loops: usize,
+}
+
+impl From<Summary> for Counts {
+    fn from(s: Summary) -> Counts {
+        Counts {
+            instructions: s.instructions,
+            atomic_rmw: s.atomic_rmw,
+            atomics: s.atomics,
+            calls: s.calls,
+            branches: s.branches,
+            loops: s.backward_branches,
+        }
+    }
+}
+
+/// One line of a listing.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListingLine {
+    /// `label` or `instruction`.
+    pub kind: &'static str,
+    /// The label's name or the instruction's text.
+    pub text: String,
+    /// Highlight tags.
+    pub tags: Vec<Tag>,
+}
+
+/// One expectation's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectationResult {
+    /// The rule as written (`has /^lock xadd /`, `forbid call (suite: …)`).
+    pub rule: String,
+    /// Whether it held.
+    pub passed: bool,
+    /// The offending instruction, when one is to blame.
+    pub offending: Option<String>,
+    /// Why the expectation exists (the profile's `why`).
+    pub why: Option<String>,
+}
+
+/// Counts over the whole report.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Totals {
+    /// Probes in the registry.
+    pub probes: usize,
+    /// Profiles asked for.
+    pub profiles: usize,
+    /// Profiles whose build failed.
+    pub profiles_failed: usize,
+    /// (probe, profile) pairs found.
+    pub found: usize,
+    /// (probe, profile) pairs missing from a built profile.
+    pub missing: usize,
+    /// Expectations evaluated.
+    pub expectations: usize,
+    /// Expectations that failed (missing probes included).
+    pub failures: usize,
+}
+
+/// One profile's build for [`Report::new`].
+pub struct BuiltProfile<'a> {
+    /// The profile.
+    pub profile: &'a Profile,
+    /// Its build.
+    pub output: &'a AsmOutput,
+    /// Its listings.
+    pub listings: &'a ProbeListings,
+}
+
+/// One expectation's result, shared by the report and `diff`.
+pub fn evaluate(
+    profile: &Profile,
+    listings: &ProbeListings,
+    probe: &Probe,
+) -> Vec<ExpectationResult> {
+    match listings.listing(probe.name) {
+        Some(listing) => expect::evaluate(profile, listing, probe)
+            .into_iter()
+            .map(|o| ExpectationResult {
+                rule: o.expectation.rule.clone(),
+                passed: o.passed(),
+                offending: o.failure.as_ref().and_then(|f| f.offending.clone()),
+                why: profile.expect_for(probe.name).and_then(|e| e.why.clone()),
+            })
+            .collect(),
+        None => {
+            let f = expect::missing_probe(profile, probe);
+            vec![ExpectationResult {
+                rule: f.rule,
+                passed: false,
+                offending: None,
+                why: None,
+            }]
+        }
+    }
+}
+
+impl Report {
+    /// Builds the report of `registry` over `order` (every profile asked for,
+    /// in order): `built` are those that built, `failed` those that did not.
+    pub fn new(
+        compiler: Compiler,
+        backend: &str,
+        order: &[&Profile],
+        built: &[BuiltProfile<'_>],
+        failed: &[(&Profile, String)],
+        registry: &[Probe],
+    ) -> Report {
+        let profiles: Vec<ProfileInfo> = order
+            .iter()
+            .map(|p| {
+                let b = built.iter().find(|b| b.profile.name == p.name);
+                let error = failed
+                    .iter()
+                    .find(|(f, _)| f.name == p.name)
+                    .map(|(_, e)| e.clone());
+                ProfileInfo {
+                    name: p.name.clone(),
+                    triple: p.triple.clone(),
+                    description: p.description.clone(),
+                    rustflags: p.rustflags.clone(),
+                    build_flags: b.map_or_else(|| p.build_flags(), |b| b.output.flags.clone()),
+                    codegen_units: b.map_or_else(
+                        || match p.codegen_units() {
+                            Some(n) => format!("codegen-units={n}"),
+                            None => "codegen-units: cargo release default (16)".into(),
+                        },
+                        |b| b.output.codegen_units(),
+                    ),
+                    status: if b.is_some() { "built" } else { "failed" },
+                    error,
+                    fresh: b.map(|b| b.output.fresh),
+                    command: b.map(|b| b.output.command.clone()),
+                }
+            })
+            .collect();
+        let mut totals = Totals {
+            probes: registry.len(),
+            profiles: order.len(),
+            profiles_failed: order.len() - built.len(),
+            found: 0,
+            missing: 0,
+            expectations: 0,
+            failures: 0,
+        };
+        let probes = registry
+            .iter()
+            .map(|probe| {
+                let results = order
+                    .iter()
+                    .map(|p| match built.iter().find(|b| b.profile.name == p.name) {
+                        Some(b) => {
+                            let r = probe_result(b, probe);
+                            if r.status == "found" {
+                                totals.found += 1;
+                            } else {
+                                totals.missing += 1;
+                            }
+                            totals.expectations += r.expectations.len();
+                            totals.failures += r.expectations.iter().filter(|e| !e.passed).count();
+                            r
+                        }
+                        None => ProbeResult {
+                            profile: p.name.clone(),
+                            status: "not-built",
+                            summary: None,
+                            tls: None,
+                            lines: Vec::new(),
+                            annotations: Vec::new(),
+                            expectations: Vec::new(),
+                            passed: false,
+                        },
+                    })
+                    .collect();
+                ProbeReport {
+                    name: probe.name.to_string(),
+                    allocator: probe.allocator.to_string(),
+                    operation: probe.operation.to_string(),
+                    kind: kind_name(probe.kind),
+                    expect: probe.expect.to_string(),
+                    results,
+                }
+            })
+            .collect();
+        Report {
+            schema: SCHEMA,
+            generator: format!("allocasm {}", env!("CARGO_PKG_VERSION")),
+            git: git_state(),
+            compiler,
+            backend: backend.to_string(),
+            profiles,
+            probes,
+            totals,
+        }
+    }
+}
+
+/// `single-threaded` / `concurrent`.
+pub fn kind_name(kind: ProbeKind) -> &'static str {
+    match kind {
+        ProbeKind::SingleThreaded => "single-threaded",
+        ProbeKind::Concurrent => "concurrent",
+    }
+}
+
+fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
+    let expectations = evaluate(b.profile, b.listings, probe);
+    let passed = expectations.iter().all(|e| e.passed);
+    let Some(listing) = b.listings.listing(probe.name) else {
+        return ProbeResult {
+            profile: b.profile.name.clone(),
+            status: "missing",
+            summary: None,
+            tls: None,
+            lines: Vec::new(),
+            annotations: Vec::new(),
+            expectations,
+            passed,
+        };
+    };
+    let tags = annotate::tags(listing, &b.profile.classes);
+    let lines = listing
+        .lines
+        .iter()
+        .zip(tags)
+        .map(|(line, tags)| match line {
+            allocasm::codegen::Line::Label(l) => ListingLine {
+                kind: "label",
+                text: l.clone(),
+                tags,
+            },
+            allocasm::codegen::Line::Instruction(i) => ListingLine {
+                kind: "instruction",
+                text: i.text(),
+                tags,
+            },
+        })
+        .collect();
+    ProbeResult {
+        profile: b.profile.name.clone(),
+        status: "found",
+        summary: Some(listing.summary(&b.profile.classes).into()),
+        tls: Some(annotate::tls_access(listing)),
+        lines,
+        annotations: annotate::annotations(listing),
+        expectations,
+        passed,
+    }
+}
+
+/// The commit of the crate's checkout.
+pub fn git_state() -> Git {
+    let dir = allocasm::codegen::manifest_dir();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    Git {
+        commit: git(&["rev-parse", "HEAD"]),
+        dirty: git(&["status", "--porcelain", "--untracked-files=no"])
+            .is_some_and(|s| !s.is_empty()),
+    }
+}
+
+impl Compiler {
+    /// From `rustc -vV`.
+    pub fn from_rustc_vv(toolchain: &str, rustc_vv: &str) -> Compiler {
+        Compiler {
+            toolchain: toolchain.to_string(),
+            release: rustc_vv.lines().next().unwrap_or("").to_string(),
+            llvm: rustc_vv
+                .lines()
+                .find_map(|l| l.strip_prefix("LLVM version: "))
+                .unwrap_or("unknown")
+                .to_string(),
+            rustc_vv: rustc_vv.to_string(),
+        }
+    }
+}
+
+impl ProbeResult {
+    /// The listing as text (labels unindented, instructions indented by two).
+    pub fn listing_text(&self) -> String {
+        let mut s = String::new();
+        for l in &self.lines {
+            if l.kind == "label" {
+                s.push_str(&l.text);
+                s.push_str(":\n");
+            } else {
+                s.push_str("  ");
+                s.push_str(&l.text);
+                s.push('\n');
+            }
+        }
+        s
+    }
+}
+
+impl Report {
+    /// The git commit, short, with `-dirty` when the tree had changes.
+    pub fn commit_line(&self) -> String {
+        match &self.git.commit {
+            Some(c) => format!(
+                "{}{}",
+                &c[..c.len().min(12)],
+                if self.git.dirty {
+                    " (uncommitted changes)"
+                } else {
+                    ""
+                }
+            ),
+            None => "(not a git checkout)".to_string(),
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The plain-text report (for terminals and logs), and the column layout
+//! `show --side-by-side` uses.
+
+use std::fmt::Write;
+
+use super::{Format, Report};
+
+/// `report.txt`.
+pub struct Text;
+
+impl Format for Text {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+
+    fn file_name(&self) -> &'static str {
+        "report.txt"
+    }
+
+    fn render(&self, r: &Report) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "allocasm report ({})", r.generator);
+        let _ = writeln!(s, "commit:   {}", r.commit_line());
+        let _ = writeln!(
+            s,
+            "compiler: {} (LLVM {})",
+            r.compiler.release, r.compiler.llvm
+        );
+        let _ = writeln!(s, "backend:  {}", r.backend);
+        for p in &r.profiles {
+            let _ = writeln!(
+                s,
+                "profile {} ({}): flags {} · {} · {}",
+                p.name,
+                p.triple,
+                join_or_none(&p.build_flags),
+                p.codegen_units,
+                p.status
+            );
+        }
+        for probe in &r.probes {
+            let _ = writeln!(
+                s,
+                "\n== {} ({} {}, {})",
+                probe.name, probe.allocator, probe.operation, probe.kind
+            );
+            let _ = writeln!(s, "   expected: {}", probe.expect);
+            let columns: Vec<(String, Vec<String>)> = probe
+                .results
+                .iter()
+                .map(|res| {
+                    let mut lines: Vec<String> =
+                        res.listing_text().lines().map(str::to_string).collect();
+                    if let Some(c) = res.summary {
+                        lines.push(String::new());
+                        lines.push(format!(
+                            "{} instr, {} rmw, {} calls, {} loops",
+                            c.instructions, c.atomic_rmw, c.calls, c.loops
+                        ));
+                    }
+                    if let Some(t) = &res.tls {
+                        lines.push(format!("TLS: {}", t.how));
+                    }
+                    for e in &res.expectations {
+                        lines.push(format!(
+                            "{} {}",
+                            if e.passed { "ok  " } else { "FAIL" },
+                            e.rule
+                        ));
+                    }
+                    if res.status != "found" {
+                        lines.insert(0, format!("({})", res.status));
+                    }
+                    (res.profile.clone(), lines)
+                })
+                .collect();
+            s.push_str(&side_by_side(&columns, 44));
+            for res in &probe.results {
+                for a in &res.annotations {
+                    let _ = writeln!(s, "   [{}] {}: {}", res.profile, a.instruction, a.note);
+                }
+            }
+        }
+        let t = r.totals;
+        let _ = writeln!(
+            s,
+            "\n{} probes × {} profiles: {} found, {} missing, {} of {} expectations failed, {} profile build(s) failed",
+            t.probes, t.profiles, t.found, t.missing, t.failures, t.expectations, t.profiles_failed
+        );
+        s
+    }
+}
+
+/// "(none)" or the flags joined by spaces.
+pub fn join_or_none(flags: &[String]) -> String {
+    if flags.is_empty() {
+        "(none)".to_string()
+    } else {
+        flags.join(" ")
+    }
+}
+
+/// Lays `columns` (header, lines) out side by side, each `width` characters
+/// wide (longer lines are cut with `…`), separated by ` │ `.
+pub fn side_by_side(columns: &[(String, Vec<String>)], width: usize) -> String {
+    let fit = |s: &str| {
+        let n = s.chars().count();
+        if n > width {
+            let mut t: String = s.chars().take(width - 1).collect();
+            t.push('…');
+            t
+        } else {
+            format!("{s}{}", " ".repeat(width - n))
+        }
+    };
+    let rows = columns.iter().map(|(_, l)| l.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    let row = |cells: Vec<String>| {
+        let mut line = cells.join(" │ ");
+        line.truncate(line.trim_end().len());
+        line.push('\n');
+        line
+    };
+    out.push_str(&row(columns.iter().map(|(h, _)| fit(h)).collect()));
+    out.push_str(&row(columns.iter().map(|_| "─".repeat(width)).collect()));
+    for i in 0..rows {
+        out.push_str(&row(columns
+            .iter()
+            .map(|(_, l)| fit(l.get(i).map_or("", String::as_str)))
+            .collect()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_align() {
+        let cols = vec![
+            ("a".to_string(), vec!["x".to_string(), "yy".to_string()]),
+            ("b".to_string(), vec!["a very long line indeed".to_string()]),
+        ];
+        let s = side_by_side(&cols, 6);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "a      │ b");
+        assert_eq!(lines[2], "x      │ a ver…");
+        assert_eq!(lines[3], "yy     │");
+    }
+}

@@ -1,0 +1,461 @@
+//! The `allocasm` binary, run as a user runs it: the README's command
+//! reference against `--help`, errors and exit codes, and (on the warm asm
+//! builds the codegen tests share) show, check, report and diff.
+//!
+//! Skipped under Miri (they spawn processes).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use allocasm::probes::PROBES;
+
+fn allocasm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_allocasm"))
+        .args(args)
+        .env_remove("RUSTFLAGS")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run the allocasm binary")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exit code")
+}
+
+/// A fresh directory under the crate's `target/`.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("tmp")
+        .join(format!("cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// The help text as the README holds it (see `help-markdown`).
+fn tidy(text: &str) -> String {
+    text.trim_end()
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The subcommands `allocasm --help` lists (without `help`).
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+fn readme_section() -> String {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("read README.md");
+    let start = "<!-- cli-reference:start -->\n";
+    let a = readme.find(start).expect("README has the start marker") + start.len();
+    let b = readme
+        .find("<!-- cli-reference:end -->")
+        .expect("README has the end marker");
+    readme[a..b].to_string()
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn readme_reference_matches_help() {
+    let section = readme_section();
+    let top = allocasm(&["--help"]);
+    assert_eq!(code(&top), 0);
+    let commands = subcommands(&stdout(&top));
+    for expected in [
+        "list",
+        "show",
+        "check",
+        "report",
+        "diff",
+        "verify-extractor",
+    ] {
+        assert!(
+            commands.iter().any(|c| c == expected),
+            "{expected} missing from --help: {commands:?}"
+        );
+    }
+    let fix = "run `cargo run -- help-markdown --update README.md`";
+    let block =
+        |title: &str, help: &str| format!("### `{title}`\n\n```text\n{}\n```\n", tidy(help));
+    assert!(
+        section.contains(&block("allocasm --help", &stdout(&top))),
+        "README's `allocasm --help` differs from the binary's; {fix}"
+    );
+    for c in &commands {
+        let o = allocasm(&[c, "--help"]);
+        assert_eq!(code(&o), 0, "{c} --help");
+        assert!(
+            section.contains(&block(&format!("allocasm {c} --help"), &stdout(&o))),
+            "README's `allocasm {c} --help` differs from the binary's; {fix}"
+        );
+    }
+    let documented = section.matches("### `allocasm ").count();
+    assert_eq!(
+        documented,
+        commands.len() + 1,
+        "README documents a command --help does not list; {fix}"
+    );
+    // And the generator writes exactly this section.
+    let generated = allocasm(&["help-markdown"]);
+    assert_eq!(stdout(&generated), section, "{fix}");
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn list_names_every_probe_and_profile() {
+    let o = allocasm(&["list"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    for p in PROBES {
+        assert!(out.contains(p.name), "{} missing from list", p.name);
+    }
+    for p in allocasm::codegen::load_profiles().expect("profiles") {
+        assert!(
+            out.contains(&p.name),
+            "profile {} missing from list",
+            p.name
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn unknown_probe_and_profile_suggest_the_nearest() {
+    let o = allocasm(&["show", "probe_linear_aloc"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("unknown probe `probe_linear_aloc`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("`probe_linear_alloc`"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = allocasm(&["check", "--profile", "x86-64-linux"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("did you mean `x86_64-linux`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn usage_errors_exit_2() {
+    let o = allocasm(&["report", "--format", "pdf"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let o = allocasm(&["frobnicate"]);
+    assert_eq!(code(&o), 2);
+    let o = allocasm(&["diff", "--from", "1.95.0"]);
+    assert_eq!(code(&o), 2, "--to is required");
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn malformed_profile_names_file_line_and_column() {
+    let dir = scratch("bad-profile");
+    std::fs::write(
+        dir.join("broken.toml"),
+        "name = \"broken\"\ntriple = \"x86_64-unknown-linux-gnu\"\nrun = 3\ndescription = \"d\"\n",
+    )
+    .unwrap();
+    let o = allocasm(&["--targets-dir", dir.to_str().unwrap(), "list"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("broken.toml:3:7"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn missing_toolchain_is_an_environment_error_with_the_fix() {
+    if Command::new("rustup").arg("--version").output().is_err() {
+        return; // no rustup: toolchains cannot be named
+    }
+    let o = allocasm(&[
+        "check",
+        "--toolchain",
+        "0.0.1-not-installed",
+        "-p",
+        "x86_64-linux",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rustup toolchain install 0.0.1-not-installed"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn show_prints_the_normalized_and_raw_listing() {
+    let o = allocasm(&["show", "pool_alloc", "-p", "x86_64-linux", "--quiet"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("profile x86_64-linux"), "{out}");
+    assert!(out.contains("probe_pool_alloc:\n"), "{out}");
+    assert!(out.contains("\n  ret\n"), "{out}");
+
+    let o = allocasm(&[
+        "show",
+        "pool_alloc",
+        "-p",
+        "x86_64-linux",
+        "--raw",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("\tret"),
+        "raw keeps the compiler's tabs: {}",
+        stdout(&o)
+    );
+
+    let o = allocasm(&[
+        "show",
+        "pool_alloc",
+        "-p",
+        "x86_64-linux,aarch64-linux",
+        "--side-by-side",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let header = out
+        .lines()
+        .find(|l| l.contains("x86_64-linux"))
+        .expect("header row");
+    assert!(
+        header.contains(" │ ") && header.contains("aarch64-linux"),
+        "{out}"
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn check_exit_code_follows_its_failure_lines() {
+    let o = allocasm(&["check", "-p", "x86_64-linux", "--quiet"]);
+    let out = stdout(&o);
+    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL ")).collect();
+    for f in &fails {
+        assert!(
+            f.contains(" on profile x86_64-linux: "),
+            "names probe and profile: {f}"
+        );
+        assert!(
+            PROBES
+                .iter()
+                .any(|p| f.starts_with(&format!("FAIL {} ", p.name))),
+            "{f}"
+        );
+    }
+    assert_eq!(
+        code(&o),
+        if fails.is_empty() { 0 } else { 1 },
+        "{out}{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn report_writes_markdown_json_and_self_contained_html() {
+    let dir = scratch("report");
+    let o = allocasm(&[
+        "report",
+        "--out",
+        dir.to_str().unwrap(),
+        "-p",
+        "x86_64-linux,aarch64-linux",
+        "--format",
+        "md,json,html,text",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["schema"], "allocasm-report/1");
+    assert!(
+        json["compiler"]["llvm"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty())
+    );
+    assert_eq!(json["profiles"].as_array().unwrap().len(), 2);
+    let probes = json["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), PROBES.len());
+    for p in probes {
+        for r in p["results"].as_array().unwrap() {
+            let status = r["status"].as_str().unwrap();
+            assert!(["found", "missing"].contains(&status), "{status}");
+            if status == "found" {
+                assert!(r["summary"]["instructions"].as_u64().unwrap() > 0);
+                assert!(r["lines"].as_array().is_some_and(|l| !l.is_empty()));
+            } else {
+                assert_eq!(r["passed"], false, "a missing probe fails");
+            }
+        }
+    }
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    conforms(&schema, &json, "$");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<style>"));
+    for external in ["http://", "https://", "<script", "<link", "src="] {
+        assert!(
+            !html.contains(external),
+            "HTML is not self-contained: {external}"
+        );
+    }
+    assert!(
+        html.contains("grid-template-columns: repeat(2,"),
+        "profiles side by side"
+    );
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("LLVM") && md.contains("| `x86_64-linux` |"),
+        "{md}"
+    );
+    assert!(dir.join("report.txt").exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn diff_of_a_toolchain_with_itself_is_unchanged() {
+    let o = allocasm(&[
+        "diff",
+        "--from",
+        "1.95.0",
+        "--to",
+        "1.95.0",
+        "-p",
+        "x86_64-linux",
+        "--fail-on-change",
+        "--quiet",
+    ]);
+    if stderr(&o).contains("is not installed") {
+        return; // a machine without the pinned toolchain under that name
+    }
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!(
+            "{} unchanged, 0 changed, 0 regression(s)",
+            PROBES.len()
+        )),
+        "{out}"
+    );
+}
+
+/// Checks `value` against the subset of JSON Schema that
+/// docs/report.schema.json uses: objects' required keys and no others, array
+/// items, `const`, `enum` and `type` (string or list).
+fn conforms(schema: &serde_json::Value, value: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    if let Some(c) = schema.get("const") {
+        assert_eq!(value, c, "{at}");
+    }
+    if let Some(Value::Array(options)) = schema.get("enum") {
+        assert!(options.contains(value), "{at}: {value} not in {options:?}");
+    }
+    let type_name = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    match schema.get("type") {
+        Some(Value::String(t)) => assert_eq!(t, type_name, "{at}"),
+        Some(Value::Array(ts)) => assert!(ts.iter().any(|t| t == type_name), "{at}: {type_name}"),
+        _ => {}
+    }
+    if let (Value::Object(map), Some(Value::Object(props))) = (value, schema.get("properties")) {
+        for key in map.keys() {
+            assert!(
+                props.contains_key(key),
+                "{at}.{key} is not in docs/report.schema.json"
+            );
+        }
+        for req in schema["required"].as_array().into_iter().flatten() {
+            assert!(
+                map.contains_key(req.as_str().unwrap()),
+                "{at}: missing {req}"
+            );
+        }
+        for (key, v) in map {
+            conforms(&props[key], v, &format!("{at}.{key}"));
+        }
+    }
+    if let (Value::Array(items), Some(item_schema)) = (value, schema.get("items")) {
+        for (i, v) in items.iter().enumerate() {
+            conforms(item_schema, v, &format!("{at}[{i}]"));
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn missing_rustup_target_names_the_command_and_install_flag() {
+    let rustup = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    let Ok(installed) = rustup else {
+        return; // no rustup
+    };
+    // A target this machine lacks (checked, not assumed).
+    let triple = "riscv64gc-unknown-linux-gnu";
+    if String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|l| l.trim() == triple)
+    {
+        return;
+    }
+    let dir = scratch("missing-target");
+    std::fs::write(
+        dir.join("riscv.toml"),
+        format!("name = \"riscv\"\ntriple = \"{triple}\"\ndescription = \"d\"\nrun = \"none\"\n"),
+    )
+    .unwrap();
+    let o = allocasm(&["--targets-dir", dir.to_str().unwrap(), "check"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("rustup target add {triple}")),
+        "{err}"
+    );
+    assert!(err.contains("--install"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
