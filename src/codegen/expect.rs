@@ -13,7 +13,7 @@ use std::fmt;
 
 use super::ProbeListings;
 use super::listing::Listing;
-use super::profile::{Class, Profile};
+use super::profile::{Class, Pattern, Profile};
 use crate::probes::{Probe, ProbeKind};
 
 /// What kind of expectation failed.
@@ -154,8 +154,12 @@ pub fn evaluate(profile: &Profile, listing: &Listing, probe: &Probe) -> Vec<Outc
             });
         };
 
+    let allowed: &[Pattern] = expect.map_or(&[], |e| e.allow_calls.as_slice());
     let class_rule = |class: Class, forbid: bool, origin: &str| {
-        let found = listing.matching(class, classes);
+        let mut found = listing.matching(class, classes);
+        if class == Class::Call && !origin.starts_with(" (suite") {
+            found.retain(|(_, i)| !allowed.iter().any(|a| a.is_match(&i.text())));
+        }
         let rule = format!(
             "{} {class}{origin}",
             if forbid { "forbid" } else { "require" }

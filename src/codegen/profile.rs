@@ -16,6 +16,7 @@
 //! has = ['^ldadd ', '^ubfx ']     # regexes (multi-line mode) the listing must match
 //! lacks = ['^ldaddal ']           # regexes it must not match
 //! forbid = ["call"]               # instruction classes that must be absent
+//! allow_calls = ['alloc_slow']    # calls matching these are exempt from `forbid call`
 //! require = []                    # instruction classes that must be present
 //! no_backward_branch_before = '^cmp '   # no loop before the first line matching this
 //! why = "one relaxed add, inline"
@@ -299,6 +300,10 @@ pub struct ProbeExpect {
     pub lacks: Vec<Pattern>,
     /// Instruction classes that must be absent.
     pub forbid: Vec<Class>,
+    /// Calls matching one of these patterns (the probe's own cold slow
+    /// paths, an outline-atomics helper) do not count for `forbid call`, so
+    /// the rule reads "no call on the fast path".
+    pub allow_calls: Vec<Pattern>,
     /// Instruction classes that must be present.
     pub require: Vec<Class>,
     /// No backward branch (no loop) before the first instruction matching
@@ -355,6 +360,8 @@ struct RawExpect {
     lacks: Vec<String>,
     #[serde(default)]
     forbid: Vec<String>,
+    #[serde(default)]
+    allow_calls: Vec<String>,
     #[serde(default)]
     require: Vec<String>,
     #[serde(default)]
@@ -437,6 +444,11 @@ impl Profile {
                     .map(|s| pattern(probe, "lacks", s))
                     .collect::<Result<_, _>>()?,
                 forbid: r.forbid.iter().map(class).collect::<Result<_, _>>()?,
+                allow_calls: r
+                    .allow_calls
+                    .iter()
+                    .map(|s| pattern(probe, "allow_calls", s))
+                    .collect::<Result<_, _>>()?,
                 require: r.require.iter().map(class).collect::<Result<_, _>>()?,
                 no_backward_branch_before: r
                     .no_backward_branch_before

@@ -543,6 +543,31 @@ fn forbidden_class_fails() {
 }
 
 #[test]
+fn allowed_calls_are_exempt_from_forbid_call_and_others_are_not() {
+    let with_calls = GOOD.replace(
+        "\tldadd\tx1, x9, [x0]\n",
+        "\tldadd\tx1, x9, [x0]\n\tbl\t_ZN8allocasm6packed11PackedArena10alloc_slow17h0123456789abcdefE\n",
+    );
+    let mut p = test_profile();
+    p.expect
+        .get_mut("probe_packed_alloc_relaxed")
+        .unwrap()
+        .allow_calls
+        .push(Pattern::new("::alloc_slow\\b").unwrap());
+    let l = arm_listing(&with_calls);
+    assert!(expect::check(&p, &l, &RELAXED).is_empty());
+    // A call the profile does not allow still fails, naming it.
+    let l = arm_listing(&with_calls.replace("10alloc_slow", "10alloc_fast"));
+    let f = expect::check(&p, &l, &RELAXED);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_names_everything(
+        &f[0],
+        "forbid call",
+        "bl allocasm::packed::PackedArena::alloc_fast",
+    );
+}
+
+#[test]
 fn missing_class_fails() {
     let mut p = test_profile();
     p.expect
