@@ -259,6 +259,7 @@ impl ClassQueue {
     }
 
     /// The current back block (for the debug double-free check).
+    #[cfg(debug_assertions)]
     #[inline(always)]
     pub(crate) fn back(&self) -> *mut u8 {
         self.back.load(Ordering::Relaxed)
@@ -486,9 +487,10 @@ mod loom_tests {
         });
     }
 
-    /// ABA: one consumer pops the front block and pushes the same address
-    /// back (a reused block) while another consumer pops from a snapshot that
-    /// may be stale.
+    /// ABA: one thread pops `A` and `B`, frees `A` again (a reused address)
+    /// and pops once more, so the front can read `A` again while another
+    /// consumer still holds the snapshot `(A, next = B)` from before; the
+    /// generation must make that snapshot fail.
     #[test]
     fn loom_aba_reused_block() {
         model(|| {
@@ -499,16 +501,21 @@ mod loom_tests {
             }
             let q1 = q.clone();
             let reuser = thread::spawn(move || {
-                let x = pop(&q1).expect("three blocks, two consumers: one is available");
-                // The user writes into the block, then frees it again.
-                // SAFETY: popped, so owned by this thread.
-                unsafe { link(ptr_of(x)) }.store(ptr::dangling_mut(), Ordering::Relaxed);
-                push(&q1, x);
+                let x = pop(&q1);
+                let y = pop(&q1);
+                if let Some(x) = x {
+                    // The user scribbles over the block, then frees it.
+                    // SAFETY: popped, so owned by this thread.
+                    unsafe { link(ptr_of(x)) }.store(ptr::dangling_mut(), Ordering::Relaxed);
+                    push(&q1, x);
+                }
+                let z = pop(&q1);
+                [y, z].into_iter().flatten().collect::<Vec<_>>()
             });
             let q2 = q.clone();
             let other = thread::spawn(move || pop(&q2));
-            reuser.join().unwrap();
-            let mut got: Vec<usize> = other.join().unwrap().into_iter().collect();
+            let mut got = reuser.join().unwrap();
+            got.extend(other.join().unwrap());
             got.extend(drain(&q));
             assert_same_set(got, &b);
             release(&b);
