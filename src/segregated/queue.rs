@@ -90,14 +90,22 @@ fn front_block(word: u64) -> Option<NonNull<u8>> {
 
 /// The `front` word after `word` with `block` as the front (or none) and the
 /// generation advanced by one (wrapping).
+///
+/// `block` is not checked here: a consumer with a stale snapshot may pass a
+/// garbage link read from a block a user owns now; the word it builds is
+/// then only compared against, never stored, because the compare-exchange
+/// fails on the generation.
 #[inline(always)]
 fn next_front(word: u64, block: Option<NonNull<u8>>) -> u64 {
     let addr = block.map_or(0, |b| b.as_ptr().expose_provenance()) as u64;
-    debug_assert!(
-        addr.is_multiple_of(8) && addr < ADDRESS_LIMIT,
-        "block {addr:#x} cannot be packed"
-    );
     (word & !ADDR_MASK).wrapping_add(TAG_ONE) | (addr >> 3)
+}
+
+/// Whether `block` can be packed into the `front` word (the debug check of
+/// every block that enters the queue).
+fn packable(block: NonNull<u8>) -> bool {
+    let addr = block.as_ptr().addr() as u64;
+    addr.is_multiple_of(8) && addr < ADDRESS_LIMIT
 }
 
 /// What the cold last-block pop found.
@@ -230,6 +238,10 @@ impl ClassQueue {
     /// queue's class. Nothing else uses them afterwards.
     #[inline(always)]
     pub(crate) unsafe fn push(&self, first: NonNull<u8>, last: NonNull<u8>) {
+        debug_assert!(
+            packable(first) && packable(last),
+            "blocks {first:#p}..{last:#p} cannot be packed"
+        );
         // SAFETY: `last` is owned by the caller and mapped.
         unsafe { link(last) }.store(ptr::null_mut(), Ordering::Relaxed);
         let prev = self.back.swap(last.as_ptr(), Ordering::AcqRel);

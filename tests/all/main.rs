@@ -1,1 +1,3 @@
 mod conformance;
+mod segregated;
+mod stress;
