@@ -164,9 +164,11 @@ impl SegregatedFit {
 
     #[inline(always)]
     fn class(&self, class: SizeClass) -> &Class {
-        // In range by construction of `SizeClass`; the compiler drops the
-        // bounds check for the same reason.
-        &self.classes[class.index()]
+        debug_assert!(class.index() < SizeClass::COUNT);
+        // SAFETY: a `SizeClass` is only made by `SizeClass::of` and
+        // `SizeClass::from_index`, both of which keep the index below
+        // `COUNT` (the compiler cannot see that through the shifts).
+        unsafe { self.classes.get_unchecked(class.index()) }
     }
 
     /// Allocates a block for `layout`: pops its class queue, growing the
@@ -179,7 +181,7 @@ impl SegregatedFit {
         let Some(class) = Self::size_class(layout.size(), layout.align()) else {
             return self.alloc_large(layout);
         };
-        match self.class(class).queue.pop() {
+        match self.class(class).queue.pop_fast() {
             Some(p) => {
                 debug_assert!(
                     p.as_ptr().addr().is_multiple_of(layout.align()),
@@ -214,6 +216,10 @@ impl SegregatedFit {
     #[inline(never)]
     fn alloc_slow(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
         let c = self.class(class);
+        // The fast pop leaves the last block and the empty transition to us.
+        if let Some(p) = c.queue.pop() {
+            return Ok(p);
+        }
         loop {
             {
                 let _guard = c.growth.lock().unwrap_or_else(|e| e.into_inner());

@@ -27,10 +27,12 @@
 //! producer republishes the front instead (the empty transition). Until the
 //! link store lands, the chain is "not yet available", never lost.
 //!
-//! **Pop** (fast path): load `front`, load the front block's link; if it is
-//! non-null, one compare-exchange moves `front` to it with the generation
-//! bumped (retry on failure). If the link is null the front block may be the
-//! last one (`pop_last`, cold): the consumer *claims* the front with a
+//! **Pop** (fast path, `pop_fast`): load `front`, load the front block's
+//! link; if it is non-null, one compare-exchange moves `front` to it with the
+//! generation bumped (retry on failure). If the front is empty or its link is
+//! null, the fast path returns `None` and the caller's cold path runs the
+//! full `pop`, which also takes the last block (`pop_last`, cold): the
+//! consumer *claims* the front with a
 //! compare-exchange to address 0, then both ends must agree: a
 //! compare-exchange of `back` from that block to null. If it succeeds, the
 //! block is the consumer's and the queue is empty (the next producer finds
@@ -147,8 +149,31 @@ impl ClassQueue {
         }
     }
 
-    /// Pops the front block, or `None` when no block is available now.
+    /// Pops the front block if it has a successor: the fast path, with no
+    /// call in its loop. `None` means "empty, the last block, or in
+    /// transition": ask [`pop`](Self::pop).
     #[inline(always)]
+    pub(crate) fn pop_fast(&self) -> Option<NonNull<u8>> {
+        let mut front = self.front.load(Ordering::Acquire);
+        loop {
+            let block = front_block(front)?;
+            // SAFETY: as in `pop`.
+            let next = NonNull::new(unsafe { link(block) }.load(Ordering::Acquire))?;
+            match self.front.compare_exchange_weak(
+                front,
+                next_front(front, Some(next)),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(block),
+                Err(actual) => front = actual,
+            }
+        }
+    }
+
+    /// Pops the front block, including the last one, or `None` when no
+    /// block is available now.
+    #[inline]
     pub(crate) fn pop(&self) -> Option<NonNull<u8>> {
         let mut front = self.front.load(Ordering::Acquire);
         loop {
@@ -417,8 +442,9 @@ mod loom_tests {
         unsafe { q.push(p, p) };
     }
 
+    /// As the allocator pops: the fast path, then the full pop.
     fn pop(q: &ClassQueue) -> Option<usize> {
-        q.pop().map(|p| p.as_ptr().expose_provenance())
+        q.pop_fast().or_else(|| q.pop()).map(|p| p.as_ptr().expose_provenance())
     }
 
     fn drain(q: &ClassQueue) -> Vec<usize> {
