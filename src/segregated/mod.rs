@@ -28,9 +28,24 @@
 //! pop the class queue: two loads and one compare-exchange on the sequenced
 //! front, retried on contention. `dealloc`: the class index, then push: one
 //! store, one swap of the back pointer, one store linking the old tail. One
-//! atomic read-modify-write per operation, no lock. See [`queue`] for the
-//! queue, its empty transition and how the generation is packed (19 bits
-//! beside a 45-bit address/8 in one `u64`: no 128-bit compare-exchange).
+//! atomic read-modify-write per operation, no lock.
+//!
+//! **The class queue** (`src/segregated/queue.rs` has the full protocol).
+//! Intrusive: a free block's first word is an `AtomicPtr` to the next free
+//! block. Consumers advance a *sequenced front*: one `u64` with a 19-bit
+//! generation in bits 63..45 and the front block's address divided by 8 in
+//! bits 44..0 (block addresses are 8-aligned and below 2^48; growth checks
+//! the span). Every write of the front bumps the generation, so a stale
+//! snapshot of a reused address fails its compare-exchange. Keeping it in 64
+//! bits keeps the CAS a `lock cmpxchg` / `casal`, where a 128-bit CAS is an
+//! indirect call on default x86_64 and arm64 Linux. Producers swap a separate
+//! back pointer and then link the previous tail; front and back sit on
+//! separate cache lines. Removing the last block makes both ends agree (the
+//! consumer claims the front, then compare-exchanges the back to null); a
+//! push onto an empty queue republishes the front. A consumer may read the
+//! link of a block another consumer just handed to its user: spans are never
+//! unmapped while the allocator lives, so that read stays in mapped memory,
+//! and the generation check discards its value.
 //!
 //! **Slow path** (`#[cold]`, out of line). When a class is empty, `alloc`
 //! takes the class's growth lock, pops again (another thread may have grown
@@ -40,8 +55,8 @@
 //! exchange. [`try_alloc`] never grows: it pops or fails.
 //! [`dealloc_batch`] publishes a caller-linked chain with one exchange.
 //!
-//! **Costs.** Metadata: 32 bytes per span, ~33 KiB of class state (three
-//! 128-byte lines per class). Waste: below 1/8 of the block above 128 bytes,
+//! **Costs.** Metadata: 32 bytes per span, 33 KiB of class state (three
+//! 128-byte lines per class: front, back, growth lock with the span list). Waste: below 1/8 of the block above 128 bytes,
 //! plus each span's tail remainder. Failures: `ZeroSize`, `Os` / `OutOfMemory`
 //! when the OS refuses a span, `TooLarge` when size plus alignment overflows.
 //! In debug builds `dealloc` panics on a pointer that is not a block of its
@@ -76,9 +91,16 @@ use crate::{AllocError, PageAllocator, RawAllocator};
 struct Class {
     /// The free blocks of this class.
     queue: ClassQueue,
+    /// The growth lock and the span list, on their own cache line.
+    growth: CachePadded<Growth>,
+}
+
+/// The cold state of one size class.
+#[derive(Debug)]
+struct Growth {
     /// Serializes growth of this class; queue operations never take it.
-    growth: CachePadded<Mutex<()>>,
-    /// The spans grown for this class, newest first (pushed under `growth`,
+    lock: Mutex<()>,
+    /// The spans grown for this class, newest first (pushed under `lock`,
     /// read without it).
     spans: AtomicPtr<SpanHeader>,
 }
@@ -88,8 +110,10 @@ impl Class {
     const fn new() -> Self {
         Class {
             queue: ClassQueue::new(),
-            growth: CachePadded::new(Mutex::new(())),
-            spans: AtomicPtr::new(ptr::null_mut()),
+            growth: CachePadded::new(Growth {
+                lock: Mutex::new(()),
+                spans: AtomicPtr::new(ptr::null_mut()),
+            }),
         }
     }
 
@@ -97,8 +121,10 @@ impl Class {
     fn new() -> Self {
         Class {
             queue: ClassQueue::new(),
-            growth: CachePadded::new(Mutex::new(())),
-            spans: AtomicPtr::new(ptr::null_mut()),
+            growth: CachePadded::new(Growth {
+                lock: Mutex::new(()),
+                spans: AtomicPtr::new(ptr::null_mut()),
+            }),
         }
     }
 }
@@ -222,13 +248,13 @@ impl SegregatedFit {
         }
         loop {
             {
-                let _guard = c.growth.lock().unwrap_or_else(|e| e.into_inner());
+                let _guard = c.growth.lock.lock().unwrap_or_else(|e| e.into_inner());
                 // Re-check under the lock: ten threads that found the class
                 // empty must not grow it ten times.
                 if let Some(p) = c.queue.pop() {
                     return Ok(p);
                 }
-                let grown = span::grow(&c.spans, class.block_size())?;
+                let grown = span::grow(&c.growth.spans, class.block_size())?;
                 // SAFETY: a fresh chain of this class's blocks, linked by
                 // `grow`, owned by nobody else, below 2^48 (checked there).
                 unsafe { c.queue.push(grown.first, grown.last) };
@@ -301,7 +327,7 @@ impl SegregatedFit {
     #[inline(never)]
     fn debug_check_free(&self, c: &Class, class: SizeClass, ptr: NonNull<u8>) {
         assert!(
-            span::contains_block(&c.spans, class.block_size(), ptr),
+            span::contains_block(&c.growth.spans, class.block_size(), ptr),
             "SegregatedFit: foreign pointer {ptr:#p}: not a block of class {} ({} bytes)",
             class.index(),
             class.block_size()
@@ -397,13 +423,13 @@ impl SegregatedFit {
     /// no record of its blocks.
     pub fn owns(&self, ptr: NonNull<u8>, layout: Layout) -> bool {
         Self::size_class(layout.size(), layout.align()).is_some_and(|class| {
-            span::contains_block(&self.class(class).spans, class.block_size(), ptr)
+            span::contains_block(&self.class(class).growth.spans, class.block_size(), ptr)
         })
     }
 
     /// How many spans `class` has grown.
     pub fn span_count(&self, class: SizeClass) -> usize {
-        span::count(&self.class(class).spans)
+        span::count(&self.class(class).growth.spans)
     }
 
     /// How many blocks one span of `class` holds (the page size decides).
@@ -432,7 +458,7 @@ impl Drop for SegregatedFit {
         for c in &self.classes {
             // SAFETY: `&mut self`: no other thread uses the allocator, and
             // the caller's blocks die with it (see the contract).
-            unsafe { span::release_all(&c.spans) };
+            unsafe { span::release_all(&c.growth.spans) };
         }
     }
 }

@@ -444,7 +444,9 @@ mod loom_tests {
 
     /// As the allocator pops: the fast path, then the full pop.
     fn pop(q: &ClassQueue) -> Option<usize> {
-        q.pop_fast().or_else(|| q.pop()).map(|p| p.as_ptr().expose_provenance())
+        q.pop_fast()
+            .or_else(|| q.pop())
+            .map(|p| p.as_ptr().expose_provenance())
     }
 
     fn drain(q: &ClassQueue) -> Vec<usize> {
