@@ -58,7 +58,8 @@
 //! **Costs.** Metadata: 32 bytes per span, 33 KiB of class state (three
 //! 128-byte lines per class: front, back, growth lock with the span list). Waste: below 1/8 of the block above 128 bytes,
 //! plus each span's tail remainder. Failures: `ZeroSize`, `Os` / `OutOfMemory`
-//! when the OS refuses a span, `TooLarge` when size plus alignment overflows.
+//! when the OS refuses a span or a large block, `TooLarge` above
+//! [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST) (2^47 bytes on 64-bit targets).
 //! In debug builds `dealloc` panics on a pointer that is not a block of its
 //! class's spans ("foreign pointer") and on freeing the block that is
 //! already the back of its queue ("double free"); release builds trust the
@@ -162,6 +163,15 @@ impl SegregatedFit {
     pub const MAX_CLASS_SIZE: usize = MAX_CLASS_SIZE;
     /// The largest alignment served from a size class (4096).
     pub const MAX_CLASS_ALIGN: usize = MAX_CLASS_ALIGN;
+    /// The largest request (size plus, above the page size, alignment) the
+    /// large path passes to the OS: 2^47 bytes on 64-bit targets, the whole
+    /// user address space of x86_64 Linux, so nothing larger could ever be
+    /// mapped; `isize::MAX` elsewhere. Larger requests are `TooLarge`.
+    pub const MAX_REQUEST: usize = if usize::BITS >= 64 {
+        (1u64 << 47) as usize
+    } else {
+        isize::MAX as usize
+    };
 
     /// An empty allocator that grows from the [`PageAllocator`]. `const`, so
     /// it can be a `#[global_allocator]` static; it maps nothing until the
@@ -271,16 +281,21 @@ impl SegregatedFit {
     #[inline(never)]
     fn alloc_large(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         let pages = PageAllocator::new();
+        let too_large = AllocError::TooLarge {
+            requested: layout.size(),
+            max: Self::MAX_REQUEST,
+        };
+        if layout.size() > Self::MAX_REQUEST {
+            return Err(too_large);
+        }
         if layout.align() <= pages.page_size() {
             return Ok(pages.alloc(layout.size())?.cast());
         }
-        let total = layout
-            .size()
-            .checked_add(layout.align())
-            .ok_or(AllocError::TooLarge {
-                requested: layout.size(),
-                max: isize::MAX as usize - layout.align(),
-            })?;
+        // No overflow: a `Layout`'s size and align are both <= isize::MAX.
+        let total = layout.size() + layout.align();
+        if total > Self::MAX_REQUEST {
+            return Err(too_large);
+        }
         let base = pages.alloc(total)?.cast::<u8>();
         // The first multiple of `align` strictly above `base`: at least a page
         // above it (room for the base word), and `size` bytes fit before

@@ -79,7 +79,7 @@ pub(crate) fn grow(spans: &AtomicPtr<SpanHeader>, block_size: usize) -> Result<G
         "the page allocator rounded differently than it said"
     );
     let base = span.cast::<u8>();
-    let end = base.as_ptr() as u64 + len as u64;
+    let end = base.as_ptr().addr() as u64 + len as u64;
     if end > super::queue::ADDRESS_LIMIT {
         // The queue packs addresses into 45 bits (divided by 8).
         // SAFETY: just allocated with this length; nothing has seen it.
