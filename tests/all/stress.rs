@@ -275,6 +275,10 @@ fn threads() -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "the queue's documented stale link read races with the user's writes in Miri's model; see segregated::cross_thread_frees_under_miri"
+)]
 fn segregated_fit() {
     let a = SegregatedFit::new();
     let r = run("SegregatedFit", &a, threads(), rounds(20_000));
@@ -288,6 +292,10 @@ fn segregated_fit() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "the queue's documented stale link read races with the user's writes in Miri's model; see segregated::cross_thread_frees_under_miri"
+)]
 fn segregated_fit_same_class_contention() {
     // Every thread hammers one class: the queue's front and back contended.
     let cfg = Config {
