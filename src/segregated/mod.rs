@@ -21,8 +21,9 @@
 //! 64 KiB (after that rounding) or aligned above 4096 take the **large
 //! path**: straight to the [`PageAllocator`] (`round(size)` bytes), and for
 //! alignments above the page size an over-reservation whose base address is
-//! kept in the word just below the returned block. Alignments are bounded
-//! only by `isize::MAX`.
+//! kept in the word just below the returned block. Requests (size plus
+//! over-page alignment) above [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST)
+//! are refused. The large path costs a system call each way.
 //!
 //! **Fast path.** `alloc`: the class index (one `lzcnt`/`clz`, shifts), then
 //! pop the class queue: two loads and one compare-exchange on the sequenced
@@ -45,7 +46,13 @@
 //! push onto an empty queue republishes the front. A consumer may read the
 //! link of a block another consumer just handed to its user: spans are never
 //! unmapped while the allocator lives, so that read stays in mapped memory,
-//! and the generation check discards its value.
+//! and the generation check discards its value. (That read is atomic but
+//! the user's write to the same word is not: in the language's memory model
+//! it is a data race, as in every tagged-pointer free list, and Miri reports
+//! it when a test writes a block's first word while another thread pops;
+//! the Miri tests therefore leave that word alone.) A producer suspended
+//! between its swap and its link hides the blocks behind it: consumers see
+//! "not available yet", and `alloc` may then grow one span more than needed.
 //!
 //! **Slow path** (`#[cold]`, out of line). When a class is empty, `alloc`
 //! takes the class's growth lock, pops again (another thread may have grown
@@ -56,8 +63,9 @@
 //! [`dealloc_batch`] publishes a caller-linked chain with one exchange.
 //!
 //! **Costs.** Metadata: 32 bytes per span, 33 KiB of class state (three
-//! 128-byte lines per class: front, back, growth lock with the span list). Waste: below 1/8 of the block above 128 bytes,
-//! plus each span's tail remainder. Failures: `ZeroSize`, `Os` / `OutOfMemory`
+//! 128-byte lines per class: front, back, growth lock with the span list).
+//! Waste: below 1/8 of the block above 128 bytes, plus each span's tail
+//! remainder. Failures: `ZeroSize`, `Os` / `OutOfMemory`
 //! when the OS refuses a span or a large block, `TooLarge` above
 //! [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST) (2^47 bytes on 64-bit targets).
 //! In debug builds `dealloc` panics on a pointer that is not a block of its
