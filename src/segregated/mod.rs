@@ -8,8 +8,8 @@
 //! class is recomputed from it by the same [`size_class`] function allocation
 //! used. There is no per-allocation header and no side table: a live block is
 //! all the caller's, a free block's first word is its queue link. Dropping
-//! the allocator releases every span (blocks still in use dangle); large
-//! allocations must be freed by the caller before that.
+//! the allocator releases every span and every large block (blocks still in
+//! use dangle).
 //!
 //! **Classes and alignment** ([`SizeClass`]). TLSF-style: first level
 //! `floor(log2)` of the size in 8-byte granules, second level 8 subdivisions;
@@ -19,11 +19,12 @@
 //! sit at multiples of the block size from a page-aligned span base. So any
 //! alignment up to 4096 is honoured by the class itself. Requests above
 //! 64 KiB (after that rounding) or aligned above 4096 take the **large
-//! path**: straight to the [`PageAllocator`] (`round(size)` bytes), and for
-//! alignments above the page size an over-reservation whose base address is
-//! kept in the word just below the returned block. Requests (size plus
-//! over-page alignment) above [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST)
-//! are refused. The large path costs a system call each way.
+//! path**: one page-allocator reservation per block, with a 32-byte header
+//! right below the block (the one place this allocator has a per-allocation
+//! header) that links it into a mutex-guarded list of live large blocks, so
+//! drop releases them and debug builds recognise foreign pointers. Requests
+//! above [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST) are refused. The large
+//! path costs a lock and a system call each way.
 //!
 //! **Fast path.** `alloc`: the class index (one `lzcnt`/`clz`, shifts), then
 //! pop the class queue: two loads and one compare-exchange on the sequenced
@@ -79,6 +80,7 @@
 //! [`dealloc_batch`]: SegregatedFit::dealloc_batch
 
 mod class;
+mod large;
 mod queue;
 mod span;
 
@@ -89,6 +91,7 @@ use core::ptr::{self, NonNull};
 use crossbeam_utils::CachePadded;
 
 pub use class::{GRANULE, MAX_CLASS_ALIGN, MAX_CLASS_SIZE, SizeClass};
+use large::LargeBlocks;
 use queue::ClassQueue;
 use span::SpanHeader;
 
@@ -158,6 +161,8 @@ impl Class {
 pub struct SegregatedFit {
     /// One entry per size class, indexed by [`SizeClass::index`].
     classes: [Class; SizeClass::COUNT],
+    /// The live blocks of the large path.
+    large: LargeBlocks,
 }
 
 impl Default for SegregatedFit {
@@ -188,6 +193,7 @@ impl SegregatedFit {
     pub const fn new() -> Self {
         SegregatedFit {
             classes: [const { Class::new() }; SizeClass::COUNT],
+            large: LargeBlocks::new(),
         }
     }
 
@@ -196,6 +202,7 @@ impl SegregatedFit {
     pub fn new() -> Self {
         SegregatedFit {
             classes: core::array::from_fn(|_| Class::new()),
+            large: LargeBlocks::new(),
         }
     }
 
@@ -288,33 +295,7 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     fn alloc_large(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        let pages = PageAllocator::new();
-        let too_large = AllocError::TooLarge {
-            requested: layout.size(),
-            max: Self::MAX_REQUEST,
-        };
-        if layout.size() > Self::MAX_REQUEST {
-            return Err(too_large);
-        }
-        if layout.align() <= pages.page_size() {
-            return Ok(pages.alloc(layout.size())?.cast());
-        }
-        // No overflow: a `Layout`'s size and align are both <= isize::MAX.
-        let total = layout.size() + layout.align();
-        if total > Self::MAX_REQUEST {
-            return Err(too_large);
-        }
-        let base = pages.alloc(total)?.cast::<u8>();
-        // The first multiple of `align` strictly above `base`: at least a page
-        // above it (room for the base word), and `size` bytes fit before
-        // `base + total`.
-        let offset = layout.align() - base.as_ptr().addr() % layout.align();
-        // SAFETY: `offset <= align`, so `base + offset + size <= base + total`.
-        let p = unsafe { base.add(offset) };
-        // SAFETY: `offset >= page size >= 8` and `p` is 8-aligned, so the word
-        // below `p` lies in the reservation's padding.
-        unsafe { p.cast::<*mut u8>().sub(1).write(base.as_ptr()) };
-        Ok(p)
+        self.large.alloc(layout, Self::MAX_REQUEST)
     }
 
     /// Gives a block back: pushes it onto its class queue without any lock
@@ -368,20 +349,9 @@ impl SegregatedFit {
     /// `ptr` came from `alloc_large(layout)`.
     #[cold]
     #[inline(never)]
-    unsafe fn dealloc_large(&self, ptr: NonNull<u8>, layout: Layout) {
-        let pages = PageAllocator::new();
-        debug_assert!(
-            ptr.as_ptr().addr().is_multiple_of(pages.page_size()),
-            "SegregatedFit: foreign pointer {ptr:#p}: a large block is page-aligned"
-        );
-        if layout.align() <= pages.page_size() {
-            // SAFETY: `alloc_large` got it from `pages.alloc(size)`.
-            return unsafe { pages.dealloc(ptr, layout.size()) };
-        }
-        // SAFETY: `alloc_large` stored the reservation's base just below.
-        let base = unsafe { ptr.as_ptr().cast::<*mut u8>().sub(1).read() };
-        // SAFETY: `base` came from `pages.alloc(size + align)`.
-        unsafe { pages.dealloc(NonNull::new_unchecked(base), layout.size() + layout.align()) };
+    unsafe fn dealloc_large(&self, ptr: NonNull<u8>, _layout: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { self.large.dealloc(ptr) }
     }
 
     /// Links `blocks` into a chain for [`dealloc_batch`](Self::dealloc_batch)
@@ -442,12 +412,15 @@ impl SegregatedFit {
     }
 
     /// Whether `ptr` is a block of the class `layout` maps to (walks that
-    /// class's spans: O(spans)). Always false for the large path, which keeps
-    /// no record of its blocks.
+    /// class's spans: O(spans)), or, for the large path, a live large block
+    /// (O(live large blocks)).
     pub fn owns(&self, ptr: NonNull<u8>, layout: Layout) -> bool {
-        Self::size_class(layout.size(), layout.align()).is_some_and(|class| {
-            span::contains_block(&self.class(class).growth.spans, class.block_size(), ptr)
-        })
+        match Self::size_class(layout.size(), layout.align()) {
+            Some(class) => {
+                span::contains_block(&self.class(class).growth.spans, class.block_size(), ptr)
+            }
+            None => self.large.contains(ptr),
+        }
     }
 
     /// How many spans `class` has grown.
@@ -462,17 +435,7 @@ impl SegregatedFit {
 
     /// The usable length of a block allocated for `layout`.
     fn usable(layout: Layout) -> usize {
-        match Self::size_class(layout.size(), layout.align()) {
-            Some(c) => c.block_size(),
-            None => {
-                let pages = PageAllocator::new();
-                if layout.align() <= pages.page_size() {
-                    pages.round(layout.size()).unwrap_or(layout.size())
-                } else {
-                    layout.size()
-                }
-            }
-        }
+        Self::size_class(layout.size(), layout.align()).map_or(layout.size(), SizeClass::block_size)
     }
 }
 
@@ -483,6 +446,8 @@ impl Drop for SegregatedFit {
             // the caller's blocks die with it (see the contract).
             unsafe { span::release_all(&c.growth.spans) };
         }
+        // SAFETY: as above.
+        unsafe { self.large.release_all() };
     }
 }
 

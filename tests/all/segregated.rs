@@ -230,11 +230,27 @@ fn bad_input_is_refused() {
 fn foreign_pointer_panics_in_debug_builds() {
     let a = SegregatedFit::new();
     let l = layout(16, 8);
-    let mine = a.alloc(l).unwrap();
-    let foreign = Box::into_raw(Box::new([0u64; 2]));
+    let _mine = a.alloc(l).unwrap();
+    let mut foreign = [0u64; 2];
     // SAFETY: not ours: the debug check panics before touching it.
-    unsafe { a.dealloc(NonNull::new(foreign.cast::<u8>()).unwrap(), l) };
-    let _ = mine;
+    unsafe { a.dealloc(NonNull::from(&mut foreign).cast(), l) };
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "not a live large block")]
+fn large_double_free_panics_in_debug_builds() {
+    let a = SegregatedFit::new();
+    let l = layout(100_000, 8);
+    let p = a.alloc(l).unwrap();
+    assert!(a.owns(p, l));
+    // SAFETY: allocated above; the second free is the bug under test, caught
+    // by the debug check before anything is unmapped twice.
+    unsafe {
+        a.dealloc(p, l);
+        assert!(!a.owns(p, l));
+        a.dealloc(p, l);
+    }
 }
 
 #[test]
