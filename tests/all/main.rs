@@ -7,5 +7,7 @@ mod conformance;
 mod guard_zone;
 mod packed;
 mod probes;
+mod segregated;
+mod stress;
 mod thread_cursor;
 mod unity;
