@@ -1,0 +1,267 @@
+//! The allocators under measurement, behind one small interface so every
+//! workload is written once and monomorphised per allocator (no dynamic
+//! dispatch inside a measured loop).
+//!
+//! A [`Subject`] is the allocator's shared state; [`Subject::local`] gives
+//! worker `w` its handle (a reference for a thread-safe allocator, the
+//! worker's own `Bump` for bumpalo-per-thread). [`Subject::reset`] runs
+//! between rounds with no worker running and gives arena memory back, so
+//! every round runs in the same, already-faulted pages.
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::ptr::NonNull;
+use std::sync::{Mutex, MutexGuard};
+
+use allocasm::RawAllocator;
+use crossbeam_utils::CachePadded;
+
+/// One worker's way into a [`Subject`].
+pub trait LocalAlloc {
+    /// Allocates `layout`; a failure ends the benchmark (a bench that ran
+    /// out of memory measured nothing).
+    fn alloc(&mut self, layout: Layout) -> NonNull<u8>;
+
+    /// Gives `ptr` back.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from [`alloc`](LocalAlloc::alloc) on the same subject with
+    /// `layout`, and was not freed since, nor reset away.
+    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout);
+}
+
+/// An allocator under measurement.
+pub trait Subject {
+    /// Worker `w`'s handle.
+    type Local<'a>: LocalAlloc
+    where
+        Self: 'a;
+
+    /// The handle of worker `worker` (`0..workers`).
+    fn local(&self, worker: usize) -> Self::Local<'_>;
+
+    /// Between rounds, no allocation of the round still in use: give back
+    /// everything the round allocated (arenas reset, others do nothing).
+    fn reset(&mut self);
+}
+
+#[cold]
+#[inline(never)]
+fn failed(what: &dyn core::fmt::Debug, layout: Layout) -> ! {
+    panic!("bench allocation of {layout:?} failed: {what:?} (round too large for the allocator?)")
+}
+
+/// A `RawAllocator` of this crate, with how to reset it between rounds.
+pub struct Raw<A> {
+    /// The allocator.
+    pub alloc: A,
+    /// Gives the arena's memory back (a no-op for allocators that free).
+    pub reset: fn(&mut A),
+}
+
+impl<A: RawAllocator> Raw<A> {
+    /// An allocator that reuses what is freed: nothing to reset.
+    pub fn freeing(alloc: A) -> Self {
+        Raw {
+            alloc,
+            reset: |_| {},
+        }
+    }
+}
+
+impl<A: RawAllocator> LocalAlloc for &A {
+    #[inline(always)]
+    fn alloc(&mut self, layout: Layout) -> NonNull<u8> {
+        match (**self).allocate(layout) {
+            Ok(p) => p.cast(),
+            Err(e) => failed(&e, layout),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded; the caller guarantees `ptr` came from this
+        // allocator with `layout` and is live.
+        unsafe { (**self).deallocate(ptr, layout) }
+    }
+}
+
+impl<A: RawAllocator> Subject for Raw<A> {
+    type Local<'a>
+        = &'a A
+    where
+        Self: 'a;
+
+    #[inline(always)]
+    fn local(&self, _worker: usize) -> &A {
+        &self.alloc
+    }
+
+    fn reset(&mut self) {
+        (self.reset)(&mut self.alloc)
+    }
+}
+
+/// A `GlobalAlloc` peer: the system allocator or mimalloc.
+#[derive(Clone, Copy)]
+pub struct Global<G>(pub G);
+
+/// The platform's allocator (glibc malloc here).
+pub type System = Global<std::alloc::System>;
+/// mimalloc, through the `mimalloc` crate.
+pub type MiMalloc = Global<mimalloc::MiMalloc>;
+/// The system allocator subject.
+pub const SYSTEM: System = Global(std::alloc::System);
+/// The mimalloc subject.
+pub const MIMALLOC: MiMalloc = Global(mimalloc::MiMalloc);
+
+impl<G: GlobalAlloc> LocalAlloc for &Global<G> {
+    #[inline(always)]
+    fn alloc(&mut self, layout: Layout) -> NonNull<u8> {
+        // SAFETY: every bench layout has a non-zero size.
+        let p = unsafe { self.0.alloc(layout) };
+        match NonNull::new(p) {
+            Some(p) => p,
+            None => failed(&"null", layout),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: the caller guarantees `ptr` came from `alloc` with `layout`.
+        unsafe { self.0.dealloc(ptr.as_ptr(), layout) }
+    }
+}
+
+impl<G: GlobalAlloc> Subject for Global<G> {
+    type Local<'a>
+        = &'a Global<G>
+    where
+        Self: 'a;
+
+    #[inline(always)]
+    fn local(&self, _worker: usize) -> &Global<G> {
+        self
+    }
+
+    fn reset(&mut self) {}
+}
+
+/// bumpalo, one `Bump` per worker (bumpalo is not `Sync`): frees are
+/// no-ops, the bumps are reset between rounds.
+pub struct BumpPerThread {
+    bumps: Box<[CachePadded<Mutex<bumpalo::Bump>>]>,
+}
+
+impl BumpPerThread {
+    /// One `Bump` for each of `workers` workers.
+    pub fn new(workers: usize) -> Self {
+        BumpPerThread {
+            bumps: (0..workers.max(1))
+                .map(|_| CachePadded::new(Mutex::new(bumpalo::Bump::new())))
+                .collect(),
+        }
+    }
+}
+
+/// Worker `w`'s own bump, locked once per round (never contended).
+pub struct BumpLocal<'a>(MutexGuard<'a, bumpalo::Bump>);
+
+impl LocalAlloc for BumpLocal<'_> {
+    #[inline(always)]
+    fn alloc(&mut self, layout: Layout) -> NonNull<u8> {
+        self.0.alloc_layout(layout)
+    }
+
+    #[inline(always)]
+    unsafe fn free(&mut self, _ptr: NonNull<u8>, _layout: Layout) {}
+}
+
+impl Subject for BumpPerThread {
+    type Local<'a> = BumpLocal<'a>;
+
+    fn local(&self, worker: usize) -> BumpLocal<'_> {
+        BumpLocal(self.bumps[worker].lock().unwrap())
+    }
+
+    fn reset(&mut self) {
+        for b in self.bumps.iter_mut() {
+            b.get_mut().unwrap().reset();
+        }
+    }
+}
+
+/// The peer of `Pool`: fixed-size blocks carved from one slab, the free
+/// blocks kept in a `Vec` (not intrusive). Single-threaded.
+pub struct VecFreeList {
+    slab: Box<[u64]>,
+    free: core::cell::RefCell<Vec<NonNull<u8>>>,
+    block: usize,
+}
+
+impl VecFreeList {
+    /// `blocks` blocks of `block` bytes (a multiple of 8).
+    pub fn new(block: usize, blocks: usize) -> Self {
+        let mut slab = vec![0u64; block / 8 * blocks].into_boxed_slice();
+        let base = slab.as_mut_ptr().cast::<u8>();
+        let free = (0..blocks)
+            .rev()
+            // SAFETY: `i * block` is inside the slab of `blocks * block` bytes.
+            .map(|i| unsafe { NonNull::new_unchecked(base.add(i * block)) })
+            .collect();
+        VecFreeList {
+            slab,
+            free: core::cell::RefCell::new(free),
+            block,
+        }
+    }
+}
+
+impl LocalAlloc for &VecFreeList {
+    #[inline(always)]
+    fn alloc(&mut self, layout: Layout) -> NonNull<u8> {
+        debug_assert!(layout.size() <= self.block && !self.slab.is_empty());
+        match self.free.borrow_mut().pop() {
+            Some(p) => p,
+            None => failed(&"free list empty", layout),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn free(&mut self, ptr: NonNull<u8>, _layout: Layout) {
+        self.free.borrow_mut().push(ptr);
+    }
+}
+
+impl Subject for VecFreeList {
+    type Local<'a> = &'a VecFreeList;
+
+    fn local(&self, _worker: usize) -> &VecFreeList {
+        self
+    }
+
+    fn reset(&mut self) {}
+}
+
+/// Calls `visit` with the subject named `name`, built for `workers` workers
+/// (the example binary and the benches share this list). `None` if no
+/// allocator has that name.
+pub fn with_subject<V: Visit>(name: &str, workers: usize, v: V) -> Option<V::Out> {
+    Some(match name {
+        "system" => v.visit(SYSTEM),
+        "mimalloc" => v.visit(MIMALLOC),
+        "bumpalo" => v.visit(BumpPerThread::new(workers)),
+        _ => return None,
+    })
+}
+
+/// The names [`with_subject`] knows, in table order.
+pub const NAMES: &[&str] = &["system", "mimalloc", "bumpalo"];
+
+/// A generic action over one subject (Rust has no generic closures).
+pub trait Visit {
+    /// What the action returns.
+    type Out;
+    /// Runs the action.
+    fn visit<S: Subject>(self, subject: S) -> Self::Out;
+}
