@@ -1,5 +1,3 @@
 //! Placeholder: replaced by its implementation.
-#[allow(missing_docs)]
-pub struct GuardSide;
-#[allow(missing_docs)]
-pub struct GuardZone;
+#[allow(missing_docs)] pub struct GuardSide;
+#[allow(missing_docs)] pub struct GuardZone;

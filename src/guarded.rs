@@ -1,5 +1,3 @@
 //! Placeholder: replaced by its implementation.
-#[allow(missing_docs)]
-pub struct GuardViolation;
-#[allow(missing_docs)]
-pub struct Guarded;
+#[allow(missing_docs)] pub struct GuardViolation;
+#[allow(missing_docs)] pub struct Guarded;

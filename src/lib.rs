@@ -30,8 +30,8 @@ mod raw_allocator;
 mod sync;
 pub mod sys;
 
-mod frame;
 mod free_list;
+mod frame;
 mod guarded;
 mod linear;
 mod pool;
@@ -55,8 +55,8 @@ pub use align::{align_up, check_align, checked_align_up};
 pub use error::AllocError;
 pub use raw_allocator::RawAllocator;
 
-pub use frame::FrameAllocator;
 pub use free_list::{FitPolicy, FreeList, FreeListStats};
+pub use frame::FrameAllocator;
 pub use guarded::{GuardViolation, Guarded};
 pub use linear::LinearArena;
 pub use pool::Pool;

@@ -1,3 +1,2 @@
 //! Placeholder: replaced by its implementation.
-#[allow(missing_docs)]
-pub struct LinearArena;
+#[allow(missing_docs)] pub struct LinearArena;

@@ -1,3 +1,2 @@
 //! Placeholder: replaced by its implementation.
-#[allow(missing_docs)]
-pub struct PackedArena;
+#[allow(missing_docs)] pub struct PackedArena;

@@ -1,5 +1,3 @@
 //! Placeholder: replaced by its implementation.
-#[allow(missing_docs)]
-pub struct Marker;
-#[allow(missing_docs)]
-pub struct StackAllocator;
+#[allow(missing_docs)] pub struct Marker;
+#[allow(missing_docs)] pub struct StackAllocator;

@@ -1,7 +1,4 @@
 //! Placeholder: replaced by its implementation.
-#[allow(missing_docs)]
-pub struct MemoryTag;
-#[allow(missing_docs)]
-pub struct MemoryTracker;
-#[allow(missing_docs)]
-pub struct Tracked;
+#[allow(missing_docs)] pub struct MemoryTag;
+#[allow(missing_docs)] pub struct MemoryTracker;
+#[allow(missing_docs)] pub struct Tracked;

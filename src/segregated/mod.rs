@@ -1,3 +1,2 @@
 //! Placeholder: replaced by its implementation.
-#[allow(missing_docs)]
-pub struct SegregatedFit;
+#[allow(missing_docs)] pub struct SegregatedFit;
