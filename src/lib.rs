@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod align;
+mod buffer;
 mod error;
 mod raw_allocator;
 #[allow(dead_code)]
@@ -57,7 +58,7 @@ pub use raw_allocator::RawAllocator;
 
 pub use free_list::{FitPolicy, FreeList, FreeListStats};
 pub use frame::FrameAllocator;
-pub use guarded::{GuardViolation, Guarded};
+pub use guarded::{GUARD_BYTE, GuardPosition, GuardViolation, Guarded, POISON_BYTE};
 pub use linear::LinearArena;
 pub use pool::Pool;
 pub use stack::{Marker, StackAllocator};

@@ -1,2 +1,294 @@
-//! Placeholder: replaced by its implementation.
-#[allow(missing_docs)] pub struct LinearArena;
+//! `LinearArena`: the chapter's linear allocator, "bump a pointer".
+//!
+//! **Contract.** One block of memory (borrowed from the caller with
+//! [`with_buffer`](LinearArena::with_buffer), or owned and 16-aligned with
+//! [`new`](LinearArena::new)) and one offset into it. Allocations are never
+//! freed one by one: [`reset`](LinearArena::reset) frees everything at once and
+//! takes `&mut self`, so no block handed out through `&self` (or a collection
+//! using the arena through `allocator_api2`) can outlive it. Allocation goes
+//! through `&self` (the offset is a `Cell`), so many live blocks can borrow the
+//! arena at once. `Send` (it owns or exclusively borrows its block), not
+//! `Sync`.
+//!
+//! **Fast path** ([`alloc`](LinearArena::alloc), `#[inline(always)]`): a
+//! power-of-two test of the alignment and a zero test of the size, align the
+//! current address up, one compare against the room left, one add, one store
+//! of the offset. No atomic, no call, no loop. There is no slow path: a request
+//! that does not fit is an [`AllocError::OutOfMemory`].
+//!
+//! **Costs.** No per-allocation metadata; padding to reach an alignment is
+//! lost until the next reset. Failure modes: `BadAlignment`, `ZeroSize`,
+//! `OutOfMemory` (with the bytes still available).
+//!
+//! ```
+//! use allocasm::LinearArena;
+//! use allocator_api2::vec::Vec;
+//!
+//! let mut arena = LinearArena::new(256).unwrap();
+//! let a = arena.alloc(40, 8).unwrap();
+//! let b = arena.alloc(30, 8).unwrap();
+//! let c = arena.alloc(60, 8).unwrap();
+//! assert_eq!(arena.offset_of(a), Some(0));
+//! assert_eq!(arena.offset_of(b), Some(40));
+//! assert_eq!(arena.offset_of(c), Some(72)); // 70 padded up to a multiple of 8
+//!
+//! // Any collection that takes an `allocator_api2` allocator can use it.
+//! let mut v = Vec::new_in(&arena);
+//! v.extend_from_slice(&[1u32, 2, 3]);
+//! assert_eq!(v.iter().sum::<u32>(), 6);
+//! drop(v);
+//!
+//! arena.reset(); // needs `&mut`: nothing borrowed from the arena is alive
+//! let d = arena.alloc(10, 8).unwrap();
+//! assert_eq!(arena.offset_of(d), Some(0));
+//! ```
+
+use core::alloc::Layout;
+use core::cell::Cell;
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+
+use crate::buffer::Buffer;
+use crate::{AllocError, RawAllocator};
+
+/// A bump allocator over one block. See the [module docs](self).
+#[derive(Debug)]
+pub struct LinearArena<'a> {
+    /// The block. Invariant: never changes after construction.
+    buffer: Buffer<'a>,
+    /// Bytes handed out so far (including padding). Invariant:
+    /// `offset <= buffer.len()`.
+    offset: Cell<usize>,
+}
+
+// SAFETY: the arena owns its block or borrows it exclusively (`&'a mut`), so
+// moving it to another thread moves sole access to the block with it. It is not
+// `Sync`: the `Cell` offset is updated without synchronisation.
+unsafe impl Send for LinearArena<'_> {}
+
+impl LinearArena<'static> {
+    /// An arena owning a fresh, 16-aligned block of `capacity` bytes from the
+    /// global allocator (the chapter's one `malloc` at startup).
+    pub fn new(capacity: usize) -> Result<Self, AllocError> {
+        Ok(LinearArena {
+            buffer: Buffer::owned(capacity)?,
+            offset: Cell::new(0),
+        })
+    }
+}
+
+impl<'a> LinearArena<'a> {
+    /// An arena over the caller's bytes. Offsets count from `buffer`'s first
+    /// byte, whatever its alignment.
+    pub fn with_buffer(buffer: &'a mut [MaybeUninit<u8>]) -> Self {
+        LinearArena {
+            buffer: Buffer::borrowed(buffer),
+            offset: Cell::new(0),
+        }
+    }
+
+    /// Allocates `size` bytes aligned to `align` (the chapter's `Alloc`).
+    ///
+    /// `align` must be a power of two ([`AllocError::BadAlignment`]
+    /// otherwise) and `size` non-zero ([`AllocError::ZeroSize`]).
+    #[inline(always)]
+    pub fn alloc(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        if !align.is_power_of_two() {
+            return Err(AllocError::BadAlignment { align });
+        }
+        if size == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        self.bump(size, align)
+    }
+
+    /// [`alloc`](Self::alloc) for a `Layout` (whose alignment is always valid).
+    #[inline(always)]
+    pub fn alloc_layout(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        if layout.size() == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        self.bump(layout.size(), layout.align())
+    }
+
+    /// The bump itself: `align` is a power of two, `size` is non-zero.
+    #[inline(always)]
+    fn bump(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        let offset = self.offset.get();
+        let capacity = self.buffer.len();
+        debug_assert!(
+            offset <= capacity,
+            "offset {offset} past capacity {capacity}"
+        );
+        debug_assert!(align.is_power_of_two());
+        let base = self.buffer.base();
+        let current = (base.as_ptr() as usize).wrapping_add(offset);
+        let aligned = current.wrapping_add(align - 1) & !(align - 1);
+        // If the add wrapped, `aligned < current` and `padding` is huge (more
+        // than half the address space), so the compare below refuses it.
+        let padding = aligned.wrapping_sub(current);
+        let available = capacity - offset;
+        if padding > available || size > available - padding {
+            return Err(AllocError::OutOfMemory {
+                requested: size,
+                available,
+            });
+        }
+        let start = offset + padding;
+        self.offset.set(start + size);
+        // SAFETY: `start + size <= capacity` (checked above), so `base + start`
+        // is inside the block (and derived from `base`, so it keeps its
+        // provenance); it is not null because the block is not at address 0.
+        Ok(unsafe { base.add(start) })
+    }
+
+    /// Frees everything at once: the next allocation starts at offset 0 again.
+    ///
+    /// Takes `&mut self`, so no block or collection borrowing the arena can
+    /// still be alive.
+    #[inline]
+    pub fn reset(&mut self) {
+        self.offset.set(0);
+    }
+
+    /// Bytes handed out since the last reset, padding included.
+    #[inline]
+    pub fn used(&self) -> usize {
+        self.offset.get()
+    }
+
+    /// Size of the block in bytes.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Bytes not handed out yet (an allocation with padding may fit fewer).
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.capacity() - self.used()
+    }
+
+    /// The first byte of the block: offsets are measured from here.
+    #[inline]
+    pub fn base(&self) -> NonNull<u8> {
+        self.buffer.base()
+    }
+
+    /// Whether `ptr` points into this arena's block.
+    #[inline]
+    pub fn contains(&self, ptr: NonNull<u8>) -> bool {
+        self.buffer.contains(ptr.as_ptr())
+    }
+
+    /// Offset of `ptr` from the start of the block, if it points into it.
+    #[inline]
+    pub fn offset_of(&self, ptr: NonNull<u8>) -> Option<usize> {
+        self.contains(ptr)
+            .then(|| ptr.as_ptr() as usize - self.base().as_ptr() as usize)
+    }
+
+    /// Sets the offset back to `offset` (used by the stack allocator's
+    /// rollback and by frame allocators).
+    #[inline(always)]
+    pub(crate) fn set_offset(&self, offset: usize) {
+        debug_assert!(offset <= self.capacity());
+        self.offset.set(offset);
+    }
+}
+
+impl RawAllocator for LinearArena<'_> {
+    const FREES_INDIVIDUALLY: bool = false;
+
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        let ptr = self.alloc_layout(layout)?;
+        Ok(NonNull::slice_from_raw_parts(ptr, layout.size()))
+    }
+
+    /// Does nothing: an arena frees only on [`reset`](LinearArena::reset).
+    #[inline]
+    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+}
+
+// SAFETY: blocks are carved from a buffer that does not move when the arena
+// moves and stays valid until the arena is dropped; `reset` (the only way to
+// reuse bytes) needs `&mut self`, which no live block or collection allows, as
+// the allocator is used through `&LinearArena`. Blocks never overlap. A
+// zero-size request gets a dangling, well-aligned pointer, as the trait expects.
+unsafe impl allocator_api2::alloc::Allocator for LinearArena<'_> {
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if layout.size() == 0 {
+            return Ok(NonNull::slice_from_raw_parts(dangling_for(layout), 0));
+        }
+        let ptr = self.alloc_layout(layout)?;
+        Ok(NonNull::slice_from_raw_parts(ptr, layout.size()))
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+}
+
+/// A non-null pointer aligned to `layout.align()` with no provenance, for
+/// zero-size blocks.
+#[inline]
+pub(crate) fn dangling_for(layout: Layout) -> NonNull<u8> {
+    // `align` is non-zero, so the pointer is non-null.
+    NonNull::new(core::ptr::without_provenance_mut(layout.align())).unwrap_or(NonNull::dangling())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chapter_offsets() {
+        let mut arena = LinearArena::new(256).unwrap();
+        let offs: Vec<usize> = [40, 30, 60]
+            .iter()
+            .map(|&n| arena.offset_of(arena.alloc(n, 8).unwrap()).unwrap())
+            .collect();
+        assert_eq!(offs, [0, 40, 72]);
+        assert_eq!(arena.used(), 132);
+        arena.reset();
+        assert_eq!(arena.offset_of(arena.alloc(10, 8).unwrap()), Some(0));
+    }
+
+    #[test]
+    fn refuses_bad_requests_without_moving() {
+        let arena = LinearArena::new(64).unwrap();
+        assert_eq!(
+            arena.alloc(8, 3),
+            Err(AllocError::BadAlignment { align: 3 })
+        );
+        assert_eq!(arena.alloc(0, 8), Err(AllocError::ZeroSize));
+        assert_eq!(
+            arena.alloc(65, 1),
+            Err(AllocError::OutOfMemory {
+                requested: 65,
+                available: 64
+            })
+        );
+        assert_eq!(
+            arena.alloc(8, 1 << 62).map(|_| ()),
+            Err(AllocError::OutOfMemory {
+                requested: 8,
+                available: 64
+            })
+        );
+        assert_eq!(arena.used(), 0);
+        arena.alloc(64, 1).unwrap();
+        assert_eq!(arena.remaining(), 0);
+    }
+
+    #[test]
+    fn borrowed_buffer() {
+        let mut bytes = [MaybeUninit::<u8>::uninit(); 32];
+        let arena = LinearArena::with_buffer(&mut bytes);
+        let p = arena.alloc(32, 1).unwrap();
+        // SAFETY: 32 bytes were handed out at `p`.
+        unsafe { p.as_ptr().write_bytes(7, 32) };
+        assert!(arena.alloc(1, 1).is_err());
+    }
+}
