@@ -40,7 +40,10 @@ pub const fn checked_align_up(address: usize, align: usize) -> Result<usize, All
     }
     match address.checked_add(align - 1) {
         Some(v) => Ok(v & !(align - 1)),
-        None => Err(AllocError::TooLarge { requested: address, max: usize::MAX - (align - 1) }),
+        None => Err(AllocError::TooLarge {
+            requested: address,
+            max: usize::MAX - (align - 1),
+        }),
     }
 }
 
@@ -53,5 +56,9 @@ pub const fn checked_align_up(address: usize, align: usize) -> Result<usize, All
 /// ```
 #[inline(always)]
 pub const fn check_align(align: usize) -> Result<(), AllocError> {
-    if align.is_power_of_two() { Ok(()) } else { Err(AllocError::BadAlignment { align }) }
+    if align.is_power_of_two() {
+        Ok(())
+    } else {
+        Err(AllocError::BadAlignment { align })
+    }
 }

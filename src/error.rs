@@ -57,12 +57,18 @@ impl fmt::Display for AllocError {
                 write!(f, "alignment {align} is not a power of two")
             }
             AllocError::ZeroSize => f.write_str("zero-size request"),
-            AllocError::OutOfMemory { requested, available } => write!(
+            AllocError::OutOfMemory {
+                requested,
+                available,
+            } => write!(
                 f,
                 "out of memory: {requested} bytes requested, {available} bytes available"
             ),
             AllocError::TooLarge { requested, max } => {
-                write!(f, "request of {requested} exceeds this allocator's maximum of {max}")
+                write!(
+                    f,
+                    "request of {requested} exceeds this allocator's maximum of {max}"
+                )
             }
             AllocError::ForeignPointer => f.write_str("pointer was not allocated here"),
             AllocError::DoubleFree => f.write_str("block freed twice"),

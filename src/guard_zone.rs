@@ -1,3 +1,5 @@
 //! Placeholder: replaced by its implementation.
-#[allow(missing_docs)] pub struct GuardSide;
-#[allow(missing_docs)] pub struct GuardZone;
+#[allow(missing_docs)]
+pub struct GuardSide;
+#[allow(missing_docs)]
+pub struct GuardZone;

@@ -1,2 +1,3 @@
 //! Placeholder: replaced by its implementation.
-#[allow(missing_docs)] pub struct PackedArena;
+#[allow(missing_docs)]
+pub struct PackedArena;

@@ -61,7 +61,10 @@ impl PageAllocator {
         if n == 0 {
             return Err(AllocError::ZeroSize);
         }
-        let len = self.round(n).ok_or(AllocError::TooLarge { requested: n, max: isize::MAX as usize })?;
+        let len = self.round(n).ok_or(AllocError::TooLarge {
+            requested: n,
+            max: isize::MAX as usize,
+        })?;
         let ptr = sys::reserve(len)?;
         // SAFETY: `ptr..ptr+len` is exactly the reservation just made.
         if let Err(e) = unsafe { sys::commit(ptr, len) } {
@@ -87,7 +90,10 @@ impl PageAllocator {
 
     /// Reserves `round(n)` bytes of address space with no access.
     pub fn reserve(&self, n: usize) -> Result<NonNull<[u8]>, AllocError> {
-        let len = self.round(n).ok_or(AllocError::TooLarge { requested: n, max: isize::MAX as usize })?;
+        let len = self.round(n).ok_or(AllocError::TooLarge {
+            requested: n,
+            max: isize::MAX as usize,
+        })?;
         Ok(NonNull::slice_from_raw_parts(sys::reserve(len)?, len))
     }
 
@@ -127,7 +133,10 @@ impl RawAllocator for PageAllocator {
 
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         if layout.align() > self.page_size() {
-            return Err(AllocError::TooLarge { requested: layout.align(), max: self.page_size() });
+            return Err(AllocError::TooLarge {
+                requested: layout.align(),
+                max: self.page_size(),
+            });
         }
         self.alloc(layout.size())
     }

@@ -50,7 +50,13 @@ const fn probe(
     kind: ProbeKind,
     expect: &'static str,
 ) -> Probe {
-    Probe { name, allocator, operation, kind, expect }
+    Probe {
+        name,
+        allocator,
+        operation,
+        kind,
+        expect,
+    }
 }
 
 use ProbeKind::{Concurrent, SingleThreaded};

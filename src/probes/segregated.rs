@@ -1,1 +1,54 @@
-//! Probes for the segregated allocators (filled in by their owners).
+//! Probes for the segregated allocators.
+//!
+//! Each exports exactly one fast path of [`SegregatedFit`], with the
+//! alignment fixed at 8 (the class granule), so the codegen suite can read
+//! what it compiles to.
+
+use core::alloc::Layout;
+use core::ptr::{self, NonNull};
+
+use crate::SegregatedFit;
+
+/// The two-level class index of a `size`-byte request aligned to 8
+/// (`usize::MAX` for the large path): `lzcnt`/`bsr` on x86, `clz` on arm64,
+/// shifts and compares, no loop, no call.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C" fn probe_segregated_size_class(size: usize) -> usize {
+    SegregatedFit::size_class(size, 8).map_or(usize::MAX, |c| c.index())
+}
+
+/// Pops a block of the class of `size` (align 8): the class index, then one
+/// compare-exchange on the sequenced front in a retry loop. Growth, the last
+/// block and the large path are calls to cold functions. Null on failure.
+#[allow(improper_ctypes_definitions)]
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C" fn probe_segregated_alloc(a: &SegregatedFit, size: usize) -> *mut u8 {
+    match Layout::from_size_align(size, 8) {
+        Ok(layout) => a.alloc(layout).map_or(ptr::null_mut(), NonNull::as_ptr),
+        Err(_) => ptr::null_mut(),
+    }
+}
+
+/// Pushes the block `ptr` of `size` bytes (align 8) back onto its class
+/// queue: one store, one swap of the back pointer, one store linking the old
+/// tail (the empty transition and the large path are cold calls).
+///
+/// # Safety
+///
+/// `ptr` was allocated by `a` with `size` and alignment 8, is not freed
+/// twice, and is not used afterwards.
+#[allow(improper_ctypes_definitions)]
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn probe_segregated_dealloc(a: &SegregatedFit, ptr: *mut u8, size: usize) {
+    // SAFETY: forwarded contract; `Layout` is valid because `a` allocated
+    // this size with alignment 8.
+    unsafe {
+        a.dealloc(
+            NonNull::new_unchecked(ptr),
+            Layout::from_size_align_unchecked(size, 8),
+        )
+    }
+}

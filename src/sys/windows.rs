@@ -6,8 +6,8 @@ use core::ptr::NonNull;
 
 use windows_sys::Win32::Foundation::GetLastError;
 use windows_sys::Win32::System::Memory::{
-    MEM_COMMIT, MEM_DECOMMIT, MEM_RELEASE, MEM_RESERVE, PAGE_NOACCESS, PAGE_READWRITE, VirtualAlloc,
-    VirtualFree, VirtualProtect,
+    MEM_COMMIT, MEM_DECOMMIT, MEM_RELEASE, MEM_RESERVE, PAGE_NOACCESS, PAGE_READWRITE,
+    VirtualAlloc, VirtualFree, VirtualProtect,
 };
 use windows_sys::Win32::System::SystemInformation::{GetSystemInfo, SYSTEM_INFO};
 
@@ -15,7 +15,9 @@ use crate::AllocError;
 
 fn last_err() -> AllocError {
     // SAFETY: GetLastError has no preconditions.
-    AllocError::Os { code: unsafe { GetLastError() } as i32 }
+    AllocError::Os {
+        code: unsafe { GetLastError() } as i32,
+    }
 }
 
 pub(super) fn page_size() -> usize {
@@ -34,7 +36,14 @@ pub(super) fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {
 
 pub(super) unsafe fn commit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     // SAFETY: the caller guarantees the range is inside a live reservation.
-    let p = unsafe { VirtualAlloc(ptr.as_ptr().cast::<c_void>(), len, MEM_COMMIT, PAGE_READWRITE) };
+    let p = unsafe {
+        VirtualAlloc(
+            ptr.as_ptr().cast::<c_void>(),
+            len,
+            MEM_COMMIT,
+            PAGE_READWRITE,
+        )
+    };
     if p.is_null() { Err(last_err()) } else { Ok(()) }
 }
 

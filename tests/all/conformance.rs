@@ -40,7 +40,14 @@ impl Spec {
     /// A spec with the common defaults: alignments up to 256, requests up to
     /// 512 bytes, bounded capacity, any size.
     pub fn new(name: &'static str) -> Self {
-        Spec { name, max_align: 256, max_size: 512, bounded: true, fixed: None, min_align: 1 }
+        Spec {
+            name,
+            max_align: 256,
+            max_size: 512,
+            bounded: true,
+            fixed: None,
+            min_align: 1,
+        }
     }
 }
 
@@ -107,20 +114,51 @@ fn random_layout(spec: &Spec, rng: &mut Rng) -> Layout {
 }
 
 fn assert_disjoint(spec: &Spec, live: &[Live]) {
-    let mut ranges: Vec<(usize, usize)> =
-        live.iter().map(|l| (l.ptr.as_ptr() as usize, l.ptr.as_ptr() as usize + l.layout.size())).collect();
+    let mut ranges: Vec<(usize, usize)> = live
+        .iter()
+        .map(|l| {
+            (
+                l.ptr.as_ptr() as usize,
+                l.ptr.as_ptr() as usize + l.layout.size(),
+            )
+        })
+        .collect();
     ranges.sort_unstable();
     for w in ranges.windows(2) {
-        assert!(w[0].1 <= w[1].0, "{}: live blocks overlap: {:#x}..{:#x} and {:#x}..{:#x}", spec.name, w[0].0, w[0].1, w[1].0, w[1].1);
+        assert!(
+            w[0].1 <= w[1].0,
+            "{}: live blocks overlap: {:#x}..{:#x} and {:#x}..{:#x}",
+            spec.name,
+            w[0].0,
+            w[0].1,
+            w[1].0,
+            w[1].1
+        );
     }
 }
 
-fn alloc_checked<A: RawAllocator>(spec: &Spec, a: &A, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+fn alloc_checked<A: RawAllocator>(
+    spec: &Spec,
+    a: &A,
+    layout: Layout,
+) -> Result<NonNull<u8>, AllocError> {
     let block = a.allocate(layout)?;
     let ptr = block.cast::<u8>();
-    assert!(block.len() >= layout.size(), "{}: block of {} bytes for a {}-byte request", spec.name, block.len(), layout.size());
+    assert!(
+        block.len() >= layout.size(),
+        "{}: block of {} bytes for a {}-byte request",
+        spec.name,
+        block.len(),
+        layout.size()
+    );
     let align = layout.align().max(spec.min_align);
-    assert_eq!(ptr.as_ptr() as usize % align, 0, "{}: {:p} is not aligned to {align} (asked {layout:?})", spec.name, ptr);
+    assert_eq!(
+        ptr.as_ptr() as usize % align,
+        0,
+        "{}: {:p} is not aligned to {align} (asked {layout:?})",
+        spec.name,
+        ptr
+    );
     Ok(ptr)
 }
 
@@ -140,7 +178,9 @@ pub fn check<A: RawAllocator>(spec: &Spec, make: impl Fn() -> A) {
 fn alignment_honoured<A: RawAllocator>(spec: &Spec, a: &A) {
     let mut align = 1;
     while align <= spec.max_align {
-        let layout = spec.fixed.unwrap_or_else(|| Layout::from_size_align(1 + align % 7, align).unwrap());
+        let layout = spec
+            .fixed
+            .unwrap_or_else(|| Layout::from_size_align(1 + align % 7, align).unwrap());
         match alloc_checked(spec, a, layout) {
             Ok(p) => fill(p, layout.size(), 0xAB),
             Err(e) => panic!("{}: align {align} refused: {e}", spec.name),
@@ -171,7 +211,11 @@ fn no_overlap_and_contents_survive<A: RawAllocator>(spec: &Spec, a: &A) {
             Err(e) => panic!("{}: allocation {i} of {layout:?} failed: {e}", spec.name),
         }
     }
-    assert!(!live.is_empty(), "{}: nothing could be allocated", spec.name);
+    assert!(
+        !live.is_empty(),
+        "{}: nothing could be allocated",
+        spec.name
+    );
     assert_disjoint(spec, &live);
     for l in &live {
         verify(spec, l);
@@ -194,18 +238,32 @@ fn bad_input_is_an_error<A: RawAllocator>(spec: &Spec, a: &A) {
         );
     }
     let zero = Layout::from_size_align(0, spec.fixed.map_or(1, |l| l.align())).unwrap();
-    assert_eq!(a.allocate(zero).err(), Some(AllocError::ZeroSize), "{}: a zero-size request must be refused", spec.name);
+    assert_eq!(
+        a.allocate(zero).err(),
+        Some(AllocError::ZeroSize),
+        "{}: a zero-size request must be refused",
+        spec.name
+    );
     if spec.fixed.is_none() || spec.bounded {
         let huge = Layout::from_size_align(isize::MAX as usize / 2, 8).unwrap();
         match a.allocate(huge) {
-            Err(AllocError::OutOfMemory { .. } | AllocError::TooLarge { .. } | AllocError::Os { .. }) => {}
-            other => panic!("{}: an impossible request must fail cleanly, got {other:?}", spec.name),
+            Err(
+                AllocError::OutOfMemory { .. }
+                | AllocError::TooLarge { .. }
+                | AllocError::Os { .. },
+            ) => {}
+            other => panic!(
+                "{}: an impossible request must fail cleanly, got {other:?}",
+                spec.name
+            ),
         }
     }
 }
 
 fn exhaustion_is_an_error<A: RawAllocator>(spec: &Spec, a: &A) {
-    let layout = spec.fixed.unwrap_or_else(|| Layout::from_size_align(spec.max_size, 8).unwrap());
+    let layout = spec
+        .fixed
+        .unwrap_or_else(|| Layout::from_size_align(spec.max_size, 8).unwrap());
     let limit = 1 << 20;
     for n in 0..limit {
         match a.allocate(layout) {
@@ -217,11 +275,16 @@ fn exhaustion_is_an_error<A: RawAllocator>(spec: &Spec, a: &A) {
             Err(e) => panic!("{}: exhaustion must be OutOfMemory, got {e}", spec.name),
         }
     }
-    panic!("{}: {limit} allocations of {layout:?} never ran out", spec.name);
+    panic!(
+        "{}: {limit} allocations of {layout:?} never ran out",
+        spec.name
+    );
 }
 
 fn reuse_after_free<A: RawAllocator>(spec: &Spec, a: &A) {
-    let layout = spec.fixed.unwrap_or_else(|| Layout::from_size_align(spec.max_size.min(64), 8).unwrap());
+    let layout = spec
+        .fixed
+        .unwrap_or_else(|| Layout::from_size_align(spec.max_size.min(64), 8).unwrap());
     // Fill to capacity (or a fixed count when unbounded), free everything,
     // and the same number of blocks must fit again.
     let cap = if spec.bounded { usize::MAX } else { rounds() };
@@ -242,7 +305,10 @@ fn reuse_after_free<A: RawAllocator>(spec: &Spec, a: &A) {
     for i in 0..n {
         match a.allocate(layout) {
             Ok(b) => second.push(b.cast::<u8>()),
-            Err(e) => panic!("{}: after freeing {n} blocks, allocation {i} failed: {e}", spec.name),
+            Err(e) => panic!(
+                "{}: after freeing {n} blocks, allocation {i} failed: {e}",
+                spec.name
+            ),
         }
     }
     for p in second {
@@ -255,7 +321,9 @@ fn reuse_after_free<A: RawAllocator>(spec: &Spec, a: &A) {
 /// usable again, starting over at the same addresses where the allocator
 /// promises that.
 pub fn check_reset<A: RawAllocator>(spec: &Spec, mut a: A, reset: impl Fn(&mut A)) {
-    let layout = spec.fixed.unwrap_or_else(|| Layout::from_size_align(spec.max_size.min(48), 8).unwrap());
+    let layout = spec
+        .fixed
+        .unwrap_or_else(|| Layout::from_size_align(spec.max_size.min(48), 8).unwrap());
     let fill_up = |a: &A| {
         let mut got = Vec::new();
         for _ in 0..rounds() {
@@ -268,8 +336,17 @@ pub fn check_reset<A: RawAllocator>(spec: &Spec, mut a: A, reset: impl Fn(&mut A
         got
     };
     let before = fill_up(&a);
-    assert!(!before.is_empty(), "{}: nothing fit before reset", spec.name);
+    assert!(
+        !before.is_empty(),
+        "{}: nothing fit before reset",
+        spec.name
+    );
     reset(&mut a);
     let after = fill_up(&a);
-    assert_eq!(before.len(), after.len(), "{}: a reset must make the same capacity usable again", spec.name);
+    assert_eq!(
+        before.len(),
+        after.len(),
+        "{}: a reset must make the same capacity usable again",
+        spec.name
+    );
 }

@@ -1,0 +1,211 @@
+//! The two-level size-class function of [`SegregatedFit`](super::SegregatedFit),
+//! shared by allocation and sized deallocation.
+//!
+//! **Mapping.** Sizes are counted in granules of [`GRANULE`] (8) bytes, the
+//! pointer size on 64-bit targets, so the smallest class holds the intrusive
+//! queue link. For a request of `u` granules the first level is
+//! `fl = floor(log2(u))` (one `lzcnt`/`bsr` on x86, `clz` on arm64) and the
+//! second level splits `[2^fl, 2^(fl+1))` into `SLLEN = 8` equal steps of
+//! `2^(fl-3)` granules, as in TLSF. Below 16 granules the steps are a single
+//! granule (the linear region: 8, 16, ..., 120 bytes). A request is rounded
+//! *up* to the next step, so the class's block size is the smallest class
+//! size that holds it and the waste is below 1/8 of the block above 128
+//! bytes. The class index is `(shift << 3) + (u' >> shift) - 1` with
+//! `shift = max(fl - 3, 0)` and `u'` the rounded granule count: no table, no
+//! loop, a handful of shifts.
+//!
+//! **Alignment.** A request `(size, align)` is first rounded up to a
+//! multiple of `align`, then mapped. Every class size that a multiple of
+//! `align` maps to is itself a multiple of `align` (a class's step is either
+//! a single granule, in which case the size is exact, or at least
+//! `2^(fl-3)` granules, which is a multiple of `align` once the rounded size
+//! has at least 8 multiples of `align`; below that the size is exact again).
+//! Blocks are laid out from a page-aligned span base at multiples of the
+//! block size, so every block of a class is aligned to every alignment that
+//! maps to it, up to [`MAX_CLASS_ALIGN`] (4096, the smallest page size).
+//!
+//! **Range.** Classes cover 8 bytes to [`MAX_CLASS_SIZE`] (64 KiB): 88
+//! classes. Larger requests, and alignments above 4096, map to no class
+//! (`None`) and [`SegregatedFit`](super::SegregatedFit) serves them from the
+//! page allocator directly.
+//!
+//! **Costs.** Pure arithmetic; no metadata.
+
+/// The size of one granule (and of the smallest class): one pointer on
+/// 64-bit targets, which the intrusive queue link needs.
+pub const GRANULE: usize = 1 << GRANULE_SHIFT;
+const GRANULE_SHIFT: u32 = 3;
+
+/// log2 of the number of second-level subdivisions (`SLLEN = 8`).
+const SL_BITS: u32 = 3;
+
+/// The largest block a class holds (64 KiB); larger requests take the large
+/// path. A power of two, so it is a class boundary.
+pub const MAX_CLASS_SIZE: usize = 64 * 1024;
+
+/// The largest alignment a class honours (4096, the smallest page size of
+/// any supported target); larger alignments take the large path.
+pub const MAX_CLASS_ALIGN: usize = 4096;
+
+/// How many size classes there are.
+pub const CLASS_COUNT: usize = index_of_granules(MAX_CLASS_SIZE >> GRANULE_SHIFT) + 1;
+
+/// The class index of a request of `units` granules (`units >= 1`).
+#[inline(always)]
+const fn index_of_granules(units: usize) -> usize {
+    debug_assert!(units >= 1);
+    let fl = usize::BITS - 1 - units.leading_zeros();
+    let shift = fl.saturating_sub(SL_BITS);
+    let rounded = units + (1 << shift) - 1;
+    ((shift as usize) << SL_BITS) + (rounded >> shift) - 1
+}
+
+/// The block size of class `index` (the inverse of the mapping on class
+/// boundaries).
+const fn block_size_of(index: usize) -> usize {
+    let n = index + 1;
+    let shift = (n >> SL_BITS).saturating_sub(1);
+    let mantissa = n - (shift << SL_BITS);
+    (mantissa << shift) << GRANULE_SHIFT
+}
+
+const BLOCK_SIZES: [u32; CLASS_COUNT] = {
+    let mut sizes = [0u32; CLASS_COUNT];
+    let mut i = 0;
+    while i < CLASS_COUNT {
+        sizes[i] = block_size_of(i) as u32;
+        i += 1;
+    }
+    sizes
+};
+
+/// A size class of [`SegregatedFit`](super::SegregatedFit): an index into its
+/// class queues. Obtained from [`SizeClass::of`] (or
+/// [`SegregatedFit::size_class`](super::SegregatedFit::size_class)), so it is
+/// always in range.
+///
+/// ```
+/// use allocasm::segregated::SizeClass;
+/// let c = SizeClass::of(100, 8).unwrap();
+/// assert_eq!(c.block_size(), 104);
+/// assert_eq!(SizeClass::of(1, 1).unwrap().block_size(), 8);
+/// assert_eq!(SizeClass::of(200, 64).unwrap().block_size(), 256);
+/// assert!(SizeClass::of(64 * 1024 + 1, 8).is_none());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SizeClass(u8);
+
+impl SizeClass {
+    /// The number of classes.
+    pub const COUNT: usize = CLASS_COUNT;
+
+    /// The class that serves `size` bytes aligned to `align`, or `None` when
+    /// the request is larger than [`MAX_CLASS_SIZE`] (after rounding up to
+    /// `align`) or `align` is above [`MAX_CLASS_ALIGN`]. A zero `size` maps
+    /// like one byte.
+    ///
+    /// `align` must be a power of two (checked in debug builds; a `Layout`
+    /// guarantees it).
+    #[inline(always)]
+    pub const fn of(size: usize, align: usize) -> Option<SizeClass> {
+        debug_assert!(align.is_power_of_two());
+        let align = if align > GRANULE { align } else { GRANULE };
+        if size > MAX_CLASS_SIZE || align > MAX_CLASS_ALIGN {
+            return None;
+        }
+        let size = if size == 0 { 1 } else { size };
+        // No overflow: size <= 64 KiB and align <= 4096.
+        let rounded = (size + align - 1) & !(align - 1);
+        if rounded > MAX_CLASS_SIZE {
+            return None;
+        }
+        Some(SizeClass(index_of_granules(rounded >> GRANULE_SHIFT) as u8))
+    }
+
+    /// The class with this index, if `index < COUNT`.
+    pub const fn from_index(index: usize) -> Option<SizeClass> {
+        if index < CLASS_COUNT {
+            Some(SizeClass(index as u8))
+        } else {
+            None
+        }
+    }
+
+    /// The class index, `0..COUNT`.
+    #[inline(always)]
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The size of every block of this class, in bytes.
+    #[inline(always)]
+    pub const fn block_size(self) -> usize {
+        BLOCK_SIZES[self.0 as usize] as usize
+    }
+
+    /// The alignment every block of this class has: the largest power of two
+    /// dividing the block size, capped at [`MAX_CLASS_ALIGN`].
+    pub const fn align(self) -> usize {
+        let a = 1usize << self.block_size().trailing_zeros();
+        if a > MAX_CLASS_ALIGN {
+            MAX_CLASS_ALIGN
+        } else {
+            a
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundaries_are_fixed_points_and_sizes_increase() {
+        assert_eq!(CLASS_COUNT, 88);
+        assert_eq!(block_size_of(0), 8);
+        assert_eq!(block_size_of(CLASS_COUNT - 1), MAX_CLASS_SIZE);
+        for i in 0..CLASS_COUNT {
+            let b = block_size_of(i);
+            assert_eq!(
+                SizeClass::of(b, 1).unwrap().index(),
+                i,
+                "class {i} ({b} bytes)"
+            );
+            if i > 0 {
+                assert!(b > block_size_of(i - 1));
+                assert_eq!(
+                    SizeClass::of(block_size_of(i - 1) + 1, 1).unwrap().index(),
+                    i
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_size_and_alignment_gets_a_fitting_aligned_class() {
+        let step = if cfg!(miri) { 997 } else { 1 };
+        let mut align = 1;
+        while align <= MAX_CLASS_ALIGN {
+            let mut size = 0;
+            while size <= MAX_CLASS_SIZE {
+                match SizeClass::of(size, align) {
+                    Some(c) => {
+                        let b = c.block_size();
+                        assert!(
+                            b >= size.max(1) && b.is_multiple_of(align),
+                            "size {size} align {align} -> {b}"
+                        );
+                        if size > 128 && align <= 8 {
+                            assert!((b - size) * 8 <= b, "waste above 1/8: {size} -> {b}");
+                        }
+                    }
+                    None => assert!(size.next_multiple_of(align) > MAX_CLASS_SIZE),
+                }
+                size += step;
+            }
+            align *= 2;
+        }
+        assert!(SizeClass::of(8, 8192).is_none());
+        assert!(SizeClass::of(usize::MAX, 8).is_none());
+    }
+}
