@@ -1,9 +1,97 @@
-//! Placeholder: replaced by its implementation.
-#[allow(missing_docs)]
-pub struct Persistent;
-#[allow(missing_docs)]
-pub struct Rewindable;
-#[allow(missing_docs)]
-pub struct Temp;
-#[allow(missing_docs)]
-pub struct TempJob;
+//! Unity's lifetime allocators (reference 002): one allocator per lifetime.
+//!
+//! | type | lifetime | freed | thread-safe | minimum alignment |
+//! | --- | --- | --- | --- | --- |
+//! | [`Temp`] | a frame or a job scope | whole, at [`Temp::end_frame`] / end of [`Temp::scope`]; a single free is a no-op | no (`!Sync`, one per thread) | 64 |
+//! | [`TempJob`] | within 4 frames of creation | each allocation, explicitly; overdue ones are reported at [`TempJob::end_frame`] | yes | 16 |
+//! | [`Persistent`] | indefinite | each allocation, explicitly | as its base | 16 |
+//! | [`Rewindable`] | until [`Rewindable::rewind`] | everything at once | yes | 64 |
+//!
+//! Fallbacks follow Unity: a full [`Temp`] falls back to its fallback
+//! allocator (a [`TempJob`] on the main thread), a full [`TempJob`] pool
+//! overflows into the system heap (`malloc`); both fallbacks are counted.
+//!
+//! Leak detection follows Unity's native leak detection: [`TempJob`] and
+//! [`Persistent`] report the allocations still live when they are dropped as
+//! a [`LeakReport`], printed to stderr unless a hook was installed with
+//! `on_leak` (tests use the hook to observe it).
+
+use core::fmt;
+
+mod persistent;
+mod rewindable;
+mod temp;
+mod temp_job;
+
+pub use persistent::Persistent;
+pub use rewindable::{Rewindable, RewindableHandle};
+pub use temp::Temp;
+pub use temp_job::{Overdue, TempJob};
+
+/// One allocation that was still live when its allocator was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Leak {
+    /// Address of the block, as an integer (the block is never freed).
+    pub address: usize,
+    /// Size in bytes, as requested.
+    pub size: usize,
+    /// The frame it was allocated in (0 where the allocator has no frames).
+    pub frame: u64,
+}
+
+/// What an allocator found still live when it was dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LeakReport {
+    /// The allocator's name (`"TempJob"`, `"Persistent"`).
+    pub allocator: &'static str,
+    /// Number of live allocations.
+    pub allocations: usize,
+    /// Live bytes, as requested.
+    pub bytes: usize,
+    /// Each leaked block, where the allocator tracks them individually
+    /// ([`TempJob`] does; [`Persistent`] only counts, so this is empty).
+    pub leaks: Vec<Leak>,
+}
+
+impl fmt::Display for LeakReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} allocation(s), {} byte(s) leaked (still live when the allocator was dropped)",
+            self.allocator, self.allocations, self.bytes
+        )?;
+        for l in &self.leaks {
+            write!(
+                f,
+                "\n  {:#x}: {} bytes, allocated in frame {}",
+                l.address, l.size, l.frame
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Receives the [`LeakReport`] of an allocator that is dropped with live
+/// allocations (instead of the default: printing it to stderr).
+pub type LeakHook = Box<dyn Fn(&LeakReport) + Send + Sync>;
+
+/// Delivers a non-empty report: to the hook if there is one, else to stderr.
+fn report_leaks(hook: Option<&LeakHook>, report: &LeakReport) {
+    if report.allocations == 0 {
+        return;
+    }
+    match hook {
+        Some(h) => h(report),
+        None => eprintln!("{report}"),
+    }
+}
+
+/// Largest capacity (block, pool or buffer) the atomic allocators accept:
+/// a failed `fetch_add` leaves its increment on the offset, so with at most
+/// [`MAX_ENTRANTS`] threads inside the fast path at once the offset stays
+/// below `capacity * (MAX_ENTRANTS + 2)`, which must not wrap.
+pub const MAX_CAPACITY: usize = usize::MAX / (MAX_ENTRANTS + 2);
+
+/// Threads that may be inside one atomic fast path at the same moment
+/// (the write-up's `C`): the bound behind [`MAX_CAPACITY`].
+pub const MAX_ENTRANTS: usize = 1024;

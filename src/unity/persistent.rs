@@ -1,0 +1,213 @@
+//! `Persistent`: Unity's general-purpose allocator for indefinite lifetimes.
+//!
+//! **Contract.** Blocks live until freed explicitly, in any order, by any
+//! thread the base allocator allows (`Persistent<A>` is `Send`/`Sync` exactly
+//! when `A` is). Every block is aligned to at least
+//! [`Persistent::MIN_ALIGN`] = 16 bytes. There is no fallback: "only limited
+//! by the amount of free memory". Live blocks and bytes are counted; what is
+//! still live when the `Persistent` is dropped is reported as a
+//! [`LeakReport`] (stderr, or the hook set by [`Persistent::on_leak`]), as
+//! Unity's leak detection does. Leaked blocks are not freed by the drop (the
+//! base allocator owns their memory and may release it when it is dropped).
+//!
+//! **Fast path.** The base allocator's, with the alignment raised to 16, plus
+//! two relaxed `fetch_add`s on the live counters (one cache line of their
+//! own). Freeing: the base's free plus two relaxed `fetch_sub`s.
+//!
+//! **Slow path.** The base's (growth from the OS for `SegregatedFit`).
+//!
+//! **Costs.** Two counters; per block, whatever the base costs at alignment
+//! 16. Failures: the base's, plus zero size and bad alignment.
+
+use core::alloc::Layout;
+use core::fmt;
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+use super::{LeakHook, LeakReport, report_leaks};
+use crate::sync::{AtomicUsize, Ordering};
+use crate::{AllocError, RawAllocator};
+
+/// Live counters, kept together on their own cache line.
+#[derive(Debug, Default)]
+struct Live {
+    /// Blocks allocated and not yet freed.
+    allocations: AtomicUsize,
+    /// Their requested bytes.
+    bytes: AtomicUsize,
+}
+
+/// Unity's general-purpose allocator: a base allocator with a 16-byte minimum
+/// alignment and leak counting. See the [module docs](self).
+///
+/// ```
+/// use allocasm::{PageAllocator, Persistent};
+/// let p = Persistent::with_base(PageAllocator::new()).on_leak(|_| {});
+/// let block = p.alloc(100, 8).unwrap();
+/// assert_eq!(block.as_ptr() as usize % 16, 0);
+/// assert_eq!((p.live_allocations(), p.live_bytes()), (1, 100));
+/// // SAFETY: `block` came from `p.alloc(100, 8)` and is live.
+/// unsafe { p.dealloc(block, 100, 8) };
+/// assert_eq!(p.live_allocations(), 0);
+/// ```
+// TODO(lead): once `SegregatedFit` implements `RawAllocator`, make it the
+// default: `pub struct Persistent<A: RawAllocator = crate::SegregatedFit>`,
+// and add `impl Persistent { pub fn new() -> Self { Self::with_base(SegregatedFit::new()) } }`.
+pub struct Persistent<A: RawAllocator> {
+    /// Where the blocks come from.
+    base: A,
+    /// Live blocks and bytes. Invariant: they count exactly the blocks
+    /// `alloc` returned that `dealloc` has not taken back.
+    live: CachePadded<Live>,
+    /// Where a leak report goes (stderr when `None`).
+    leak_hook: Option<LeakHook>,
+}
+
+impl<A: RawAllocator> Persistent<A> {
+    /// Every block is aligned to at least this (Unity's documented minimum).
+    pub const MIN_ALIGN: usize = 16;
+
+    /// A `Persistent` allocating from `base`.
+    pub fn with_base(base: A) -> Self {
+        Persistent {
+            base,
+            live: CachePadded::new(Live::default()),
+            leak_hook: None,
+        }
+    }
+
+    /// Sends the leak report of the drop to `hook` instead of stderr.
+    pub fn on_leak(mut self, hook: impl Fn(&LeakReport) + Send + Sync + 'static) -> Self {
+        self.leak_hook = Some(Box::new(hook));
+        self
+    }
+
+    /// The layout actually asked of the base.
+    #[inline(always)]
+    fn base_layout(size: usize, align: usize) -> Result<Layout, AllocError> {
+        if size == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        crate::check_align(align)?;
+        Layout::from_size_align(size, align.max(Self::MIN_ALIGN)).map_err(|_| {
+            AllocError::TooLarge {
+                requested: size,
+                max: isize::MAX as usize,
+            }
+        })
+    }
+
+    /// Allocates `size` bytes aligned to `max(align, 16)`.
+    #[inline(always)]
+    pub fn alloc(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        let layout = Self::base_layout(size, align)?;
+        let block = self.base.allocate(layout)?.cast::<u8>();
+        debug_assert!(
+            (block.as_ptr() as usize).is_multiple_of(layout.align()),
+            "base returned {block:p} for {layout:?}"
+        );
+        self.live.allocations.fetch_add(1, Ordering::Relaxed);
+        self.live.bytes.fetch_add(size, Ordering::Relaxed);
+        Ok(block)
+    }
+
+    /// Frees a block.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from [`alloc`](Self::alloc) on this allocator with this
+    /// `size` and `align`, and has not been freed since.
+    #[inline(always)]
+    pub unsafe fn dealloc(&self, ptr: NonNull<u8>, size: usize, align: usize) {
+        let layout = Layout::from_size_align(size, align.max(Self::MIN_ALIGN))
+            .expect("the layout was valid when the block was allocated");
+        // SAFETY: the caller guarantees `ptr` came from `alloc(size, align)`,
+        // which asked the base for exactly `layout`.
+        unsafe { self.base.deallocate(ptr, layout) };
+        let was = self.live.allocations.fetch_sub(1, Ordering::Relaxed);
+        debug_assert!(was > 0, "Persistent: more frees than allocations");
+        self.live.bytes.fetch_sub(size, Ordering::Relaxed);
+    }
+
+    /// Blocks allocated and not yet freed.
+    pub fn live_allocations(&self) -> usize {
+        self.live.allocations.load(Ordering::Relaxed)
+    }
+
+    /// Requested bytes of the blocks not yet freed.
+    pub fn live_bytes(&self) -> usize {
+        self.live.bytes.load(Ordering::Relaxed)
+    }
+
+    /// What a drop would report now.
+    pub fn leaks(&self) -> LeakReport {
+        LeakReport {
+            allocator: "Persistent",
+            allocations: self.live_allocations(),
+            bytes: self.live_bytes(),
+            leaks: Vec::new(),
+        }
+    }
+
+    /// The base allocator.
+    pub fn base(&self) -> &A {
+        &self.base
+    }
+}
+
+impl<A: RawAllocator> Drop for Persistent<A> {
+    fn drop(&mut self) {
+        report_leaks(self.leak_hook.as_ref(), &self.leaks());
+    }
+}
+
+impl<A: RawAllocator + fmt::Debug> fmt::Debug for Persistent<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Persistent")
+            .field("base", &self.base)
+            .field("live_allocations", &self.live_allocations())
+            .field("live_bytes", &self.live_bytes())
+            .finish()
+    }
+}
+
+impl<A: RawAllocator> RawAllocator for Persistent<A> {
+    const FREES_INDIVIDUALLY: bool = A::FREES_INDIVIDUALLY;
+
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        let p = self.alloc(layout.size(), layout.align())?;
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded; `allocate(layout)` called `alloc(size, align)`.
+        unsafe { self.dealloc(ptr, layout.size(), layout.align()) }
+    }
+}
+
+// SAFETY: blocks from `alloc` are the base's blocks for a layout at least as
+// strict as the one asked, live until `deallocate`; zero-size layouts get a
+// dangling aligned pointer and are not freed. Copies of `&Persistent` are the
+// same allocator.
+unsafe impl<A: RawAllocator> allocator_api2::alloc::Allocator for &Persistent<A> {
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if layout.size() == 0 {
+            // SAFETY: an alignment is never zero.
+            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
+            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
+        }
+        Ok(RawAllocator::allocate(*self, layout)?)
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        if layout.size() != 0 {
+            // SAFETY: forwarded: `ptr` is a live block from `allocate`.
+            unsafe { RawAllocator::deallocate(*self, ptr, layout) };
+        }
+    }
+}

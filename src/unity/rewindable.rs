@@ -1,0 +1,432 @@
+//! `Rewindable`: Unity's rewindable allocator: thread-safe bump allocation in
+//! growing blocks, everything freed at once by a rewind.
+//!
+//! **Contract.** `Send + Sync`: any thread allocates through `&Rewindable`.
+//! Nobody frees a single block ([`deallocate`] is a no-op); [`rewind`] (which
+//! takes `&mut self`) frees everything at once, keeps the blocks that were
+//! used since the previous rewind (ready for reuse, in order) and releases
+//! the others. Every block is aligned to at least
+//! [`Rewindable::MIN_ALIGN`] = 64 bytes. A version number, bumped by each
+//! rewind, makes handles from [`alloc_handle`] detectably stale:
+//! [`Rewindable::get`] answers [`AllocError::BadMarker`] for them.
+//!
+//! **Growth.** Blocks start at `initial_block` bytes and double up to
+//! `max_block`; after that every new block is `max_block` bytes (linear
+//! growth). A request that does not fit the next size gets a block doubled
+//! further (still at most `max_block`); a request over `max_block` is
+//! [`AllocError::TooLarge`].
+//!
+//! **Fast path** ([`Rewindable::try_alloc`]): an acquire load of the current
+//! block pointer (a plain load on x86-64 and with `ldar` on arm64), one
+//! relaxed `fetch_add` on that block's offset, a fit check, an add. One atomic
+//! read-modify-write, no loop, no lock.
+//!
+//! **Slow path** (`#[cold]`): under the block lock, retry on the current
+//! block (another thread may have installed it), else move to the next kept
+//! block or map a new one, and publish it with a release store.
+//!
+//! **Costs.** A boxed 3-word block descriptor (plus its padded offset) per
+//! block; blocks are page-granular memory from [`PageAllocator`]; no
+//! per-allocation metadata; sizes round to 64. A failed `fetch_add` is not
+//! undone, so the end of a block is wasted when it fills (at most one
+//! request's worth per thread). Failures: zero size, bad alignment, over
+//! `max_block` (`TooLarge`), the OS refusing a block (`Os`).
+//!
+//! [`deallocate`]: RawAllocator::deallocate
+//! [`rewind`]: Rewindable::rewind
+//! [`alloc_handle`]: Rewindable::alloc_handle
+
+use core::alloc::Layout;
+use core::fmt;
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+use super::MAX_CAPACITY;
+use crate::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
+use crate::{AllocError, PageAllocator, RawAllocator, align_up};
+
+/// One block of memory.
+struct Block {
+    /// Next free byte. Invariant: a multiple of 64; may pass `capacity`
+    /// (failed reservations are not undone), by at most one request per
+    /// thread in flight.
+    offset: CachePadded<AtomicUsize>,
+    /// Page-aligned start. Owned; released when the block is dropped.
+    base: NonNull<u8>,
+    /// Usable bytes: a multiple of 64.
+    capacity: usize,
+    /// Bytes of the mapping.
+    mapped: usize,
+}
+
+impl Block {
+    fn new(capacity: usize) -> Result<Box<Block>, AllocError> {
+        let mem = PageAllocator::new().alloc(capacity)?;
+        Ok(Box::new(Block {
+            offset: CachePadded::new(AtomicUsize::new(0)),
+            base: mem.cast(),
+            capacity,
+            mapped: mem.len(),
+        }))
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`mapped` are exactly the mapping made in `new`,
+        // released once, here.
+        unsafe { PageAllocator::new().dealloc(self.base, self.mapped) };
+    }
+}
+
+/// The blocks, in order of use, and which one is current.
+struct Blocks {
+    /// Never empty. Sizes never decrease along the list. Boxed so that a
+    /// block's address (published in `current`) survives the `Vec` growing.
+    #[allow(clippy::vec_box)]
+    list: Vec<Box<Block>>,
+    /// Index of the block `Rewindable::current` points at.
+    current: usize,
+}
+
+/// A block handed out with the version it was made in, so a rewind makes it
+/// detectably stale. See [`Rewindable::alloc_handle`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RewindableHandle {
+    ptr: NonNull<u8>,
+    version: u64,
+    owner: u64,
+}
+
+// SAFETY: a handle is a token: its pointer is only dereferenced after
+// `Rewindable::get` checked it against a live allocator.
+unsafe impl Send for RewindableHandle {}
+// SAFETY: as above; it has no interior mutability.
+unsafe impl Sync for RewindableHandle {}
+
+impl RewindableHandle {
+    /// The version of the allocator when the block was made.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+/// Unity's rewindable allocator. See the [module docs](self).
+///
+/// ```
+/// use allocasm::{AllocError, Rewindable};
+/// let mut r = Rewindable::new(4096, 16384).unwrap();
+/// let h = r.alloc_handle(100, 8).unwrap();
+/// assert_eq!(r.get(h).unwrap().as_ptr() as usize % 64, 0);
+/// r.rewind();
+/// assert_eq!(r.get(h), Err(AllocError::BadMarker));
+/// ```
+pub struct Rewindable {
+    /// The block the fast path bumps in. Invariant: points at
+    /// `blocks.list[blocks.current]`, which stays alive until `rewind(&mut
+    /// self)` or drop. Published with `Release` after the block is ready.
+    current: CachePadded<AtomicPtr<Block>>,
+    /// All blocks; the lock is taken only by the slow path and `&mut self`
+    /// methods.
+    blocks: Mutex<Blocks>,
+    /// Size of the first block (a multiple of 64).
+    initial_block: usize,
+    /// Largest block (a multiple of 64, at most [`MAX_CAPACITY`]).
+    max_block: usize,
+    /// Bumped by every rewind; changed only under `&mut self`.
+    version: u64,
+    /// Distinguishes this allocator's handles from another's.
+    id: u64,
+}
+
+// SAFETY: the blocks are owned memory reached through the `Mutex` or the
+// published `current` pointer; `&self` methods write a block only inside a
+// range one `fetch_add` reserved for the caller; `version` changes only under
+// `&mut self`.
+unsafe impl Send for Rewindable {}
+// SAFETY: as above.
+unsafe impl Sync for Rewindable {}
+
+/// Source of allocator ids. Not part of any lock-free algorithm (a unique
+/// number per allocator), hence not from `crate::sync`.
+static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+impl Rewindable {
+    /// Every block is aligned to at least this (Unity's documented minimum).
+    pub const MIN_ALIGN: usize = 64;
+    /// A default first block: 64 KiB.
+    pub const DEFAULT_INITIAL_BLOCK: usize = 64 << 10;
+    /// A default largest block: 64 MiB.
+    pub const DEFAULT_MAX_BLOCK: usize = 64 << 20;
+
+    /// A rewindable allocator whose first block has `initial_block` bytes,
+    /// doubling up to `max_block` bytes (both rounded up to 64).
+    ///
+    /// Errors: a zero size is [`AllocError::ZeroSize`];
+    /// `max_block < initial_block` or over [`MAX_CAPACITY`] is
+    /// [`AllocError::TooLarge`]; the OS refusing the first block is
+    /// [`AllocError::Os`].
+    pub fn new(initial_block: usize, max_block: usize) -> Result<Self, AllocError> {
+        if initial_block == 0 || max_block == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        if max_block > MAX_CAPACITY || initial_block > max_block {
+            return Err(AllocError::TooLarge {
+                requested: initial_block.max(max_block),
+                max: MAX_CAPACITY,
+            });
+        }
+        let initial_block = align_up(initial_block, Self::MIN_ALIGN);
+        let max_block = align_up(max_block, Self::MIN_ALIGN);
+        let first = Block::new(initial_block)?;
+        let current = CachePadded::new(AtomicPtr::new(&*first as *const Block as *mut Block));
+        Ok(Rewindable {
+            current,
+            blocks: Mutex::new(Blocks {
+                list: vec![first],
+                current: 0,
+            }),
+            initial_block,
+            max_block,
+            version: 0,
+            id: NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+        })
+    }
+
+    /// Bumps in `block`: the shared body of the fast and the slow path.
+    #[inline(always)]
+    fn bump(block: &Block, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        let cap = block.capacity;
+        let extra = align.saturating_sub(Self::MIN_ALIGN);
+        let out = |at: usize| AllocError::OutOfMemory {
+            requested: size,
+            available: cap.saturating_sub(at),
+        };
+        if size > cap || extra > cap {
+            return Err(out(0));
+        }
+        // No overflow: size, extra <= cap <= MAX_CAPACITY.
+        let need = align_up(size, Self::MIN_ALIGN) + extra;
+        if need > cap {
+            return Err(out(0));
+        }
+        let old = block.offset.fetch_add(need, Ordering::Relaxed);
+        debug_assert!(
+            old.is_multiple_of(Self::MIN_ALIGN),
+            "Rewindable block offset {old} not 64-aligned"
+        );
+        if old > cap - need {
+            return Err(out(old));
+        }
+        let start = if extra == 0 {
+            old
+        } else {
+            let base = block.base.as_ptr() as usize;
+            align_up(base + old, align) - base
+        };
+        debug_assert!(
+            start + size <= cap,
+            "Rewindable: block of {size} at {start} past {cap}"
+        );
+        // SAFETY: `start + size <= old + need <= cap`: inside the block, in
+        // the range the `fetch_add` reserved for this caller.
+        Ok(unsafe { block.base.add(start) })
+    }
+
+    /// The fast path: `size` bytes aligned to `max(align, 64)` from the
+    /// current block, or an error without growing.
+    ///
+    /// Errors: [`AllocError::ZeroSize`], [`AllocError::BadAlignment`], and
+    /// [`AllocError::OutOfMemory`] when the current block has no room.
+    #[inline(always)]
+    pub fn try_alloc(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        if size == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        if !align.is_power_of_two() {
+            return Err(AllocError::BadAlignment { align });
+        }
+        let block = self.current.load(Ordering::Acquire);
+        // SAFETY: `current` always points at a live block of `blocks.list`
+        // (published with Release once initialized); blocks are freed only
+        // under `&mut self`, which no `&self` caller can overlap.
+        let block = unsafe { &*block };
+        Self::bump(block, size, align)
+    }
+
+    /// Allocates `size` bytes aligned to `max(align, 64)`, adding a block
+    /// when the current one is full.
+    #[inline(always)]
+    pub fn alloc(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        match self.try_alloc(size, align) {
+            Ok(p) => Ok(p),
+            Err(AllocError::OutOfMemory { .. }) => self.alloc_slow(size, align),
+            Err(e) => Err(e),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_slow(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        let extra = align.saturating_sub(Self::MIN_ALIGN);
+        let need = size
+            .checked_add(Self::MIN_ALIGN - 1)
+            .and_then(|s| s.checked_add(extra));
+        let need = match need {
+            Some(n) if n & !(Self::MIN_ALIGN - 1) <= self.max_block => n & !(Self::MIN_ALIGN - 1),
+            _ => {
+                return Err(AllocError::TooLarge {
+                    requested: size,
+                    max: self.max_block,
+                });
+            }
+        };
+        let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            // Under the lock `current` cannot change: retry on it first
+            // (another thread may have installed it while we waited).
+            let block = &*blocks.list[blocks.current];
+            match Self::bump(block, size, align) {
+                Ok(p) => return Ok(p),
+                Err(AllocError::OutOfMemory { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            self.advance(&mut blocks, need)?;
+        }
+    }
+
+    /// Makes the next block with room for `need` bytes current: the next kept
+    /// one that is large enough, else a new one.
+    fn advance(&self, blocks: &mut Blocks, need: usize) -> Result<(), AllocError> {
+        let mut next = blocks.current + 1;
+        while next < blocks.list.len() && blocks.list[next].capacity < need {
+            next += 1;
+        }
+        if next == blocks.list.len() {
+            let last = blocks.list[blocks.list.len() - 1].capacity;
+            let mut size = last.saturating_mul(2).min(self.max_block);
+            while size < need {
+                size = size.saturating_mul(2).min(self.max_block);
+            }
+            blocks.list.push(Block::new(size)?);
+        }
+        blocks.current = next;
+        let ptr = &*blocks.list[next] as *const Block as *mut Block;
+        self.current.store(ptr, Ordering::Release);
+        Ok(())
+    }
+
+    /// Like [`alloc`](Self::alloc), but returns a handle that
+    /// [`get`](Self::get) refuses after a rewind.
+    pub fn alloc_handle(&self, size: usize, align: usize) -> Result<RewindableHandle, AllocError> {
+        let ptr = self.alloc(size, align)?;
+        Ok(RewindableHandle {
+            ptr,
+            version: self.version,
+            owner: self.id,
+        })
+    }
+
+    /// The block behind `handle`, or [`AllocError::BadMarker`] when a rewind
+    /// made it stale or it belongs to another allocator.
+    pub fn get(&self, handle: RewindableHandle) -> Result<NonNull<u8>, AllocError> {
+        if handle.owner != self.id || handle.version != self.version {
+            return Err(AllocError::BadMarker);
+        }
+        Ok(handle.ptr)
+    }
+
+    /// Frees everything at once: keeps the blocks that were used since the
+    /// last rewind (emptied, in order, to be reused), releases the others
+    /// (always keeping the first), and bumps the version.
+    pub fn rewind(&mut self) {
+        let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut i = 0;
+        blocks.list.retain(|b| {
+            let keep = i == 0 || b.offset.load(Ordering::Relaxed) > 0;
+            i += 1;
+            keep
+        });
+        for b in &blocks.list {
+            b.offset.store(0, Ordering::Relaxed);
+        }
+        blocks.current = 0;
+        let first = &*blocks.list[0] as *const Block as *mut Block;
+        self.current.store(first, Ordering::Release);
+        drop(blocks);
+        self.version += 1;
+    }
+
+    /// The number of rewinds so far.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The capacities of the blocks, in order of use.
+    pub fn block_sizes(&self) -> Vec<usize> {
+        let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        blocks.list.iter().map(|b| b.capacity).collect()
+    }
+
+    /// Bytes handed out (with padding) in the blocks up to the current one.
+    pub fn used(&self) -> usize {
+        let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        blocks.list[..=blocks.current]
+            .iter()
+            .map(|b| b.offset.load(Ordering::Relaxed).min(b.capacity))
+            .sum()
+    }
+
+    /// Size of the first block.
+    pub fn initial_block(&self) -> usize {
+        self.initial_block
+    }
+
+    /// Size of the largest block.
+    pub fn max_block(&self) -> usize {
+        self.max_block
+    }
+}
+
+impl fmt::Debug for Rewindable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rewindable")
+            .field("block_sizes", &self.block_sizes())
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+impl RawAllocator for Rewindable {
+    const FREES_INDIVIDUALLY: bool = false;
+
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        let p = self.alloc(layout.size(), layout.align())?;
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+
+    /// A no-op: everything goes at the next rewind.
+    #[inline]
+    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+}
+
+// SAFETY: blocks from `alloc` are disjoint ranges reserved by `fetch_add`,
+// aligned to `max(align, 64)`, valid until `rewind(&mut self)` or drop, which
+// no `&Rewindable` borrow can outlive. Zero-size layouts get a dangling
+// aligned pointer. Copies of `&Rewindable` are the same allocator.
+unsafe impl allocator_api2::alloc::Allocator for &Rewindable {
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if layout.size() == 0 {
+            // SAFETY: an alignment is never zero.
+            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
+            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
+        }
+        Ok(RawAllocator::allocate(*self, layout)?)
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+}

@@ -1,0 +1,618 @@
+//! `TempJob`: Unity's thread-safe linear allocator for data handed from job to
+//! job, to be freed within 4 frames.
+//!
+//! **Contract.** `Send + Sync`: any thread allocates and frees through
+//! `&TempJob`. Every block must be freed explicitly ([`TempJob::dealloc`]);
+//! a block still live more than [`TempJob::MAX_AGE_FRAMES`] frames after the
+//! frame it was made in is reported once by [`TempJob::end_frame`] as an
+//! [`Overdue`] warning and stays valid, as in Unity. Blocks are aligned to at
+//! least [`TempJob::MIN_ALIGN`] = 16 bytes. When the pool is full, requests
+//! overflow into the system heap (Unity: "overspill allocations in main
+//! memory (malloc)"), counted by [`TempJob::overflow_count`] and capped by an
+//! optional limit. Blocks still live when the `TempJob` is dropped are
+//! reported as a [`LeakReport`] (stderr, or the hook set by
+//! [`TempJob::on_leak`]); the drop then releases all memory, theirs included.
+//!
+//! **Fast path** ([`TempJob::try_alloc`]): a relaxed load of the offset (the
+//! pre-check that keeps a full pool from growing the offset without bound),
+//! one relaxed `fetch_add` of the reservation on the shared offset, a fit
+//! check, then plain stores of a 16-byte record in front of the block
+//! (requested size, frame, state). One atomic read-modify-write, no loop, no
+//! lock, no call. The frame number is a plain field: only `end_frame(&mut
+//! self)` changes it.
+//!
+//! **Where the per-block frame lives.** Not in a shared table: in the record
+//! in front of the block, inside the block's own reservation, so allocating
+//! touches no shared word but the offset, and freeing is one plain store to
+//! the record (no atomic, no lock). The records chain through the pool
+//! (padding for over-aligned blocks is a `PAD` record, a reservation cut by
+//! the end of the pool leaves an `END` record), so [`TempJob::end_frame`],
+//! which holds `&mut self` and therefore runs with no allocation in flight,
+//! walks them: O(blocks made since the pool was last empty). When no pool
+//! block is live at the end of a frame, the offset returns to 0.
+//!
+//! **Slow path** (`#[cold]`): the overflow. `std::alloc` plus an entry in a
+//! `Mutex<HashMap>` keyed by address, holding the layout and frame.
+//!
+//! **Costs.** 16 bytes of record per pool block (blocks round to 16); pool
+//! memory comes back only when every pool block is free at an end of frame,
+//! so one long-lived block pins the pool (Unity's "performance degradation":
+//! later requests overflow). Per overflow block, a map entry. Failures:
+//! zero size, bad alignment, overflow over its limit or refused by the heap
+//! (`OutOfMemory`), a size beyond `isize::MAX` (`TooLarge`).
+
+use core::alloc::Layout;
+use core::fmt;
+use core::ptr::NonNull;
+use std::collections::HashMap;
+
+use crossbeam_utils::CachePadded;
+
+use super::{Leak, LeakHook, LeakReport, MAX_CAPACITY, report_leaks};
+use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::{AllocError, PageAllocator, RawAllocator, align_up};
+
+/// A block still live more than [`TempJob::MAX_AGE_FRAMES`] frames after the
+/// frame it was allocated in: Unity's "allocation older than 4 frames"
+/// warning. The block stays valid and must still be freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Overdue {
+    /// Address of the block.
+    pub address: usize,
+    /// Requested size in bytes.
+    pub size: usize,
+    /// The frame it was allocated in.
+    pub frame: u64,
+    /// Frames since then (`TempJob::frame() - frame`).
+    pub age: u64,
+}
+
+impl fmt::Display for Overdue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TempJob allocation at {:#x} ({} bytes) is {} frames old (allocated in frame {}): free TempJob memory within {} frames",
+            self.address,
+            self.size,
+            self.age,
+            self.frame,
+            TempJob::MAX_AGE_FRAMES
+        )
+    }
+}
+
+/// The record in front of every pool block, and the padding and end markers
+/// that keep the records a chain through the pool.
+#[repr(C, align(16))]
+struct Record {
+    /// `LIVE`/`WARNED`/`FREED`: the requested size (the block spans
+    /// `align_up(size, 16)` bytes after the record). `PAD`: bytes to skip
+    /// after this record. `END`: unused.
+    size: usize,
+    /// The frame the block was made in (low 32 bits; ages use wrapping
+    /// differences).
+    frame: u32,
+    /// One of the state constants below.
+    state: u32,
+}
+
+const RECORD: usize = core::mem::size_of::<Record>();
+const _: () = assert!(RECORD == 16);
+
+/// A live block.
+const LIVE: u32 = 0x4C49_5645;
+/// A live block already reported overdue.
+const WARNED: u32 = 0x5741_524E;
+/// A freed block.
+const FREED: u32 = 0x4652_4545;
+/// Padding before an over-aligned block's record, or after its data.
+const PAD: u32 = 0x5041_4444;
+/// The pool ends here (a reservation that did not fit started here).
+const END: u32 = 0x454E_4400;
+
+/// An overflow block: where it came from, so it can be given back.
+#[derive(Debug, Clone, Copy)]
+struct OverflowBlock {
+    layout: Layout,
+    frame: u64,
+    warned: bool,
+}
+
+#[derive(Debug, Default)]
+struct Overflow {
+    /// Live overflow blocks by address.
+    blocks: HashMap<usize, OverflowBlock>,
+    /// Sum of their sizes.
+    bytes: usize,
+}
+
+/// Unity's thread-safe linear allocator with 4-frame lifetimes. See the
+/// [module docs](self).
+///
+/// ```
+/// use allocasm::TempJob;
+/// let mut job = TempJob::new(1 << 16).unwrap();
+/// let p = job.alloc(100, 8).unwrap();
+/// for _ in 0..4 {
+///     assert!(job.end_frame().is_empty());
+/// }
+/// let late = job.end_frame(); // the fifth end of frame: 5 frames old
+/// assert_eq!(late.len(), 1);
+/// assert_eq!(late[0].address, p.as_ptr() as usize);
+/// // SAFETY: `p` came from `job` and is live.
+/// unsafe { job.dealloc(p).unwrap() };
+/// assert!(job.end_frame().is_empty());
+/// assert_eq!(job.used(), 0);
+/// ```
+pub struct TempJob {
+    /// Next free byte of the pool. Invariant: a multiple of 16; may pass
+    /// `capacity` (failed reservations are not undone) but stays below
+    /// `capacity * (MAX_ENTRANTS + 2)`. Alone on its cache line.
+    offset: CachePadded<AtomicUsize>,
+    /// Start of the pool: page-aligned. Owned; released on drop.
+    base: NonNull<u8>,
+    /// Usable bytes: a multiple of 16, at most [`MAX_CAPACITY`].
+    capacity: usize,
+    /// Bytes of the mapping.
+    mapped: usize,
+    /// The current frame. Changed only by `end_frame(&mut self)`, so the
+    /// fast path reads it as a plain field.
+    frame: u64,
+    /// Most bytes the overflow may hold at once.
+    overflow_limit: usize,
+    /// Overflow blocks (slow path only).
+    overflow: Mutex<Overflow>,
+    /// Requests served by the overflow since construction.
+    overflow_count: AtomicUsize,
+    /// Where a leak report goes (stderr when `None`).
+    leak_hook: Option<LeakHook>,
+}
+
+// SAFETY: `base` is the pool this `TempJob` owns; the pool is written only
+// inside reservations that one `fetch_add` gave to one caller, or under
+// `&mut self`. The other shared state is atomics and a `Mutex`; `frame` and
+// the rest change only under `&mut self`; the hook is `Send + Sync`.
+unsafe impl Send for TempJob {}
+// SAFETY: as above: every `&self` method touches the pool only inside its
+// own reservation or a block the caller owns, and shared counters only
+// through atomics or the `Mutex`.
+unsafe impl Sync for TempJob {}
+
+impl TempJob {
+    /// Every block is aligned to at least this (Unity's documented minimum).
+    pub const MIN_ALIGN: usize = 16;
+    /// A block older than this many frames at an end of frame is reported.
+    pub const MAX_AGE_FRAMES: u64 = 4;
+    /// Unity's usual pool size: 64 MB ("most platforms").
+    pub const DEFAULT_CAPACITY: usize = 64 << 20;
+    /// Unity's pool size on small-memory systems: 16 MB.
+    pub const SMALL_CAPACITY: usize = 16 << 20;
+
+    /// A `TempJob` with a pool of `capacity` bytes (rounded down to a
+    /// multiple of 16) and an unlimited overflow.
+    ///
+    /// Errors: a capacity under 32 bytes is [`AllocError::ZeroSize`], over
+    /// [`MAX_CAPACITY`] is [`AllocError::TooLarge`]; the OS refusing the pool
+    /// is [`AllocError::Os`].
+    pub fn new(capacity: usize) -> Result<Self, AllocError> {
+        let capacity = capacity & !(Self::MIN_ALIGN - 1);
+        if capacity < 2 * RECORD {
+            return Err(AllocError::ZeroSize);
+        }
+        if capacity > MAX_CAPACITY {
+            return Err(AllocError::TooLarge {
+                requested: capacity,
+                max: MAX_CAPACITY,
+            });
+        }
+        let block = PageAllocator::new().alloc(capacity)?;
+        Ok(TempJob {
+            offset: CachePadded::new(AtomicUsize::new(0)),
+            base: block.cast(),
+            capacity,
+            mapped: block.len(),
+            frame: 0,
+            overflow_limit: usize::MAX,
+            overflow: Mutex::new(Overflow::default()),
+            overflow_count: AtomicUsize::new(0),
+            leak_hook: None,
+        })
+    }
+
+    /// Caps the bytes the overflow may hold at once (0: no overflow, a full
+    /// pool is an [`AllocError::OutOfMemory`]).
+    pub fn with_overflow_limit(mut self, bytes: usize) -> Self {
+        self.overflow_limit = bytes;
+        self
+    }
+
+    /// Sends the leak report of the drop to `hook` instead of stderr.
+    pub fn on_leak(mut self, hook: impl Fn(&LeakReport) + Send + Sync + 'static) -> Self {
+        self.leak_hook = Some(Box::new(hook));
+        self
+    }
+
+    /// The fast path: `size` bytes aligned to `max(align, 16)` from the
+    /// pool, or an error without overflowing.
+    ///
+    /// Errors: [`AllocError::ZeroSize`], [`AllocError::BadAlignment`], and
+    /// [`AllocError::OutOfMemory`] when the pool has no room.
+    #[inline(always)]
+    pub fn try_alloc(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        if size == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        if !align.is_power_of_two() {
+            return Err(AllocError::BadAlignment { align });
+        }
+        let cap = self.capacity;
+        // Over-aligned blocks reserve the worst-case padding up front, so one
+        // `fetch_add` always suffices.
+        let extra = align.saturating_sub(Self::MIN_ALIGN);
+        let out = |at: usize| AllocError::OutOfMemory {
+            requested: size,
+            available: cap.saturating_sub(at),
+        };
+        // The pre-check: a full pool refuses before touching the offset, so
+        // only threads already past this load can push it beyond `cap`.
+        let seen = self.offset.load(Ordering::Relaxed);
+        if size > cap || extra > cap {
+            return Err(out(seen));
+        }
+        // No overflow: size, extra <= cap <= MAX_CAPACITY.
+        let need = RECORD + align_up(size, Self::MIN_ALIGN) + extra;
+        if need > cap || seen > cap - need {
+            return Err(out(seen));
+        }
+        let old = self.offset.fetch_add(need, Ordering::Relaxed);
+        debug_assert!(
+            old.is_multiple_of(Self::MIN_ALIGN),
+            "TempJob offset {old} not 16-aligned"
+        );
+        if old > cap - need {
+            if old < cap {
+                // This reservation straddles the end of the pool: mark where
+                // the chain of records stops. `old + 16 <= cap` (both are
+                // multiples of 16), and no other reservation covers `old`.
+                // SAFETY: inside the pool, in this caller's reservation.
+                unsafe { self.write_record(old, 0, END) };
+            }
+            return Err(out(old));
+        }
+        let base = self.base.as_ptr() as usize;
+        let user = if extra == 0 {
+            old + RECORD
+        } else {
+            align_up(base + old + RECORD, align) - base
+        };
+        let data_end = user + align_up(size, Self::MIN_ALIGN);
+        // SAFETY: `old..old + need` is this caller's reservation inside the
+        // pool (`old + need <= cap`); `user - RECORD >= old`, and the pads
+        // are at least 16 bytes when present (all offsets are multiples of
+        // 16), so every record written lies inside it.
+        unsafe {
+            if user - RECORD > old {
+                self.write_record(old, user - RECORD - old - RECORD, PAD);
+            }
+            self.write_record(user - RECORD, size, LIVE);
+            if data_end < old + need {
+                self.write_record(data_end, old + need - data_end - RECORD, PAD);
+            }
+            Ok(self.base.add(user))
+        }
+    }
+
+    /// Writes a record at pool offset `at`, stamped with the current frame.
+    ///
+    /// # Safety
+    ///
+    /// `at..at + 16` is inside the pool and inside the caller's reservation
+    /// (or the caller holds `&mut self`); `at` is a multiple of 16.
+    #[inline(always)]
+    unsafe fn write_record(&self, at: usize, size: usize, state: u32) {
+        // SAFETY: in bounds and exclusively the caller's, per the contract;
+        // the base is page-aligned and `at % 16 == 0`, so it is aligned.
+        unsafe {
+            self.base.add(at).cast::<Record>().write(Record {
+                size,
+                frame: self.frame as u32,
+                state,
+            })
+        };
+    }
+
+    /// Allocates `size` bytes aligned to `max(align, 16)`: from the pool, or
+    /// from the overflow (counted) when the pool is full.
+    #[inline(always)]
+    pub fn alloc(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        match self.try_alloc(size, align) {
+            Ok(p) => Ok(p),
+            Err(AllocError::OutOfMemory { .. }) => self.alloc_overflow(size, align),
+            Err(e) => Err(e),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_overflow(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        let layout = Layout::from_size_align(size, align.max(Self::MIN_ALIGN)).map_err(|_| {
+            AllocError::TooLarge {
+                requested: size,
+                max: isize::MAX as usize,
+            }
+        })?;
+        let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+        let room = self.overflow_limit.saturating_sub(overflow.bytes);
+        if size > room {
+            return Err(AllocError::OutOfMemory {
+                requested: size,
+                available: room,
+            });
+        }
+        // SAFETY: `layout` has a non-zero size (checked by `try_alloc`).
+        let ptr =
+            NonNull::new(unsafe { std::alloc::alloc(layout) }).ok_or(AllocError::OutOfMemory {
+                requested: size,
+                available: 0,
+            })?;
+        overflow.blocks.insert(
+            ptr.as_ptr() as usize,
+            OverflowBlock {
+                layout,
+                frame: self.frame,
+                warned: false,
+            },
+        );
+        overflow.bytes += size;
+        self.overflow_count.fetch_add(1, Ordering::Relaxed);
+        Ok(ptr)
+    }
+
+    /// Frees a block.
+    ///
+    /// Errors (where detectable): [`AllocError::DoubleFree`] for a pool block
+    /// already freed, [`AllocError::ForeignPointer`] for a pointer that is
+    /// neither a pool block nor a live overflow block (an overflow block
+    /// freed twice is reported this way too).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from this `TempJob` (or is a pointer outside its pool), and
+    /// no other thread frees the same block at the same time.
+    pub unsafe fn dealloc(&self, ptr: NonNull<u8>) -> Result<(), AllocError> {
+        let off = (ptr.as_ptr() as usize).wrapping_sub(self.base.as_ptr() as usize);
+        if off < self.capacity {
+            if off < RECORD || !off.is_multiple_of(Self::MIN_ALIGN) {
+                return Err(AllocError::ForeignPointer);
+            }
+            // SAFETY: `off - 16` is a 16-aligned offset inside the pool; for
+            // a block of this pool it is the block's record, which only the
+            // block's owner (the caller) writes after allocation.
+            let record = unsafe { &mut *self.base.add(off - RECORD).cast::<Record>().as_ptr() };
+            return match record.state {
+                LIVE | WARNED => {
+                    record.state = FREED;
+                    Ok(())
+                }
+                FREED => Err(AllocError::DoubleFree),
+                _ => Err(AllocError::ForeignPointer),
+            };
+        }
+        let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(block) = overflow.blocks.remove(&(ptr.as_ptr() as usize)) else {
+            return Err(AllocError::ForeignPointer);
+        };
+        overflow.bytes -= block.layout.size();
+        drop(overflow);
+        // SAFETY: the map held it, so it came from `std::alloc::alloc` with
+        // this layout and is freed once (it left the map).
+        unsafe { std::alloc::dealloc(ptr.as_ptr(), block.layout) };
+        Ok(())
+    }
+
+    /// Ends the frame: advances the frame number and returns the blocks that
+    /// just became overdue (older than [`MAX_AGE_FRAMES`](Self::MAX_AGE_FRAMES):
+    /// a block made in frame `f` is reported by the end of frame that makes
+    /// the frame number `f + 5`, once). When no pool block is live, the pool
+    /// starts over at offset 0.
+    ///
+    /// `&mut self` means no allocation or free is in flight: the frame
+    /// boundary is a synchronization point, as in Unity.
+    pub fn end_frame(&mut self) -> Vec<Overdue> {
+        self.frame += 1;
+        let now = self.frame;
+        let mut overdue = Vec::new();
+        let mut live = 0;
+        self.walk(|r, address| match r.state {
+            LIVE | WARNED => {
+                live += 1;
+                let age = u64::from((now as u32).wrapping_sub(r.frame));
+                if r.state == LIVE && age > Self::MAX_AGE_FRAMES {
+                    r.state = WARNED;
+                    overdue.push(Overdue {
+                        address,
+                        size: r.size,
+                        frame: now - age,
+                        age,
+                    });
+                }
+            }
+            _ => {}
+        });
+        if live == 0 {
+            self.offset.store(0, Ordering::Relaxed);
+        }
+        let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+        for (&address, b) in overflow.blocks.iter_mut() {
+            let age = now - b.frame;
+            if !b.warned && age > Self::MAX_AGE_FRAMES {
+                b.warned = true;
+                overdue.push(Overdue {
+                    address,
+                    size: b.layout.size(),
+                    frame: b.frame,
+                    age,
+                });
+            }
+        }
+        overdue.sort_unstable_by_key(|o| o.address);
+        overdue
+    }
+
+    /// Visits every block record of the pool (not the padding) with the
+    /// block's address.
+    fn walk(&mut self, mut visit: impl FnMut(&mut Record, usize)) {
+        let limit = self.offset.load(Ordering::Relaxed).min(self.capacity);
+        let mut at = 0;
+        while at < limit {
+            // SAFETY: `at` is a 16-aligned offset below `limit <= capacity`
+            // that starts a record: the chain starts at 0 and every step
+            // below moves to the next record written by a reservation that
+            // completed (`&mut self`: none is in flight).
+            let r = unsafe { &mut *self.base.add(at).cast::<Record>().as_ptr() };
+            match r.state {
+                PAD => at += RECORD + r.size,
+                END => break,
+                LIVE | WARNED | FREED => {
+                    visit(r, self.base.as_ptr() as usize + at + RECORD);
+                    at += RECORD + align_up(r.size, Self::MIN_ALIGN);
+                }
+                other => {
+                    debug_assert!(
+                        false,
+                        "TempJob: corrupt record {other:#x} at pool offset {at}"
+                    );
+                    break;
+                }
+            }
+        }
+    }
+
+    /// What a drop would report now: every live block, pool and overflow.
+    pub fn leaks(&mut self) -> LeakReport {
+        let now = self.frame;
+        let mut leaks = Vec::new();
+        self.walk(|r, address| {
+            if matches!(r.state, LIVE | WARNED) {
+                let age = u64::from((now as u32).wrapping_sub(r.frame));
+                leaks.push(Leak {
+                    address,
+                    size: r.size,
+                    frame: now - age,
+                });
+            }
+        });
+        let overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+        for (&address, b) in &overflow.blocks {
+            leaks.push(Leak {
+                address,
+                size: b.layout.size(),
+                frame: b.frame,
+            });
+        }
+        leaks.sort_unstable_by_key(|l| l.address);
+        LeakReport {
+            allocator: "TempJob",
+            allocations: leaks.len(),
+            bytes: leaks.iter().map(|l| l.size).sum(),
+            leaks,
+        }
+    }
+
+    /// The current frame number (0 until the first [`end_frame`](Self::end_frame)).
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Bytes of the pool reserved so far (records and padding included).
+    pub fn used(&self) -> usize {
+        self.offset.load(Ordering::Relaxed).min(self.capacity)
+    }
+
+    /// Usable bytes of the pool.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Requests served by the overflow since construction.
+    pub fn overflow_count(&self) -> usize {
+        self.overflow_count.load(Ordering::Relaxed)
+    }
+
+    /// Whether `ptr` lies inside the pool.
+    pub fn owns(&self, ptr: *const u8) -> bool {
+        (ptr as usize).wrapping_sub(self.base.as_ptr() as usize) < self.capacity
+    }
+}
+
+impl Drop for TempJob {
+    fn drop(&mut self) {
+        let report = self.leaks();
+        report_leaks(self.leak_hook.as_ref(), &report);
+        let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+        for (address, b) in overflow.blocks.drain() {
+            // SAFETY: every map entry is a live block from
+            // `std::alloc::alloc(b.layout)`; the map is emptied here.
+            unsafe { std::alloc::dealloc(address as *mut u8, b.layout) };
+        }
+        // SAFETY: `base`/`mapped` are exactly the mapping made in `new`,
+        // released once, here.
+        unsafe { PageAllocator::new().dealloc(self.base, self.mapped) };
+    }
+}
+
+impl fmt::Debug for TempJob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TempJob")
+            .field("base", &self.base)
+            .field("capacity", &self.capacity)
+            .field("used", &self.used())
+            .field("frame", &self.frame)
+            .field("overflow_count", &self.overflow_count())
+            .finish()
+    }
+}
+
+impl RawAllocator for TempJob {
+    /// Pool bytes come back only when the whole pool is free at an end of
+    /// frame.
+    const FREES_INDIVIDUALLY: bool = false;
+
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        let p = self.alloc(layout.size(), layout.align())?;
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, _layout: Layout) {
+        // SAFETY: the caller guarantees `ptr` is a live block of this
+        // allocator.
+        let r = unsafe { self.dealloc(ptr) };
+        debug_assert!(r.is_ok(), "TempJob::deallocate({ptr:p}): {r:?}");
+    }
+}
+
+// SAFETY: blocks from `alloc` are disjoint, live until freed, at least
+// `layout.size()` bytes aligned to `layout.align()`; zero-size layouts get a
+// dangling aligned pointer and are not freed. Copies of `&TempJob` are the
+// same allocator.
+unsafe impl allocator_api2::alloc::Allocator for &TempJob {
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if layout.size() == 0 {
+            // SAFETY: an alignment is never zero.
+            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
+            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
+        }
+        Ok(RawAllocator::allocate(*self, layout)?)
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        if layout.size() != 0 {
+            // SAFETY: forwarded: `ptr` is a live block from `allocate`.
+            unsafe { RawAllocator::deallocate(*self, ptr, layout) };
+        }
+    }
+}
