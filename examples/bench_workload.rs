@@ -23,7 +23,7 @@ use core::ptr::NonNull;
 #[path = "../benches/allocators/subjects.rs"]
 mod subjects;
 
-use subjects::{LocalAlloc, Subject, Visit};
+use subjects::{Config, LocalAlloc, Subject, Visit};
 
 fn usage() -> ! {
     eprintln!(
@@ -37,20 +37,25 @@ fn main() {
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_else(|| usage());
     let number = |i: usize| arg(i).parse::<u64>().unwrap_or_else(|_| usage());
     match arg(0) {
-        "list" => subjects::NAMES.iter().for_each(|n| println!("{n}")),
+        "list" => subjects::names().iter().for_each(|n| println!("{n}")),
         "l1" => {
             let run = L1 {
                 ops: number(2),
                 baseline: args.get(3).is_some_and(|a| a == "--baseline"),
             };
-            let sum = subjects::with_subject(arg(1), 1, run).unwrap_or_else(|| usage());
+            let ops = number(2) as usize;
+            // Half the operations allocate, 136 bytes on average (+16 for records).
+            let cfg = Config { workers: 1, block: 256, bytes: ops * 160 + (1 << 20), live: 4096 };
+            let sum = subjects::with_subject(arg(1), cfg, run).unwrap_or_else(|| usage());
             println!("l1 {} checksum {sum}", arg(1));
         }
         "metadata" => {
             let run = Metadata {
                 count: number(2) as usize,
             };
-            let line = subjects::with_subject(arg(1), 1, run).unwrap_or_else(|| usage());
+            let count = number(2) as usize;
+            let cfg = Config { workers: 1, block: 64, bytes: count * 96 + (1 << 20), live: count };
+            let line = subjects::with_subject(arg(1), cfg, run).unwrap_or_else(|| usage());
             match line {
                 Some(m) => println!(
                     "metadata {} count={} payload={} resident_growth={} per_alloc_bytes={:.4} percent={:.4}",

@@ -32,7 +32,7 @@ mod pool;
 mod subjects;
 
 use pool::{WorkerPool, measure, measure_local};
-use subjects::{LocalAlloc, Subject};
+use subjects::{Config, LocalAlloc, Subject, Visit, VisitShared};
 
 /// Operations per worker between two resets: 16 MiB of 16-byte
 /// reservations, so every arena fits a round in its first blocks.
@@ -172,19 +172,18 @@ fn chapter<S: Subject>(s: &S, n: u64) -> u64 {
 }
 
 /// Registers a multi-thread benchmark of `op` over `state` on `pool`.
-#[allow(clippy::too_many_arguments)]
 fn bench_threads<S: Send + Sync + 'static>(
     g: &mut BenchmarkGroup<'_, WallTime>,
     pool: &mut WorkerPool,
     name: &str,
-    state: S,
-    reset: fn(&mut S),
+    (state, reset): (S, fn(&mut S)),
+    round: u64,
     op: fn(&S, usize, u64) -> u64,
 ) {
     let threads = pool.workers();
     let mut state = Arc::new(state);
     g.bench_function(BenchmarkId::new(name, threads), |b| {
-        b.iter_custom(|iters| measure(pool, &mut state, iters, ROUND, reset, op))
+        b.iter_custom(|iters| measure(pool, &mut state, iters, round, reset, op))
     });
 }
 
@@ -192,14 +191,76 @@ fn bench_threads<S: Send + Sync + 'static>(
 fn bench_local<S>(
     g: &mut BenchmarkGroup<'_, WallTime>,
     name: &str,
-    mut state: S,
-    reset: fn(&mut S),
+    (mut state, reset): (S, fn(&mut S)),
+    round: u64,
     op: fn(&S, u64) -> u64,
 ) {
     g.bench_function(BenchmarkId::new(name, 1), |b| {
-        b.iter_custom(|iters| measure_local(&mut state, iters, ROUND, reset, op))
+        b.iter_custom(|iters| measure_local(&mut state, iters, round, reset, op))
     });
 }
+
+/// A thread-safe subject measured with `op` on a pool.
+struct OnPool<'g, 'c, 'p> {
+    group: &'g mut BenchmarkGroup<'c, WallTime>,
+    pool: &'p mut WorkerPool,
+    name: &'g str,
+    round: u64,
+    op: Op,
+}
+
+/// A subject measured with `op` on the calling thread alone.
+struct OnCaller<'g, 'c> {
+    group: &'g mut BenchmarkGroup<'c, WallTime>,
+    name: &'g str,
+    round: u64,
+    op: Op,
+}
+
+/// The workloads a visitor can instantiate for any subject.
+#[derive(Clone, Copy)]
+enum Op {
+    Reserve16,
+    Churn,
+    AllocFree64,
+    Chapter,
+}
+
+impl VisitShared for OnPool<'_, '_, '_> {
+    type Out = ();
+    fn visit<S: Subject + Send + Sync + 'static>(self, subject: S) {
+        let op: fn(&S, usize, u64) -> u64 = match self.op {
+            Op::Reserve16 => reserve16::<S>,
+            Op::Churn => churn::<S>,
+            Op::AllocFree64 | Op::Chapter => unreachable!("single-thread workloads run on the caller"),
+        };
+        bench_threads(self.group, self.pool, self.name, (subject, S::reset), self.round, op);
+    }
+}
+
+impl Visit for OnCaller<'_, '_> {
+    type Out = ();
+    fn visit<S: Subject>(self, subject: S) {
+        let op: fn(&S, u64) -> u64 = match self.op {
+            Op::Reserve16 => |s, n| reserve16(s, 0, n),
+            Op::Churn => |s, n| churn(s, 0, n),
+            Op::AllocFree64 => alloc_free64::<S>,
+            Op::Chapter => chapter::<S>,
+        };
+        bench_local(self.group, self.name, (subject, S::reset), self.round, op);
+    }
+}
+
+/// Operations per worker between two resets for the workloads that touch
+/// their blocks (4 MiB of 64-byte blocks, 17 MiB of churn at most).
+const SMALL_ROUND: u64 = 1 << 16;
+
+/// The allocators of the pair: (name, shared word or per-thread cursor).
+const PAIR: &[(&str, &str)] = &[];
+/// The 16-byte single-thread reservations beside the bare loops.
+const BUMP16: &[&str] = &["bumpalo", "LinearArena", "StackAllocator", "Rewindable"];
+/// The 64-byte allocate/free pairs (with the `Vec` free list for `Pool`).
+const ALLOC_FREE64: &[&str] = &["system", "mimalloc", "SegregatedFit", "Pool", "Persistent"];
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();
@@ -208,112 +269,56 @@ fn main() {
     let mut pair = c.benchmark_group("pair");
     for &t in &counts {
         let mut pool = WorkerPool::new(t);
-        bench_threads(
-            &mut pair,
-            &mut pool,
-            "shared: raw fetch_add",
-            SharedWord::default(),
-            reset_word,
-            raw_fetch_add,
-        );
-        bench_threads(
-            &mut pair,
-            &mut pool,
-            "private: raw bump",
-            SharedWord::default(),
-            reset_word,
-            raw_private_bump,
-        );
+        let word = || (SharedWord::default(), reset_word as fn(&mut SharedWord));
+        bench_threads(&mut pair, &mut pool, "shared: raw fetch_add", word(), ROUND, raw_fetch_add);
+        bench_threads(&mut pair, &mut pool, "private: raw bump", word(), ROUND, raw_private_bump);
+        let cfg = Config { workers: t, block: 16, bytes: (ROUND as usize * 16 + (1 << 20)) * t, live: 0 };
+        for &(name, kind) in PAIR {
+            let label = format!("{kind}: {name}");
+            let v = OnPool { group: &mut pair, pool: &mut pool, name: &label, round: ROUND, op: Op::Reserve16 };
+            subjects::with_shared(name, cfg, v).expect("a known allocator");
+        }
     }
     pair.finish();
 
     let mut scaling = c.benchmark_group("scaling");
     for &t in &counts {
         let mut pool = WorkerPool::new(t);
-        bench_threads(
-            &mut scaling,
-            &mut pool,
-            "system",
-            subjects::SYSTEM,
-            Subject::reset,
-            churn,
-        );
-        bench_threads(
-            &mut scaling,
-            &mut pool,
-            "mimalloc",
-            subjects::MIMALLOC,
-            Subject::reset,
-            churn,
-        );
-        bench_threads(
-            &mut scaling,
-            &mut pool,
-            "bumpalo",
-            subjects::BumpPerThread::new(t),
-            Subject::reset,
-            churn,
-        );
+        let cfg = Config { workers: t, block: 256, bytes: (SMALL_ROUND as usize * 272 + (1 << 20)) * t, live: 32 * t };
+        for name in subjects::shared_names() {
+            let v = OnPool { group: &mut scaling, pool: &mut pool, name, round: SMALL_ROUND, op: Op::Churn };
+            subjects::with_shared(name, cfg, v).expect("a known allocator");
+        }
     }
     scaling.finish();
 
     let mut bump = c.benchmark_group("bump16");
-    bench_local(
-        &mut bump,
-        "raw fetch_add",
-        SharedWord::default(),
-        reset_word,
-        |s, n| raw_fetch_add(s, 0, n),
-    );
-    bench_local(
-        &mut bump,
-        "raw private bump",
-        SharedWord::default(),
-        reset_word,
-        |s, n| raw_private_bump(s, 0, n),
-    );
-    bench_local(
-        &mut bump,
-        "bumpalo",
-        subjects::BumpPerThread::new(1),
-        Subject::reset,
-        |s, n| reserve16(s, 0, n),
-    );
+    let word = || (SharedWord::default(), reset_word as fn(&mut SharedWord));
+    bench_local(&mut bump, "raw fetch_add", word(), ROUND, |s, n| raw_fetch_add(s, 0, n));
+    bench_local(&mut bump, "raw private bump", word(), ROUND, |s, n| raw_private_bump(s, 0, n));
+    let cfg = Config { workers: 1, block: 16, bytes: ROUND as usize * 16 + (1 << 20), live: 0 };
+    for &name in BUMP16.iter().chain(PAIR.iter().map(|(n, _)| n)) {
+        let v = OnCaller { group: &mut bump, name, round: ROUND, op: Op::Reserve16 };
+        subjects::with_subject(name, cfg, v).expect("a known allocator");
+    }
     bump.finish();
 
     let mut af = c.benchmark_group("alloc-free64");
-    bench_local(
-        &mut af,
-        "system",
-        subjects::SYSTEM,
-        Subject::reset,
-        alloc_free64,
-    );
-    bench_local(
-        &mut af,
-        "mimalloc",
-        subjects::MIMALLOC,
-        Subject::reset,
-        alloc_free64,
-    );
-    bench_local(
-        &mut af,
-        "Vec free list",
-        subjects::VecFreeList::new(64, 64),
-        Subject::reset,
-        alloc_free64,
-    );
+    let cfg = Config { workers: 1, block: 64, bytes: SMALL_ROUND as usize * 64 + (1 << 20), live: 64 };
+    for &name in ALLOC_FREE64 {
+        let v = OnCaller { group: &mut af, name, round: SMALL_ROUND, op: Op::AllocFree64 };
+        // mimalloc is absent where it cannot be built.
+        let _ = subjects::with_subject(name, cfg, v);
+    }
+    let list = subjects::VecFreeList::new(64, 64);
+    bench_local(&mut af, "Vec free list", (list, Subject::reset), SMALL_ROUND, alloc_free64);
     af.finish();
 
     let mut ch = c.benchmark_group("chapter");
-    bench_local(&mut ch, "system", subjects::SYSTEM, Subject::reset, chapter);
-    bench_local(
-        &mut ch,
-        "mimalloc",
-        subjects::MIMALLOC,
-        Subject::reset,
-        chapter,
-    );
+    for name in subjects::names().into_iter().chain(subjects::CHAPTER_EXTRA.iter().copied()) {
+        let v = OnCaller { group: &mut ch, name, round: SMALL_ROUND, op: Op::Chapter };
+        subjects::with_subject(name, cfg, v).expect("a known allocator");
+    }
     ch.finish();
 
     c.final_summary();

@@ -109,10 +109,12 @@ pub struct Global<G>(pub G);
 /// The platform's allocator (glibc malloc here).
 pub type System = Global<std::alloc::System>;
 /// mimalloc, through the `mimalloc` crate.
+#[cfg(not(allocasm_no_mimalloc))]
 pub type MiMalloc = Global<mimalloc::MiMalloc>;
 /// The system allocator subject.
 pub const SYSTEM: System = Global(std::alloc::System);
 /// The mimalloc subject.
+#[cfg(not(allocasm_no_mimalloc))]
 pub const MIMALLOC: MiMalloc = Global(mimalloc::MiMalloc);
 
 impl<G: GlobalAlloc> LocalAlloc for &Global<G> {
@@ -243,20 +245,125 @@ impl Subject for VecFreeList {
     fn reset(&mut self) {}
 }
 
-/// Calls `visit` with the subject named `name`, built for `workers` workers
-/// (the example binary and the benches share this list). `None` if no
-/// allocator has that name.
-pub fn with_subject<V: Visit>(name: &str, workers: usize, v: V) -> Option<V::Out> {
+/// How large a subject must be for one measurement.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Workers that use it at once (bumpalo makes one `Bump` each).
+    pub workers: usize,
+    /// The largest request (a `Pool`'s slot size).
+    pub block: usize,
+    /// Bytes one round allocates at most, all workers together (the
+    /// capacity of the fixed-size arenas).
+    pub bytes: usize,
+    /// Blocks live at once at most (a `Pool`'s slot count).
+    pub live: usize,
+}
+
+fn made<T>(what: &str, r: Result<T, allocasm::AllocError>) -> T {
+    r.unwrap_or_else(|e| panic!("bench: cannot build {what}: {e:?}"))
+}
+
+/// Every allocator that [`with_subject`] builds, in table order: the
+/// peers, then the crate's. The page allocator (one page per request) is
+/// only in the chapter program, see [`CHAPTER_NAMES`].
+pub fn names() -> Vec<&'static str> {
+    let mut v = vec!["system"];
+    #[cfg(not(allocasm_no_mimalloc))]
+    v.push("mimalloc");
+    v.extend([
+        "bumpalo",
+        "LinearArena",
+        "StackAllocator",
+        "Pool",
+        "FreeList",
+        "FrameAllocator",
+        "SegregatedFit",
+        "Temp",
+        "TempJob",
+        "Persistent",
+        "Rewindable",
+    ]);
+    v
+}
+
+/// The allocators of the chapter's opening program: all of [`names`] and
+/// the page allocator.
+pub const CHAPTER_EXTRA: &[&str] = &["PageAllocator"];
+
+/// The thread-safe allocators that [`with_shared`] builds (the scaling
+/// table's rows).
+pub fn shared_names() -> Vec<&'static str> {
+    let mut v = vec!["system"];
+    #[cfg(not(allocasm_no_mimalloc))]
+    v.push("mimalloc");
+    v.extend(["bumpalo", "SegregatedFit", "TempJob", "Persistent", "Rewindable"]);
+    v
+}
+
+fn temp_job(cfg: Config) -> Raw<allocasm::TempJob> {
+    let pool = made("TempJob", allocasm::TempJob::new(cfg.bytes.max(1 << 20)));
+    Raw { alloc: pool, reset: |a| drop(a.end_frame()) }
+}
+
+fn rewindable(cfg: Config) -> Raw<allocasm::Rewindable> {
+    let max = cfg.bytes.clamp(1 << 20, 1 << 30);
+    let a = made("Rewindable", allocasm::Rewindable::new(1 << 20, max));
+    Raw { alloc: a, reset: allocasm::Rewindable::rewind }
+}
+
+fn persistent() -> Raw<allocasm::Persistent<allocasm::SegregatedFit>> {
+    Raw::freeing(allocasm::Persistent::with_base(allocasm::SegregatedFit::new()))
+}
+
+/// Calls `v` with the subject named `name` (one of [`names`] or
+/// [`CHAPTER_EXTRA`]) built for `cfg`; `None` for an unknown name.
+pub fn with_subject<V: Visit>(name: &str, cfg: Config, v: V) -> Option<V::Out> {
+    use allocasm::*;
+    let bytes = cfg.bytes.max(1 << 16);
     Some(match name {
         "system" => v.visit(SYSTEM),
+        #[cfg(not(allocasm_no_mimalloc))]
         "mimalloc" => v.visit(MIMALLOC),
-        "bumpalo" => v.visit(BumpPerThread::new(workers)),
+        "bumpalo" => v.visit(BumpPerThread::new(cfg.workers)),
+        "LinearArena" => v.visit(Raw { alloc: made(name, LinearArena::new(bytes)), reset: LinearArena::reset }),
+        "StackAllocator" => {
+            v.visit(Raw { alloc: made(name, StackAllocator::new(bytes)), reset: StackAllocator::reset })
+        }
+        "Pool" => v.visit(Raw { alloc: made(name, Pool::new(cfg.block, 8, cfg.live.max(1))), reset: Pool::reset }),
+        "FreeList" => v.visit(Raw {
+            alloc: made(name, FreeList::new(bytes * 2, FitPolicy::FirstFit)),
+            reset: FreeList::reset,
+        }),
+        "FrameAllocator" => v.visit(Raw {
+            alloc: made(name, FrameAllocator::<2>::new(bytes)),
+            reset: FrameAllocator::<2>::reset_all,
+        }),
+        "SegregatedFit" => v.visit(Raw::freeing(SegregatedFit::new())),
+        "Temp" => v.visit(Raw { alloc: made(name, Temp::new(bytes, SegregatedFit::new())), reset: Temp::end_frame }),
+        "TempJob" => v.visit(temp_job(cfg)),
+        "Persistent" => v.visit(persistent()),
+        "Rewindable" => v.visit(rewindable(cfg)),
+        "PageAllocator" => v.visit(Raw::freeing(PageAllocator::new())),
         _ => return None,
     })
 }
 
-/// The names [`with_subject`] knows, in table order.
-pub const NAMES: &[&str] = &["system", "mimalloc", "bumpalo"];
+/// Calls `v` with the thread-safe subject named `name` (one of
+/// [`shared_names`]) built for `cfg`; `None` for an unknown name.
+pub fn with_shared<V: VisitShared>(name: &str, cfg: Config, v: V) -> Option<V::Out> {
+    use allocasm::*;
+    Some(match name {
+        "system" => v.visit(SYSTEM),
+        #[cfg(not(allocasm_no_mimalloc))]
+        "mimalloc" => v.visit(MIMALLOC),
+        "bumpalo" => v.visit(BumpPerThread::new(cfg.workers)),
+        "SegregatedFit" => v.visit(Raw::freeing(SegregatedFit::new())),
+        "TempJob" => v.visit(temp_job(cfg)),
+        "Persistent" => v.visit(persistent()),
+        "Rewindable" => v.visit(rewindable(cfg)),
+        _ => return None,
+    })
+}
 
 /// A generic action over one subject (Rust has no generic closures).
 pub trait Visit {
@@ -264,4 +371,12 @@ pub trait Visit {
     type Out;
     /// Runs the action.
     fn visit<S: Subject>(self, subject: S) -> Self::Out;
+}
+
+/// A generic action over one thread-safe subject.
+pub trait VisitShared {
+    /// What the action returns.
+    type Out;
+    /// Runs the action.
+    fn visit<S: Subject + Send + Sync + 'static>(self, subject: S) -> Self::Out;
 }
