@@ -232,9 +232,18 @@ impl VisitShared for OnPool<'_, '_, '_> {
         let op: fn(&S, usize, u64) -> u64 = match self.op {
             Op::Reserve16 => reserve16::<S>,
             Op::Churn => churn::<S>,
-            Op::AllocFree64 | Op::Chapter => unreachable!("single-thread workloads run on the caller"),
+            Op::AllocFree64 | Op::Chapter => {
+                unreachable!("single-thread workloads run on the caller")
+            }
         };
-        bench_threads(self.group, self.pool, self.name, (subject, S::reset), self.round, op);
+        bench_threads(
+            self.group,
+            self.pool,
+            self.name,
+            (subject, S::reset),
+            self.round,
+            op,
+        );
     }
 }
 
@@ -270,12 +279,37 @@ fn main() {
     for &t in &counts {
         let mut pool = WorkerPool::new(t);
         let word = || (SharedWord::default(), reset_word as fn(&mut SharedWord));
-        bench_threads(&mut pair, &mut pool, "shared: raw fetch_add", word(), ROUND, raw_fetch_add);
-        bench_threads(&mut pair, &mut pool, "private: raw bump", word(), ROUND, raw_private_bump);
-        let cfg = Config { workers: t, block: 16, bytes: (ROUND as usize * 16 + (1 << 20)) * t, live: 0 };
+        bench_threads(
+            &mut pair,
+            &mut pool,
+            "shared: raw fetch_add",
+            word(),
+            ROUND,
+            raw_fetch_add,
+        );
+        bench_threads(
+            &mut pair,
+            &mut pool,
+            "private: raw bump",
+            word(),
+            ROUND,
+            raw_private_bump,
+        );
+        let cfg = Config {
+            workers: t,
+            block: 16,
+            bytes: (ROUND as usize * 16 + (1 << 20)) * t,
+            live: 0,
+        };
         for &(name, kind) in PAIR {
             let label = format!("{kind}: {name}");
-            let v = OnPool { group: &mut pair, pool: &mut pool, name: &label, round: ROUND, op: Op::Reserve16 };
+            let v = OnPool {
+                group: &mut pair,
+                pool: &mut pool,
+                name: &label,
+                round: ROUND,
+                op: Op::Reserve16,
+            };
             subjects::with_shared(name, cfg, v).expect("a known allocator");
         }
     }
@@ -284,9 +318,20 @@ fn main() {
     let mut scaling = c.benchmark_group("scaling");
     for &t in &counts {
         let mut pool = WorkerPool::new(t);
-        let cfg = Config { workers: t, block: 256, bytes: (SMALL_ROUND as usize * 272 + (1 << 20)) * t, live: 32 * t };
+        let cfg = Config {
+            workers: t,
+            block: 256,
+            bytes: (SMALL_ROUND as usize * 272 + (1 << 20)) * t,
+            live: 32 * t,
+        };
         for name in subjects::shared_names() {
-            let v = OnPool { group: &mut scaling, pool: &mut pool, name, round: SMALL_ROUND, op: Op::Churn };
+            let v = OnPool {
+                group: &mut scaling,
+                pool: &mut pool,
+                name,
+                round: SMALL_ROUND,
+                op: Op::Churn,
+            };
             subjects::with_shared(name, cfg, v).expect("a known allocator");
         }
     }
@@ -294,29 +339,67 @@ fn main() {
 
     let mut bump = c.benchmark_group("bump16");
     let word = || (SharedWord::default(), reset_word as fn(&mut SharedWord));
-    bench_local(&mut bump, "raw fetch_add", word(), ROUND, |s, n| raw_fetch_add(s, 0, n));
-    bench_local(&mut bump, "raw private bump", word(), ROUND, |s, n| raw_private_bump(s, 0, n));
-    let cfg = Config { workers: 1, block: 16, bytes: ROUND as usize * 16 + (1 << 20), live: 0 };
+    bench_local(&mut bump, "raw fetch_add", word(), ROUND, |s, n| {
+        raw_fetch_add(s, 0, n)
+    });
+    bench_local(&mut bump, "raw private bump", word(), ROUND, |s, n| {
+        raw_private_bump(s, 0, n)
+    });
+    let cfg = Config {
+        workers: 1,
+        block: 16,
+        bytes: ROUND as usize * 16 + (1 << 20),
+        live: 0,
+    };
     for &name in BUMP16.iter().chain(PAIR.iter().map(|(n, _)| n)) {
-        let v = OnCaller { group: &mut bump, name, round: ROUND, op: Op::Reserve16 };
+        let v = OnCaller {
+            group: &mut bump,
+            name,
+            round: ROUND,
+            op: Op::Reserve16,
+        };
         subjects::with_subject(name, cfg, v).expect("a known allocator");
     }
     bump.finish();
 
     let mut af = c.benchmark_group("alloc-free64");
-    let cfg = Config { workers: 1, block: 64, bytes: SMALL_ROUND as usize * 64 + (1 << 20), live: 64 };
+    let cfg = Config {
+        workers: 1,
+        block: 64,
+        bytes: SMALL_ROUND as usize * 64 + (1 << 20),
+        live: 64,
+    };
     for &name in ALLOC_FREE64 {
-        let v = OnCaller { group: &mut af, name, round: SMALL_ROUND, op: Op::AllocFree64 };
+        let v = OnCaller {
+            group: &mut af,
+            name,
+            round: SMALL_ROUND,
+            op: Op::AllocFree64,
+        };
         // mimalloc is absent where it cannot be built.
         let _ = subjects::with_subject(name, cfg, v);
     }
     let list = subjects::VecFreeList::new(64, 64);
-    bench_local(&mut af, "Vec free list", (list, Subject::reset), SMALL_ROUND, alloc_free64);
+    bench_local(
+        &mut af,
+        "Vec free list",
+        (list, Subject::reset),
+        SMALL_ROUND,
+        alloc_free64,
+    );
     af.finish();
 
     let mut ch = c.benchmark_group("chapter");
-    for name in subjects::names().into_iter().chain(subjects::CHAPTER_EXTRA.iter().copied()) {
-        let v = OnCaller { group: &mut ch, name, round: SMALL_ROUND, op: Op::Chapter };
+    for name in subjects::names()
+        .into_iter()
+        .chain(subjects::CHAPTER_EXTRA.iter().copied())
+    {
+        let v = OnCaller {
+            group: &mut ch,
+            name,
+            round: SMALL_ROUND,
+            op: Op::Chapter,
+        };
         subjects::with_subject(name, cfg, v).expect("a known allocator");
     }
     ch.finish();

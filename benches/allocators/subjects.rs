@@ -296,23 +296,37 @@ pub fn shared_names() -> Vec<&'static str> {
     let mut v = vec!["system"];
     #[cfg(not(allocasm_no_mimalloc))]
     v.push("mimalloc");
-    v.extend(["bumpalo", "SegregatedFit", "TempJob", "Persistent", "Rewindable"]);
+    v.extend([
+        "bumpalo",
+        "SegregatedFit",
+        "TempJob",
+        "Persistent",
+        "Rewindable",
+    ]);
     v
 }
 
 fn temp_job(cfg: Config) -> Raw<allocasm::TempJob> {
     let pool = made("TempJob", allocasm::TempJob::new(cfg.bytes.max(1 << 20)));
-    Raw { alloc: pool, reset: |a| drop(a.end_frame()) }
+    Raw {
+        alloc: pool,
+        reset: |a| drop(a.end_frame()),
+    }
 }
 
 fn rewindable(cfg: Config) -> Raw<allocasm::Rewindable> {
     let max = cfg.bytes.clamp(1 << 20, 1 << 30);
     let a = made("Rewindable", allocasm::Rewindable::new(1 << 20, max));
-    Raw { alloc: a, reset: allocasm::Rewindable::rewind }
+    Raw {
+        alloc: a,
+        reset: allocasm::Rewindable::rewind,
+    }
 }
 
 fn persistent() -> Raw<allocasm::Persistent<allocasm::SegregatedFit>> {
-    Raw::freeing(allocasm::Persistent::with_base(allocasm::SegregatedFit::new()))
+    Raw::freeing(allocasm::Persistent::with_base(
+        allocasm::SegregatedFit::new(),
+    ))
 }
 
 /// Calls `v` with the subject named `name` (one of [`names`] or
@@ -325,11 +339,18 @@ pub fn with_subject<V: Visit>(name: &str, cfg: Config, v: V) -> Option<V::Out> {
         #[cfg(not(allocasm_no_mimalloc))]
         "mimalloc" => v.visit(MIMALLOC),
         "bumpalo" => v.visit(BumpPerThread::new(cfg.workers)),
-        "LinearArena" => v.visit(Raw { alloc: made(name, LinearArena::new(bytes)), reset: LinearArena::reset }),
-        "StackAllocator" => {
-            v.visit(Raw { alloc: made(name, StackAllocator::new(bytes)), reset: StackAllocator::reset })
-        }
-        "Pool" => v.visit(Raw { alloc: made(name, Pool::new(cfg.block, 8, cfg.live.max(1))), reset: Pool::reset }),
+        "LinearArena" => v.visit(Raw {
+            alloc: made(name, LinearArena::new(bytes)),
+            reset: LinearArena::reset,
+        }),
+        "StackAllocator" => v.visit(Raw {
+            alloc: made(name, StackAllocator::new(bytes)),
+            reset: StackAllocator::reset,
+        }),
+        "Pool" => v.visit(Raw {
+            alloc: made(name, Pool::new(cfg.block, 8, cfg.live.max(1))),
+            reset: Pool::reset,
+        }),
         "FreeList" => v.visit(Raw {
             alloc: made(name, FreeList::new(bytes * 2, FitPolicy::FirstFit)),
             reset: FreeList::reset,
@@ -339,7 +360,10 @@ pub fn with_subject<V: Visit>(name: &str, cfg: Config, v: V) -> Option<V::Out> {
             reset: FrameAllocator::<2>::reset_all,
         }),
         "SegregatedFit" => v.visit(Raw::freeing(SegregatedFit::new())),
-        "Temp" => v.visit(Raw { alloc: made(name, Temp::new(bytes, SegregatedFit::new())), reset: Temp::end_frame }),
+        "Temp" => v.visit(Raw {
+            alloc: made(name, Temp::new(bytes, SegregatedFit::new())),
+            reset: Temp::end_frame,
+        }),
         "TempJob" => v.visit(temp_job(cfg)),
         "Persistent" => v.visit(persistent()),
         "Rewindable" => v.visit(rewindable(cfg)),
