@@ -65,9 +65,9 @@ pub use stack::{Marker, StackAllocator};
 pub use tracker::{MemoryTag, MemoryTracker, Tracked};
 
 pub use guard_zone::{GuardSide, GuardZone};
-pub use packed::PackedArena;
+pub use packed::{CursorSnapshot, DrainPolicy, PackedArena, PackedConfig, PackedStats};
 pub use page::PageAllocator;
-pub use thread_cursor::ThreadCursorArena;
+pub use thread_cursor::{ThreadCursorArena, ThreadCursorConfig, ThreadCursorStats};
 
 pub use segregated::SegregatedFit;
 pub use unity::{Persistent, Rewindable, Temp, TempJob};

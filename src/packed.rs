@@ -1,3 +1,953 @@
-//! Placeholder: replaced by its implementation.
-#[allow(missing_docs)]
-pub struct PackedArena;
+//! `PackedArena`: the write-up's packed-cursor arena.
+//!
+//! **Contract.** A thread-safe (`Send + Sync`) bump arena for allocations
+//! that share a lifetime. Any thread allocates through `&self`; any thread
+//! may give an allocation back with [`dealloc(ptr, size)`](PackedArena::dealloc)
+//! passing the size it asked for, exactly once. Freed bytes are not reused
+//! one by one: a block's bytes come back when *every* allocation in it has
+//! been freed (its allocated-byte counter reaches zero), and then the block
+//! is recycled into the rotation ([`DrainPolicy::Recycle`], the default) or
+//! decommitted ([`DrainPolicy::Evict`]). [`reset`](PackedArena::reset)
+//! (`&mut self`) empties the whole arena at once.
+//!
+//! **Fast path** ([`alloc`](PackedArena::alloc)). One compare rejects a
+//! zero or over-large request; the size is aligned up to 16; then ONE
+//! `fetch_add(Relaxed)` on the cursor word, a decode of the word it returned
+//! (block index in bits 63..57, size factor in 56..55, position in 54..0,
+//! see [`PackedArena::POSITION_BITS`] and friends), a fit check
+//! `position + size <= block_size << factor`, and
+//! `base + (block << stride_log2) + position`. No loop, no other shared
+//! mutable state: `base`, `block_size` and `stride_log2` are read-only after
+//! construction. One atomic read-modify-write per allocation (`lock xadd` on
+//! x86-64; `ldadd` with LSE or on Apple silicon; `__aarch64_ldadd8_relax`
+//! with outline atomics). [`dealloc`](PackedArena::dealloc) is one
+//! `fetch_sub(Release)` on the block's counter.
+//!
+//! **Slow path** (`#[cold] #[inline(never)]`). Under the capacity lock: if no
+//! other thread rotated since this thread's failed add, take a free block
+//! (a recycled one, else a fresh slot), commit its pages, swap the cursor to
+//! it with the caller's bytes already reserved at position 0, and add the
+//! old block's final position (failed reservations included) to the old
+//! block's counter. Every failed reservation is then unwound: subtracted from
+//! its block's counter, or, when no free block remains and the position has
+//! reached the limit `L`, removed from the cursor itself.
+//!
+//! **The overshoot envelope (a documented ceiling).** A failed `fetch_add`
+//! still moved the position. Let `P = 2^55` (one past the largest position),
+//! `C` the maximum number of concurrent entrants ([`PackedConfig::max_entrants`],
+//! default 1024) and `M` the maximum aligned request
+//! ([`PackedConfig::max_request`]); `L = P - C*M`. A request larger than `M`
+//! is refused before it touches the cursor; at most `C` increments of at most
+//! `M` can be outstanding above the limit, so the position stays below `P`
+//! and never carries into the factor or block bits. **More than `C` threads
+//! inside `alloc` at once is outside the contract and can corrupt the
+//! cursor**; debug builds count entrants and panic past `C`.
+//!
+//! **Memory ordering.** The fast path is `Relaxed`, as the write-up
+//! specifies. A fresh block is ordered by the commit (a system call) that
+//! precedes its publication. A *recycled* block relies on the address
+//! dependency from the `fetch_add` result to the first access (what C++
+//! calls `consume`), which every supported CPU honours but the Rust memory
+//! model does not recognise; [`alloc_seqcst`](PackedArena::alloc_seqcst) is
+//! the formally synchronising variant (and the suite's contrast).
+//!
+//! **Costs.** 8 bytes of hot state (the cursor, on its own cache line); per
+//! block one padded counter and one capacity word; one reservation of
+//! `max_blocks * stride` bytes of address space (`stride = max(block_size << 3,
+//! page)`), committed block by block. Oversized requests strand the tail of
+//! the block they rotate away from; realloc only shrinks in place;
+//! [`owns`](PackedArena::owns) is O(blocks). Failure modes:
+//! [`AllocError::ZeroSize`], [`AllocError::TooLarge`] (`size > M`),
+//! [`AllocError::OutOfMemory`] (all `max_blocks` blocks in use),
+//! [`AllocError::Os`] (commit refused).
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+#[cfg(debug_assertions)]
+use crate::sync::AtomicUsize;
+use crate::sync::{AtomicU64, Mutex, Ordering, fence};
+use crate::{AllocError, RawAllocator, align_up, sys};
+
+/// What happens to a block whose every allocation has been freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DrainPolicy {
+    /// Keep its pages committed and put it back into the rotation (warm).
+    #[default]
+    Recycle,
+    /// Decommit its pages (give them back to the OS); the slot is
+    /// recommitted if it is installed again.
+    Evict,
+}
+
+/// Construction parameters of a [`PackedArena`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackedConfig {
+    /// Capacity of a block at size factor 0, in bytes: a power of two, at
+    /// least 16. A block installed with factor `f` holds `block_size << f`.
+    pub block_size: usize,
+    /// How many blocks may be in use at once: 1..=128 (7 index bits).
+    pub max_blocks: usize,
+    /// `M`: the largest request, rounded up to 16; at most `block_size << 3`.
+    pub max_request: usize,
+    /// `C`: the most threads that may be inside `alloc` at once (default
+    /// 1024). Exceeding it is outside the contract (see the module docs).
+    pub max_entrants: usize,
+    /// What a drained block becomes.
+    pub policy: DrainPolicy,
+}
+
+impl PackedConfig {
+    /// Defaults for a block size: 128 blocks, `M = block_size`, `C = 1024`,
+    /// [`DrainPolicy::Recycle`].
+    pub const fn new(block_size: usize) -> Self {
+        PackedConfig {
+            block_size,
+            max_blocks: 128,
+            max_request: block_size,
+            max_entrants: 1024,
+            policy: DrainPolicy::Recycle,
+        }
+    }
+}
+
+impl Default for PackedConfig {
+    /// 64 KiB blocks and the defaults of [`PackedConfig::new`].
+    fn default() -> Self {
+        PackedConfig::new(64 * 1024)
+    }
+}
+
+/// A decoded snapshot of the cursor word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CursorSnapshot {
+    /// Block index (bits 63..57).
+    pub block: usize,
+    /// Size factor (bits 56..55).
+    pub factor: u32,
+    /// Position (bits 54..0); past the block's capacity once it is full.
+    pub position: u64,
+}
+
+/// Counters of the capacity side (all taken under the capacity lock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PackedStats {
+    /// Blocks installed as current (including the first one).
+    pub installs: u64,
+    /// Drained blocks put back into the rotation.
+    pub recycled: u64,
+    /// Drained blocks decommitted.
+    pub evicted: u64,
+    /// Blocks currently in use (current or still holding allocations).
+    pub blocks_in_use: usize,
+}
+
+/// State behind the capacity lock: which slots are free, what is committed.
+#[derive(Debug)]
+struct Capacity {
+    /// Drained slots ready to install (their pages may still be committed).
+    free: Vec<usize>,
+    /// Slots `next_fresh..max_blocks` have never been installed.
+    next_fresh: usize,
+    /// Committed bytes per slot (a multiple of the page size, <= stride).
+    committed: Vec<usize>,
+    installs: u64,
+    recycled: u64,
+    evicted: u64,
+}
+
+/// The packed-cursor arena. See the [module docs](self).
+pub struct PackedArena {
+    /// The one hot word: block index, size factor, position (see
+    /// [`PackedArena::POSITION_BITS`]). Invariant: the block it names is
+    /// installed (its `caps` entry is its capacity) and the position is below
+    /// `P`; positions at or below the capacity were handed out in order.
+    cursor: CachePadded<AtomicU64>,
+    /// Start of the reservation: slot `i` begins at `base + (i << stride_log2)`.
+    /// Read-only after construction.
+    base: NonNull<u8>,
+    /// Capacity of a factor-0 block (power of two). Read-only.
+    block_size: u64,
+    /// log2 of the distance between slots (`max(block_size << 3, page)`).
+    stride_log2: u32,
+    /// `M`, a multiple of 16.
+    max_request: usize,
+    /// `L = P - C*M`: past it, a losing allocation on an exhausted arena
+    /// removes its increment from the cursor.
+    limit: u64,
+    /// Bytes reserved at `base`.
+    reservation_len: usize,
+    /// Per slot: allocated bytes minus freed bytes, wrapping. Before the
+    /// block is rotated out only subtractions happen (the value is 0 or
+    /// "negative"); the rotation adds the final position, after which the
+    /// value reaches zero exactly once, when the last byte is accounted for.
+    counters: Box<[CachePadded<AtomicU64>]>,
+    /// Per slot: capacity of the installed incarnation, 0 when the slot is
+    /// free. Written under the capacity lock; read by `owns`/`try_dealloc`.
+    caps: Box<[AtomicU64]>,
+    capacity: Mutex<Capacity>,
+    config: PackedConfig,
+    /// Threads inside `alloc` now (debug builds only), checked against `C`.
+    #[cfg(debug_assertions)]
+    entrants: AtomicUsize,
+}
+
+// SAFETY: the raw `base` pointer names memory the arena owns; all shared
+// mutation goes through atomics or the capacity mutex, and handing out
+// disjoint ranges to different threads is the arena's purpose.
+unsafe impl Send for PackedArena {}
+// SAFETY: as above: `&PackedArena` only exposes atomic or locked state.
+unsafe impl Sync for PackedArena {}
+
+impl core::fmt::Debug for PackedArena {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PackedArena")
+            .field("cursor", &self.snapshot())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `P`: one past the largest position.
+const P: u64 = 1 << PackedArena::POSITION_BITS;
+const POSITION_MASK: u64 = P - 1;
+const FACTOR_MASK: u64 = (1 << PackedArena::FACTOR_BITS) - 1;
+const FACTOR_SHIFT: u32 = PackedArena::POSITION_BITS;
+const BLOCK_SHIFT: u32 = PackedArena::POSITION_BITS + PackedArena::FACTOR_BITS;
+const MAX_FACTOR: u32 = (1 << PackedArena::FACTOR_BITS) - 1;
+/// Every block position and every reserved size is a multiple of this.
+const GRAIN: usize = 16;
+
+const _: () =
+    assert!(PackedArena::BLOCK_BITS + PackedArena::FACTOR_BITS + PackedArena::POSITION_BITS == 64);
+
+#[inline(always)]
+const fn encode(block: usize, factor: u32, position: u64) -> u64 {
+    ((block as u64) << BLOCK_SHIFT) | ((factor as u64) << FACTOR_SHIFT) | position
+}
+
+/// The bits that name a block incarnation (index and factor).
+#[inline(always)]
+const fn block_bits(word: u64) -> u64 {
+    word >> FACTOR_SHIFT
+}
+
+#[inline(always)]
+const fn decode(word: u64) -> CursorSnapshot {
+    CursorSnapshot {
+        block: (word >> BLOCK_SHIFT) as usize,
+        factor: ((word >> FACTOR_SHIFT) & FACTOR_MASK) as u32,
+        position: word & POSITION_MASK,
+    }
+}
+
+/// Locks, ignoring poisoning (the state stays consistent: every update under
+/// the lock is completed before anything that can panic).
+fn lock<T>(m: &Mutex<T>) -> impl core::ops::DerefMut<Target = T> + '_ {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Debug-build entrant count: decremented when the `alloc` call ends.
+#[cfg(debug_assertions)]
+struct Entrant<'a>(&'a AtomicUsize);
+
+#[cfg(debug_assertions)]
+impl Drop for Entrant<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl PackedArena {
+    /// Bits of the block index (63..57): up to 128 blocks.
+    pub const BLOCK_BITS: u32 = 7;
+    /// Bits of the size factor (56..55): capacities `block_size << 0..=3`.
+    pub const FACTOR_BITS: u32 = 2;
+    /// Bits of the position (54..0): `P = 2^55`.
+    pub const POSITION_BITS: u32 = 55;
+    /// The most blocks an arena can have (`1 << BLOCK_BITS`).
+    pub const MAX_BLOCKS: usize = 1 << Self::BLOCK_BITS;
+
+    /// An arena with `block_size`-byte blocks and the other defaults of
+    /// [`PackedConfig::new`].
+    ///
+    /// ```
+    /// let arena = allocasm::PackedArena::new(4096).unwrap();
+    /// let p = arena.alloc(24).unwrap();
+    /// assert_eq!(p.as_ptr() as usize % 16, 0);
+    /// ```
+    pub fn new(block_size: usize) -> Result<Self, AllocError> {
+        Self::with_config(PackedConfig::new(block_size))
+    }
+
+    /// An arena with the given configuration. Reserves the address space of
+    /// every slot and commits the first block.
+    ///
+    /// Refuses (with [`AllocError::TooLarge`] or [`AllocError::BadAlignment`])
+    /// a `block_size` that is not a power of two of at least 16, a
+    /// `max_blocks` outside 1..=128, a `max_request` outside
+    /// 1..=`block_size << 3`, a zero `max_entrants`, and an envelope where
+    /// `C*M` leaves no room below `P`.
+    pub fn with_config(config: PackedConfig) -> Result<Self, AllocError> {
+        let PackedConfig {
+            block_size,
+            max_blocks,
+            max_request,
+            max_entrants,
+            ..
+        } = config;
+        if !block_size.is_power_of_two() || block_size < GRAIN {
+            return Err(AllocError::BadAlignment { align: block_size });
+        }
+        let largest = block_size
+            .checked_shl(MAX_FACTOR)
+            .filter(|&c| (c as u64) < P / 4);
+        let largest = largest.ok_or(AllocError::TooLarge {
+            requested: block_size,
+            max: (P / 32) as usize,
+        })?;
+        if max_blocks == 0 || max_blocks > Self::MAX_BLOCKS {
+            return Err(AllocError::TooLarge {
+                requested: max_blocks,
+                max: Self::MAX_BLOCKS,
+            });
+        }
+        let max_request = align_up(max_request.max(1), GRAIN);
+        if max_request > largest {
+            return Err(AllocError::TooLarge {
+                requested: max_request,
+                max: largest,
+            });
+        }
+        // L = P - C*M must leave a full largest block plus two requests below
+        // it, so that a position that reached L can never fit again.
+        let reserve = (max_entrants as u64)
+            .checked_mul(max_request as u64)
+            .filter(|_| max_entrants > 0);
+        let limit = reserve
+            .and_then(|r| P.checked_sub(r))
+            .filter(|&l| l >= largest as u64 + 2 * max_request as u64);
+        let limit = limit.ok_or(AllocError::TooLarge {
+            requested: max_entrants,
+            max: (P / 4 / max_request as u64) as usize,
+        })?;
+
+        let stride = largest.max(sys::page_size());
+        let reservation_len = stride
+            .checked_mul(max_blocks)
+            .filter(|&n| n <= isize::MAX as usize)
+            .ok_or(AllocError::TooLarge {
+                requested: max_blocks,
+                max: isize::MAX as usize / stride,
+            })?;
+        let base = sys::reserve(reservation_len)?;
+
+        let arena = PackedArena {
+            cursor: CachePadded::new(AtomicU64::new(0)),
+            base,
+            block_size: block_size as u64,
+            stride_log2: stride.trailing_zeros(),
+            max_request,
+            limit,
+            reservation_len,
+            counters: (0..max_blocks)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            caps: (0..max_blocks).map(|_| AtomicU64::new(0)).collect(),
+            capacity: Mutex::new(Capacity {
+                free: Vec::with_capacity(max_blocks),
+                next_fresh: 0,
+                committed: vec![0; max_blocks],
+                installs: 0,
+                recycled: 0,
+                evicted: 0,
+            }),
+            config: PackedConfig {
+                max_request,
+                ..config
+            },
+            #[cfg(debug_assertions)]
+            entrants: AtomicUsize::new(0),
+        };
+        {
+            let mut cap = lock(&arena.capacity);
+            let (slot, factor) = arena
+                .take_slot(&mut cap, 0)?
+                .expect("a new arena has a free slot");
+            arena
+                .cursor
+                .store(encode(slot, factor, 0), Ordering::Release);
+        }
+        Ok(arena)
+    }
+
+    /// The configuration (with `max_request` rounded up to 16).
+    pub fn config(&self) -> &PackedConfig {
+        &self.config
+    }
+
+    /// `L = P - C*M`, the position past which a losing allocation on an
+    /// exhausted arena removes its increment from the cursor.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The cursor word, decoded (a racy snapshot under concurrency).
+    pub fn snapshot(&self) -> CursorSnapshot {
+        decode(self.cursor.load(Ordering::Relaxed))
+    }
+
+    /// Counters of the capacity side.
+    pub fn stats(&self) -> PackedStats {
+        let cap = lock(&self.capacity);
+        PackedStats {
+            installs: cap.installs,
+            recycled: cap.recycled,
+            evicted: cap.evicted,
+            blocks_in_use: cap.next_fresh - cap.free.len(),
+        }
+    }
+
+    /// Allocates `size` bytes aligned to 16: the fast path (one relaxed
+    /// `fetch_add`).
+    ///
+    /// Errors: [`AllocError::ZeroSize`], [`AllocError::TooLarge`] when
+    /// `size > max_request` (before the cursor is touched),
+    /// [`AllocError::OutOfMemory`] when every block is in use.
+    #[inline(always)]
+    pub fn alloc(&self, size: usize) -> Result<NonNull<u8>, AllocError> {
+        self.alloc_with(size, Ordering::Relaxed)
+    }
+
+    /// [`alloc`](Self::alloc) with a `SeqCst` add: the same fast path, kept so
+    /// the codegen suite can contrast the orderings (and formally
+    /// synchronising with the previous user of a recycled block).
+    #[inline(always)]
+    pub fn alloc_seqcst(&self, size: usize) -> Result<NonNull<u8>, AllocError> {
+        self.alloc_with(size, Ordering::SeqCst)
+    }
+
+    #[inline(always)]
+    fn alloc_with(&self, size: usize, order: Ordering) -> Result<NonNull<u8>, AllocError> {
+        // One compare refuses both 0 and anything above M, before the cursor
+        // is touched; M is a multiple of 16 so the aligned size is <= M too.
+        if size.wrapping_sub(1) >= self.max_request {
+            return Err(self.bad_request(size));
+        }
+        let size = align_up(size, GRAIN) as u64;
+        #[cfg(debug_assertions)]
+        let _entrant = self.enter();
+        let seen = self.cursor.fetch_add(size, order);
+        let w = decode(seen);
+        if w.position + size <= self.block_size << w.factor {
+            debug_assert!(
+                w.block < self.counters.len(),
+                "cursor names block {} of {}",
+                w.block,
+                self.counters.len()
+            );
+            debug_assert_eq!(
+                w.position % GRAIN as u64,
+                0,
+                "position {:#x} is not a multiple of 16",
+                w.position
+            );
+            let offset = ((w.block as u64) << self.stride_log2) + w.position;
+            debug_assert!(offset + size <= self.reservation_len as u64);
+            // SAFETY: the cursor only names installed blocks, whose slot lies
+            // inside the reservation, and `position + size` is within the
+            // block's capacity (<= stride), so the range is in bounds.
+            let p = unsafe { self.base.as_ptr().add(offset as usize) };
+            // SAFETY: in bounds of a non-null reservation, hence non-null.
+            return Ok(unsafe { NonNull::new_unchecked(p) });
+        }
+        self.alloc_slow(size, seen, order)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn bad_request(&self, size: usize) -> AllocError {
+        if size == 0 {
+            AllocError::ZeroSize
+        } else {
+            AllocError::TooLarge {
+                requested: size,
+                max: self.max_request,
+            }
+        }
+    }
+
+    #[cfg(debug_assertions)]
+    fn enter(&self) -> Entrant<'_> {
+        let n = self.entrants.fetch_add(1, Ordering::Relaxed) + 1;
+        let guard = Entrant(&self.entrants);
+        assert!(
+            n <= self.config.max_entrants,
+            "PackedArena: {n} threads inside alloc at once, more than max_entrants = {}; the overshoot envelope no longer holds",
+            self.config.max_entrants
+        );
+        guard
+    }
+
+    /// The block that `seen` (a word returned by this thread's `fetch_add`)
+    /// named was full. Rotate, retry on a block someone else installed, or
+    /// report exhaustion; in every case unwind the failed reservation.
+    #[cold]
+    #[inline(never)]
+    fn alloc_slow(
+        &self,
+        size: u64,
+        mut seen: u64,
+        order: Ordering,
+    ) -> Result<NonNull<u8>, AllocError> {
+        loop {
+            let mut cap = lock(&self.capacity);
+            // Rotations happen only under this lock. While our failed
+            // increment is not unwound the block it hit cannot drain, so it
+            // cannot be recycled and reinstalled: equal block bits mean the
+            // very incarnation we added to.
+            let current = self.cursor.load(Ordering::Relaxed);
+            if block_bits(current) == block_bits(seen) {
+                let failed = decode(seen);
+                return match self.take_slot(&mut cap, self.factor_for(size)) {
+                    Ok(Some((slot, factor))) => {
+                        // Install with our bytes already reserved at 0.
+                        let old = self
+                            .cursor
+                            .swap(encode(slot, factor, size), Ordering::AcqRel);
+                        debug_assert_eq!(block_bits(old), block_bits(seen));
+                        // The old position counts our own failed `size`, which
+                        // we unwind in the same add.
+                        self.settle(
+                            &mut cap,
+                            failed.block,
+                            decode(old).position.wrapping_sub(size),
+                        );
+                        Ok(self.block_start(slot))
+                    }
+                    Ok(None) => {
+                        if failed.position + size >= self.limit {
+                            self.undo(seen, size);
+                        } else {
+                            self.settle(&mut cap, failed.block, size.wrapping_neg());
+                        }
+                        Err(AllocError::OutOfMemory {
+                            requested: size as usize,
+                            available: 0,
+                        })
+                    }
+                    Err(e) => {
+                        self.settle(&mut cap, failed.block, size.wrapping_neg());
+                        Err(e)
+                    }
+                };
+            }
+            // Another thread rotated after our add: its add to the old
+            // block's counter included our failed reservation. Unwind it and
+            // try the new block.
+            self.settle(&mut cap, decode(seen).block, size.wrapping_neg());
+            drop(cap);
+            seen = self.cursor.fetch_add(size, order);
+            let w = decode(seen);
+            if w.position + size <= self.block_size << w.factor {
+                let offset = ((w.block as u64) << self.stride_log2) + w.position;
+                // SAFETY: as in the fast path: an installed block, in range.
+                return Ok(unsafe {
+                    NonNull::new_unchecked(self.base.as_ptr().add(offset as usize))
+                });
+            }
+        }
+    }
+
+    /// Removes this thread's increment from the cursor: the arena is
+    /// exhausted and the position reached `L`. Called under the capacity
+    /// lock, so no block can be installed meanwhile; the compare-exchange
+    /// still checks the block bits, as the write-up prescribes.
+    fn undo(&self, seen: u64, size: u64) {
+        let mut current = self.cursor.load(Ordering::Relaxed);
+        loop {
+            if block_bits(current) != block_bits(seen) {
+                // A new block was installed: the rotation counted us.
+                let block = decode(seen).block;
+                let prev = self.counters[block].fetch_sub(size, Ordering::AcqRel);
+                debug_assert_ne!(prev, size, "undo found a rotation under the capacity lock");
+                return;
+            }
+            debug_assert!(decode(current).position >= size);
+            match self.cursor.compare_exchange_weak(
+                current,
+                current - size,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    /// Adds `delta` (wrapping) to a block's counter under the capacity lock;
+    /// if that brings it to exactly zero, the block is drained.
+    fn settle(&self, cap: &mut Capacity, block: usize, delta: u64) {
+        let prev = self.counters[block].fetch_add(delta, Ordering::AcqRel);
+        if prev.wrapping_add(delta) == 0 {
+            self.reclaim(cap, block);
+        }
+    }
+
+    /// Smallest factor whose block holds `size`.
+    fn factor_for(&self, size: u64) -> u32 {
+        let mut f = 0;
+        while self.block_size << f < size {
+            f += 1;
+        }
+        debug_assert!(f <= MAX_FACTOR);
+        f
+    }
+
+    fn block_start(&self, slot: usize) -> NonNull<u8> {
+        // SAFETY: `slot < max_blocks`, so the slot's start lies inside the
+        // reservation (non-null).
+        unsafe { NonNull::new_unchecked(self.base.as_ptr().add(slot << self.stride_log2)) }
+    }
+
+    /// Takes a free slot and commits it for at least `need` factor.
+    fn take_slot(&self, cap: &mut Capacity, need: u32) -> Result<Option<(usize, u32)>, AllocError> {
+        let slot = match cap.free.pop() {
+            Some(s) => s,
+            None if cap.next_fresh < self.counters.len() => {
+                cap.next_fresh += 1;
+                cap.next_fresh - 1
+            }
+            None => return Ok(None),
+        };
+        let page = sys::page_size();
+        // Use what is already committed if it is larger than needed.
+        let mut factor = need;
+        while factor < MAX_FACTOR
+            && (self.block_size << (factor + 1)) as usize <= cap.committed[slot]
+        {
+            factor += 1;
+        }
+        let capacity = (self.block_size << factor) as usize;
+        let want = align_up(capacity, page);
+        if cap.committed[slot] < want {
+            let have = cap.committed[slot];
+            // SAFETY: `have` and `want` are page multiples no larger than the
+            // stride, so the range lies inside this slot of the reservation.
+            let r = unsafe { sys::commit(self.block_start(slot).add(have), want - have) };
+            if let Err(e) = r {
+                cap.free.push(slot);
+                return Err(e);
+            }
+            cap.committed[slot] = want;
+        }
+        debug_assert_eq!(
+            self.counters[slot].load(Ordering::Relaxed),
+            0,
+            "slot {slot} installed with a live counter"
+        );
+        self.caps[slot].store(capacity as u64, Ordering::Relaxed);
+        cap.installs += 1;
+        Ok(Some((slot, factor)))
+    }
+
+    /// A block's counter reached zero after its rotation: recycle or evict.
+    fn reclaim(&self, cap: &mut Capacity, block: usize) {
+        debug_assert_ne!(
+            self.caps[block].load(Ordering::Relaxed),
+            0,
+            "block {block} drained twice"
+        );
+        debug_assert_ne!(
+            decode(self.cursor.load(Ordering::Relaxed)).block,
+            block,
+            "the current block drained"
+        );
+        self.caps[block].store(0, Ordering::Relaxed);
+        match self.config.policy {
+            DrainPolicy::Recycle => cap.recycled += 1,
+            DrainPolicy::Evict => {
+                let len = cap.committed[block];
+                // SAFETY: exactly the committed part of this slot, and no
+                // allocation in it is live (its counter reached zero).
+                let r = unsafe { sys::decommit(self.block_start(block), len) };
+                debug_assert!(r.is_ok(), "decommit failed: {r:?}");
+                if r.is_ok() {
+                    cap.committed[block] = 0;
+                }
+                cap.evicted += 1;
+            }
+        }
+        cap.free.push(block);
+    }
+
+    /// Gives back `size` bytes at `ptr`: one `fetch_sub(Release)` on the
+    /// block's counter. The thread that brings it to zero recycles or evicts
+    /// the block under the capacity lock.
+    ///
+    /// A pointer outside the arena's reservation is ignored in release
+    /// builds and panics in debug builds; use
+    /// [`try_dealloc`](Self::try_dealloc) for a checked free.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from this arena's `alloc` (or `alloc_seqcst`) with this
+    /// `size` (or was shrunk to it), has not been freed since, no `reset`
+    /// happened in between, and nothing uses it afterwards.
+    #[inline(always)]
+    pub unsafe fn dealloc(&self, ptr: NonNull<u8>, size: usize) {
+        let size = align_up(size, GRAIN) as u64;
+        let block = ptr.as_ptr().addr().wrapping_sub(self.base.as_ptr().addr()) >> self.stride_log2;
+        if block >= self.counters.len() {
+            return self.foreign(ptr);
+        }
+        debug_assert!(size > 0, "dealloc of zero bytes");
+        debug_assert_ne!(
+            self.caps[block].load(Ordering::Relaxed),
+            0,
+            "dealloc {ptr:#p} into a drained block: double free?"
+        );
+        let prev = self.counters[block].fetch_sub(size, Ordering::Release);
+        if prev == size {
+            self.drained(block);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn foreign(&self, ptr: NonNull<u8>) {
+        debug_assert!(false, "PackedArena::dealloc: {ptr:#p} is not in this arena");
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drained(&self, block: usize) {
+        // Pairs with every other free's Release: all their accesses happen
+        // before the block is reused.
+        fence(Ordering::Acquire);
+        let mut cap = lock(&self.capacity);
+        let current = decode(self.cursor.load(Ordering::Relaxed)).block;
+        // A real drain can only happen to a rotated, live block; anything
+        // else is a zero-size or double free (the counter went through zero
+        // by mistake), which must not recycle memory in use.
+        if current == block || self.caps[block].load(Ordering::Relaxed) == 0 {
+            debug_assert!(
+                false,
+                "block {block} drained while current or already free: zero-size or double free"
+            );
+            return;
+        }
+        self.reclaim(&mut cap, block);
+    }
+
+    /// A checked [`dealloc`](Self::dealloc): refuses a zero size, a pointer
+    /// outside every installed block ([`AllocError::ForeignPointer`]) and a
+    /// pointer into a block that has already drained
+    /// ([`AllocError::DoubleFree`]: every allocation in it was freed).
+    /// A second free into a block that is still live cannot be detected.
+    ///
+    /// # Safety
+    ///
+    /// As for [`dealloc`](Self::dealloc), except that a pointer the checks
+    /// above refuse is harmless.
+    pub unsafe fn try_dealloc(&self, ptr: NonNull<u8>, size: usize) -> Result<(), AllocError> {
+        if size == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        let offset = ptr.as_ptr().addr().wrapping_sub(self.base.as_ptr().addr());
+        let block = offset >> self.stride_log2;
+        if block >= self.counters.len() || !offset.is_multiple_of(GRAIN) {
+            return Err(AllocError::ForeignPointer);
+        }
+        let cap = self.caps[block].load(Ordering::Relaxed);
+        if cap == 0 {
+            return Err(AllocError::DoubleFree);
+        }
+        let within = (offset & ((1 << self.stride_log2) - 1)) as u64;
+        if within + align_up(size, GRAIN) as u64 > cap {
+            return Err(AllocError::ForeignPointer);
+        }
+        // SAFETY: checked above as far as possible; the caller guarantees the rest.
+        unsafe { self.dealloc(ptr, size) };
+        Ok(())
+    }
+
+    /// Shrinks an allocation in place from `old_size` to `new_size` and
+    /// returns the same pointer; the released tail is accounted as freed
+    /// (its bytes come back with the block). Growing is refused with
+    /// [`AllocError::TooLarge`]: the bytes after an arena allocation belong
+    /// to whoever bumped next.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a live allocation of `old_size` bytes from this arena; after
+    /// success it is one of `new_size` bytes (free it with that size).
+    pub unsafe fn realloc(
+        &self,
+        ptr: NonNull<u8>,
+        old_size: usize,
+        new_size: usize,
+    ) -> Result<NonNull<u8>, AllocError> {
+        if new_size == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        if new_size > old_size {
+            return Err(AllocError::TooLarge {
+                requested: new_size,
+                max: old_size,
+            });
+        }
+        let released = align_up(old_size, GRAIN) - align_up(new_size, GRAIN);
+        if released > 0 {
+            // SAFETY: the counter counts `old_size` aligned for this block;
+            // releasing the tail leaves `new_size` aligned outstanding.
+            unsafe { self.dealloc(ptr, released) };
+        }
+        Ok(ptr)
+    }
+
+    /// Whether `ptr` lies inside one of the arena's installed blocks. Walks
+    /// the blocks: O(max_blocks). Meant for assertions and debugging tools,
+    /// not hot paths (a faster index would be more shared state).
+    pub fn owns(&self, ptr: *const u8) -> bool {
+        let addr = ptr.addr();
+        let base = self.base.as_ptr().addr();
+        self.caps.iter().enumerate().any(|(slot, cap)| {
+            let start = base + (slot << self.stride_log2);
+            let cap = cap.load(Ordering::Relaxed) as usize;
+            cap != 0 && addr >= start && addr < start + cap
+        })
+    }
+
+    /// Empties the whole arena: every block becomes free and the first slot
+    /// becomes current at position 0; committed pages stay committed.
+    ///
+    /// # Panics
+    ///
+    /// If the OS refuses to recommit the first slot after an eviction.
+    pub fn reset(&mut self) {
+        let mut cap = lock(&self.capacity);
+        for (c, k) in self.counters.iter().zip(self.caps.iter()) {
+            c.store(0, Ordering::Relaxed);
+            k.store(0, Ordering::Relaxed);
+        }
+        let used = cap.next_fresh;
+        cap.free.clear();
+        // Popped from the end: slot 0 first, then 1, 2, ...
+        cap.free.extend((0..used).rev());
+        let (slot, factor) = self
+            .take_slot(&mut cap, 0)
+            .expect("recommit after reset")
+            .expect("a free slot after reset");
+        self.cursor
+            .store(encode(slot, factor, 0), Ordering::Release);
+    }
+
+    /// Bytes a [`Layout`] takes from the cursor: the size rounded to 16, plus
+    /// `align - 16` of slack for alignments above 16.
+    fn reserved(layout: Layout) -> Option<usize> {
+        let extra = layout.align().saturating_sub(GRAIN);
+        layout.size().checked_add(extra)
+    }
+}
+
+impl Drop for PackedArena {
+    fn drop(&mut self) {
+        // SAFETY: exactly the reservation made in `with_config`; `&mut self`
+        // means no allocation from it can be used any more (their lifetimes
+        // are bounded by the arena's by the caller's contract).
+        let r = unsafe { sys::release(self.base, self.reservation_len) };
+        debug_assert!(r.is_ok(), "release failed: {r:?}");
+    }
+}
+
+impl RawAllocator for PackedArena {
+    /// A block's bytes come back when all its allocations are freed.
+    const FREES_INDIVIDUALLY: bool = true;
+
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if layout.size() == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        let max = self.max_request;
+        let reserved = Self::reserved(layout).ok_or(AllocError::TooLarge {
+            requested: layout.size(),
+            max,
+        })?;
+        if reserved > max {
+            return Err(AllocError::TooLarge {
+                requested: reserved,
+                max,
+            });
+        }
+        let p = self.alloc(reserved)?;
+        let aligned = align_up(p.as_ptr().addr(), layout.align()) - p.as_ptr().addr();
+        // SAFETY: `aligned <= align - 16` (p is 16-aligned) and the block has
+        // `reserved = size + align - 16` bytes, so the result is in range.
+        let p = unsafe { p.add(aligned) };
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        let reserved = Self::reserved(layout).unwrap_or(usize::MAX);
+        debug_assert!(reserved <= self.max_request);
+        // SAFETY: `ptr` lies in the block `allocate` reserved `reserved`
+        // bytes in; the caller guarantees it is live and freed once.
+        unsafe { self.dealloc(ptr, reserved) }
+    }
+}
+
+// SAFETY: blocks stay valid until freed, reset (which needs `&mut`, so no
+// borrow can be alive) or the arena is dropped; `allocate` returns disjoint
+// ranges; `shrink` keeps the block and accounts for the released tail.
+unsafe impl allocator_api2::alloc::Allocator for &PackedArena {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if layout.size() == 0 {
+            let dangling = core::ptr::without_provenance_mut::<u8>(layout.align());
+            // SAFETY: an alignment is never zero.
+            return Ok(NonNull::slice_from_raw_parts(
+                unsafe { NonNull::new_unchecked(dangling) },
+                0,
+            ));
+        }
+        RawAllocator::allocate(*self, layout).map_err(Into::into)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        if layout.size() != 0 {
+            // SAFETY: forwarded; the caller upholds the Allocator contract.
+            unsafe { RawAllocator::deallocate(*self, ptr, layout) }
+        }
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        let (Some(old_r), Some(new_r)) = (PackedArena::reserved(old), PackedArena::reserved(new))
+        else {
+            return Err(allocator_api2::alloc::AllocError);
+        };
+        if new.size() != 0 && ptr.as_ptr().addr().is_multiple_of(new.align()) && new_r <= old_r {
+            let released = align_up(old_r, GRAIN) - align_up(new_r, GRAIN);
+            if released > 0 {
+                // SAFETY: the block counted `old_r`; `new_r` stays outstanding.
+                unsafe { self.dealloc(ptr, released) };
+            }
+            return Ok(NonNull::slice_from_raw_parts(ptr, new.size()));
+        }
+        let fresh = allocator_api2::alloc::Allocator::allocate(self, new)?;
+        // SAFETY: both blocks are live and distinct, `new.size() <= old.size()`.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), new.size())
+        };
+        // SAFETY: `ptr` is live with `old` (the caller's contract).
+        unsafe { allocator_api2::alloc::Allocator::deallocate(self, ptr, old) };
+        Ok(fresh)
+    }
+}

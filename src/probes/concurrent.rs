@@ -1,1 +1,49 @@
-//! Probes for the concurrent allocators (filled in by their owners).
+//! Probes for the write-up's concurrent allocators: each exports exactly one
+//! fast path of [`PackedArena`] or [`ThreadCursorArena`].
+
+use core::ptr::NonNull;
+
+use crate::{PackedArena, ThreadCursorArena};
+
+/// [`PackedArena::alloc`]: one relaxed `fetch_add`, decode, fit check.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C" fn probe_packed_alloc_relaxed(arena: &PackedArena, size: usize) -> *mut u8 {
+    match arena.alloc(size) {
+        Ok(p) => p.as_ptr(),
+        Err(_) => core::ptr::null_mut(),
+    }
+}
+
+/// [`PackedArena::alloc_seqcst`]: the same fast path with a `SeqCst` add.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C" fn probe_packed_alloc_seqcst(arena: &PackedArena, size: usize) -> *mut u8 {
+    match arena.alloc_seqcst(size) {
+        Ok(p) => p.as_ptr(),
+        Err(_) => core::ptr::null_mut(),
+    }
+}
+
+/// [`PackedArena::dealloc`]: one release `fetch_sub` on the block's counter.
+///
+/// # Safety
+///
+/// As for [`PackedArena::dealloc`]; `ptr` is non-null.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn probe_packed_dealloc(arena: &PackedArena, ptr: *mut u8, size: usize) {
+    // SAFETY: the caller guarantees `ptr` is a live, non-null allocation of
+    // `size` bytes from `arena`.
+    unsafe { arena.dealloc(NonNull::new_unchecked(ptr), size) }
+}
+
+/// [`ThreadCursorArena::alloc`]: one thread-local access, a compare, an add.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C" fn probe_thread_cursor_alloc(arena: &ThreadCursorArena, size: usize) -> *mut u8 {
+    match arena.alloc(size) {
+        Ok(p) => p.as_ptr(),
+        Err(_) => core::ptr::null_mut(),
+    }
+}
