@@ -265,11 +265,18 @@ impl Visit for OnCaller<'_, '_> {
 const SMALL_ROUND: u64 = 1 << 16;
 
 /// The allocators of the pair: (name, shared word or per-thread cursor).
-const PAIR: &[(&str, &str)] = &[];
+const PAIR: &[(&str, &str)] = &[("PackedArena", "shared"), ("ThreadCursorArena", "private")];
 /// The 16-byte single-thread reservations beside the bare loops.
 const BUMP16: &[&str] = &["bumpalo", "LinearArena", "StackAllocator", "Rewindable"];
 /// The 64-byte allocate/free pairs (with the `Vec` free list for `Pool`).
-const ALLOC_FREE64: &[&str] = &["system", "mimalloc", "SegregatedFit", "Pool", "Persistent"];
+const ALLOC_FREE64: &[&str] = &[
+    "system",
+    "mimalloc",
+    "SegregatedFit",
+    "Pool",
+    "Persistent",
+    "PackedArena",
+];
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();

@@ -102,6 +102,107 @@ impl<A: RawAllocator> Subject for Raw<A> {
     }
 }
 
+/// The two arenas of the write-up through their own fast path,
+/// `alloc(size)` (16-byte aligned), rather than `RawAllocator::allocate`
+/// (which adds the alignment arithmetic for layouts above 16): the goals
+/// compare that fast path with its peers. Bench layouts are aligned to at
+/// most 16.
+pub struct Direct<A>(pub A);
+
+/// The arena methods [`Direct`] calls.
+pub trait SizedArena {
+    /// The fast path.
+    fn alloc_size(&self, size: usize) -> Result<NonNull<u8>, allocasm::AllocError>;
+    /// The sized free.
+    ///
+    /// # Safety
+    ///
+    /// As the arena's `dealloc`: `ptr` is live, from `alloc_size(size)`.
+    unsafe fn free_size(&self, ptr: NonNull<u8>, size: usize);
+    /// Empties the arena.
+    fn reset_all(&mut self);
+}
+
+impl SizedArena for allocasm::PackedArena {
+    #[inline(always)]
+    fn alloc_size(&self, size: usize) -> Result<NonNull<u8>, allocasm::AllocError> {
+        self.alloc(size)
+    }
+
+    #[inline(always)]
+    unsafe fn free_size(&self, ptr: NonNull<u8>, size: usize) {
+        // SAFETY: forwarded; the caller upholds `dealloc`'s contract.
+        unsafe { self.dealloc(ptr, size) }
+    }
+
+    fn reset_all(&mut self) {
+        self.reset()
+    }
+}
+
+impl SizedArena for allocasm::ThreadCursorArena {
+    #[inline(always)]
+    fn alloc_size(&self, size: usize) -> Result<NonNull<u8>, allocasm::AllocError> {
+        self.alloc(size)
+    }
+
+    #[inline(always)]
+    unsafe fn free_size(&self, _ptr: NonNull<u8>, _size: usize) {}
+
+    fn reset_all(&mut self) {
+        self.reset()
+    }
+}
+
+impl<A: SizedArena> LocalAlloc for &Direct<A> {
+    #[inline(always)]
+    fn alloc(&mut self, layout: Layout) -> NonNull<u8> {
+        debug_assert!(layout.align() <= 16);
+        match self.0.alloc_size(layout.size()) {
+            Ok(p) => p,
+            Err(e) => failed(&e, layout),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: the caller guarantees `ptr` came from `alloc` with `layout`.
+        unsafe { self.0.free_size(ptr, layout.size()) }
+    }
+}
+
+impl<A: SizedArena> Subject for Direct<A> {
+    type Local<'a>
+        = &'a Direct<A>
+    where
+        Self: 'a;
+
+    #[inline(always)]
+    fn local(&self, _worker: usize) -> &Direct<A> {
+        self
+    }
+
+    fn reset(&mut self) {
+        self.0.reset_all()
+    }
+}
+
+/// 4 MiB blocks (128 of them: 512 MiB, enough for a round of 16 workers).
+fn packed() -> Direct<allocasm::PackedArena> {
+    Direct(made("PackedArena", allocasm::PackedArena::new(4 << 20)))
+}
+
+fn thread_cursor() -> Direct<allocasm::ThreadCursorArena> {
+    let config = allocasm::ThreadCursorConfig {
+        block_size: 4 << 20,
+        ..Default::default()
+    };
+    Direct(made(
+        "ThreadCursorArena",
+        allocasm::ThreadCursorArena::with_config(config),
+    ))
+}
+
 /// A `GlobalAlloc` peer: the system allocator or mimalloc.
 #[derive(Clone, Copy)]
 pub struct Global<G>(pub G);
@@ -282,6 +383,8 @@ pub fn names() -> Vec<&'static str> {
         "TempJob",
         "Persistent",
         "Rewindable",
+        "PackedArena",
+        "ThreadCursorArena",
     ]);
     v
 }
@@ -302,6 +405,8 @@ pub fn shared_names() -> Vec<&'static str> {
         "TempJob",
         "Persistent",
         "Rewindable",
+        "PackedArena",
+        "ThreadCursorArena",
     ]);
     v
 }
@@ -368,6 +473,8 @@ pub fn with_subject<V: Visit>(name: &str, cfg: Config, v: V) -> Option<V::Out> {
         "Persistent" => v.visit(persistent()),
         "Rewindable" => v.visit(rewindable(cfg)),
         "PageAllocator" => v.visit(Raw::freeing(PageAllocator::new())),
+        "PackedArena" => v.visit(packed()),
+        "ThreadCursorArena" => v.visit(thread_cursor()),
         _ => return None,
     })
 }
@@ -385,6 +492,8 @@ pub fn with_shared<V: VisitShared>(name: &str, cfg: Config, v: V) -> Option<V::O
         "TempJob" => v.visit(temp_job(cfg)),
         "Persistent" => v.visit(persistent()),
         "Rewindable" => v.visit(rewindable(cfg)),
+        "PackedArena" => v.visit(packed()),
+        "ThreadCursorArena" => v.visit(thread_cursor()),
         _ => return None,
     })
 }
