@@ -247,7 +247,8 @@ def main():
         if parts[0] == "skipped":
             trows.append(["(per-target builds not run)", "skipped", f"`{parts[1]}`"])
         else:
-            trows.append([parts[1], parts[0], f"`{parts[2]}`"])
+            why = parts[3].strip() if len(parts) > 3 else ""
+            trows.append([parts[1], parts[0] + (f": `{why}`" if why else ""), f"`{parts[2]}`"])
     md += ["## 2. The pair on every target", "",
            "x86_64-unknown-linux-gnu runs natively above. aarch64-unknown-linux-gnu is built (default "
            "and `+lse`) and the pair runs under qemu-user: a functional run only, emulated timings mean "
