@@ -1,0 +1,415 @@
+//! The allocator benches of issue 6, in one criterion binary (one link
+//! step): run them with `scripts/bench`, which turns criterion's estimates
+//! into `reports/bench.md`.
+//!
+//! Every benchmark uses `iter_custom`: one criterion iteration is one
+//! operation *per worker*, so criterion's per-iteration time is the
+//! per-thread ns/op, and `threads / that` is the aggregate rate.
+//!
+//! Groups (criterion group / function id / thread count):
+//! - `pair`: 16-byte reservations, each returned address folded into a
+//!   checksum; the shared word (raw `fetch_add` on one `CachePadded` word,
+//!   `PackedArena`) against the per-thread cursor (a raw private bump with a
+//!   4 KiB refill from a shared word, `ThreadCursorArena`), 1..N threads.
+//! - `scaling`: allocate/touch/free of 16..256-byte blocks with 32 live per
+//!   worker, every thread-safe allocator and the peers, 1..N threads.
+//! - `bump16`, `alloc-free64`, `chapter`: single-thread fast paths against
+//!   their peers, and the chapter's opening program (allocate, touch, free
+//!   64 bytes) with every allocator in its place.
+//!
+//! Environment: `ALLOCASM_BENCH_THREADS` caps the thread counts (default:
+//! the machine's parallelism, at most 16; 2 is always measured).
+
+use core::alloc::Layout;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion};
+use crossbeam_utils::CachePadded;
+
+mod pool;
+mod subjects;
+
+use pool::{WorkerPool, measure, measure_local};
+use subjects::{Config, LocalAlloc, Subject, Visit, VisitShared};
+
+/// Operations per worker between two resets: 16 MiB of 16-byte
+/// reservations, so every arena fits a round in its first blocks.
+const ROUND: u64 = 1 << 20;
+
+const L16: Layout = Layout::new::<[u64; 2]>();
+const L64: Layout = Layout::new::<[u64; 8]>();
+
+/// 1, 2, 4, 8, 16 up to the cap, plus the cap itself; 2 always (the
+/// pair's headline figure is taken there).
+fn thread_counts() -> Vec<usize> {
+    let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cap = std::env::var("ALLOCASM_BENCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(machine)
+        .clamp(1, 16);
+    let mut counts: Vec<usize> = [1, 2, 4, 8, 16].into_iter().filter(|&t| t <= cap).collect();
+    counts.extend([cap, 2]);
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
+
+/// The bare shared word: one `CachePadded` `AtomicU64` every worker bumps.
+/// Also the refill word of the raw private bump.
+#[derive(Default)]
+struct SharedWord(CachePadded<AtomicU64>);
+
+fn reset_word(w: &mut SharedWord) {
+    *w.0.get_mut() = 0;
+}
+
+/// The hardware floor of the shared word: one relaxed `fetch_add` of 16
+/// per reservation, the returned word folded into the checksum.
+fn raw_fetch_add(word: &SharedWord, _worker: usize, n: u64) -> u64 {
+    let mut sum = 0u64;
+    for _ in 0..n {
+        sum = sum.wrapping_add(word.0.fetch_add(16, Ordering::Relaxed));
+    }
+    sum
+}
+
+/// The hardware floor of the per-thread cursor: a private, non-atomic
+/// cursor over a 4 KiB chunk; the shared word is touched once per refill
+/// (every 256 reservations), as in the write-up.
+fn raw_private_bump(word: &SharedWord, _worker: usize, n: u64) -> u64 {
+    const CHUNK: u64 = 4096;
+    let (mut ptr, mut end) = (0u64, 0u64);
+    let mut sum = 0u64;
+    for _ in 0..n {
+        if ptr + 16 > end {
+            ptr = refill(word, CHUNK);
+            end = ptr + CHUNK;
+        }
+        sum = sum.wrapping_add(ptr);
+        ptr += 16;
+    }
+    sum
+}
+
+#[cold]
+#[inline(never)]
+fn refill(word: &SharedWord, chunk: u64) -> u64 {
+    word.0.fetch_add(chunk, Ordering::Relaxed)
+}
+
+/// 16-byte reservations from an allocator, addresses folded into the sum.
+fn reserve16<S: Subject>(s: &S, worker: usize, n: u64) -> u64 {
+    let mut local = s.local(worker);
+    let mut sum = 0u64;
+    for _ in 0..n {
+        sum = sum.wrapping_add(local.alloc(L16).as_ptr() as u64);
+    }
+    sum
+}
+
+/// The scaling workload: allocate a 16..256-byte block, write into it,
+/// and free the block allocated 32 operations earlier (after reading it).
+fn churn<S: Subject>(s: &S, worker: usize, n: u64) -> u64 {
+    const LIVE: usize = 32;
+    let mut local = s.local(worker);
+    let mut live: [Option<(core::ptr::NonNull<u8>, Layout)>; LIVE] = [None; LIVE];
+    let mut rng =
+        0x9E37_79B9_7F4A_7C15u64 ^ (worker as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let mut sum = 0u64;
+    for i in 0..n {
+        let slot = i as usize % LIVE;
+        if let Some((p, layout)) = live[slot].take() {
+            // SAFETY: `p` is live and its first 8 bytes were written below.
+            sum = sum.wrapping_add(unsafe { p.cast::<u64>().read() });
+            // SAFETY: `p` came from this subject with `layout`, freed once.
+            unsafe { local.free(p, layout) };
+        }
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let size = 16 * (1 + (rng % 16) as usize);
+        // SAFETY: size is 16..=256 and 8 is a power of two.
+        let layout = unsafe { Layout::from_size_align_unchecked(size, 8) };
+        let p = local.alloc(layout);
+        // SAFETY: `p` holds at least 16 bytes aligned to 8.
+        unsafe { p.cast::<u64>().write(i) };
+        live[slot] = Some((p, layout));
+    }
+    for (p, layout) in live.into_iter().flatten() {
+        // SAFETY: each block left is live and came from this subject.
+        unsafe { local.free(p, layout) };
+    }
+    sum
+}
+
+/// Immediate allocate/free pairs of 64 bytes, the address into the sum.
+fn alloc_free64<S: Subject>(s: &S, n: u64) -> u64 {
+    let mut local = s.local(0);
+    let mut sum = 0u64;
+    for _ in 0..n {
+        let p = local.alloc(L64);
+        sum = sum.wrapping_add(p.as_ptr() as u64);
+        // SAFETY: `p` was just allocated with `L64`.
+        unsafe { local.free(p, L64) };
+    }
+    sum
+}
+
+/// The chapter's opening program: `new int[16]`, `p[0] = i`, `delete[]`.
+fn chapter<S: Subject>(s: &S, n: u64) -> u64 {
+    let mut local = s.local(0);
+    for i in 0..n {
+        let p = local.alloc(L64);
+        // SAFETY: `p` holds 64 bytes aligned to 8.
+        unsafe { p.cast::<u32>().write_volatile(i as u32) };
+        // SAFETY: `p` was just allocated with `L64`.
+        unsafe { local.free(p, L64) };
+    }
+    n
+}
+
+/// Registers a multi-thread benchmark of `op` over `state` on `pool`.
+fn bench_threads<S: Send + Sync + 'static>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    pool: &mut WorkerPool,
+    name: &str,
+    (state, reset): (S, fn(&mut S)),
+    round: u64,
+    op: fn(&S, usize, u64) -> u64,
+) {
+    let threads = pool.workers();
+    let mut state = Arc::new(state);
+    g.bench_function(BenchmarkId::new(name, threads), |b| {
+        b.iter_custom(|iters| measure(pool, &mut state, iters, round, reset, op))
+    });
+}
+
+/// Registers a single-thread benchmark (no pool; `!Sync` allocators too).
+fn bench_local<S>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    (mut state, reset): (S, fn(&mut S)),
+    round: u64,
+    op: fn(&S, u64) -> u64,
+) {
+    g.bench_function(BenchmarkId::new(name, 1), |b| {
+        b.iter_custom(|iters| measure_local(&mut state, iters, round, reset, op))
+    });
+}
+
+/// A thread-safe subject measured with `op` on a pool.
+struct OnPool<'g, 'c, 'p> {
+    group: &'g mut BenchmarkGroup<'c, WallTime>,
+    pool: &'p mut WorkerPool,
+    name: &'g str,
+    round: u64,
+    op: Op,
+}
+
+/// A subject measured with `op` on the calling thread alone.
+struct OnCaller<'g, 'c> {
+    group: &'g mut BenchmarkGroup<'c, WallTime>,
+    name: &'g str,
+    round: u64,
+    op: Op,
+}
+
+/// The workloads a visitor can instantiate for any subject.
+#[derive(Clone, Copy)]
+enum Op {
+    Reserve16,
+    Churn,
+    AllocFree64,
+    Chapter,
+}
+
+impl VisitShared for OnPool<'_, '_, '_> {
+    type Out = ();
+    fn visit<S: Subject + Send + Sync + 'static>(self, subject: S) {
+        let op: fn(&S, usize, u64) -> u64 = match self.op {
+            Op::Reserve16 => reserve16::<S>,
+            Op::Churn => churn::<S>,
+            Op::AllocFree64 | Op::Chapter => {
+                unreachable!("single-thread workloads run on the caller")
+            }
+        };
+        bench_threads(
+            self.group,
+            self.pool,
+            self.name,
+            (subject, S::reset),
+            self.round,
+            op,
+        );
+    }
+}
+
+impl Visit for OnCaller<'_, '_> {
+    type Out = ();
+    fn visit<S: Subject>(self, subject: S) {
+        let op: fn(&S, u64) -> u64 = match self.op {
+            Op::Reserve16 => |s, n| reserve16(s, 0, n),
+            Op::Churn => |s, n| churn(s, 0, n),
+            Op::AllocFree64 => alloc_free64::<S>,
+            Op::Chapter => chapter::<S>,
+        };
+        bench_local(self.group, self.name, (subject, S::reset), self.round, op);
+    }
+}
+
+/// Operations per worker between two resets for the workloads that touch
+/// their blocks (4 MiB of 64-byte blocks, 17 MiB of churn at most).
+const SMALL_ROUND: u64 = 1 << 16;
+
+/// The allocators of the pair: (name, shared word or per-thread cursor).
+const PAIR: &[(&str, &str)] = &[("PackedArena", "shared"), ("ThreadCursorArena", "private")];
+/// The 16-byte single-thread reservations beside the bare loops.
+const BUMP16: &[&str] = &["bumpalo", "LinearArena", "StackAllocator", "Rewindable"];
+/// The 64-byte allocate/free pairs (with the `Vec` free list for `Pool`).
+const ALLOC_FREE64: &[&str] = &[
+    "system",
+    "mimalloc",
+    "SegregatedFit",
+    "Pool",
+    "Persistent",
+    "PackedArena",
+];
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let counts = thread_counts();
+
+    let mut pair = c.benchmark_group("pair");
+    for &t in &counts {
+        let mut pool = WorkerPool::new(t);
+        let word = || (SharedWord::default(), reset_word as fn(&mut SharedWord));
+        bench_threads(
+            &mut pair,
+            &mut pool,
+            "shared: raw fetch_add",
+            word(),
+            ROUND,
+            raw_fetch_add,
+        );
+        bench_threads(
+            &mut pair,
+            &mut pool,
+            "private: raw bump",
+            word(),
+            ROUND,
+            raw_private_bump,
+        );
+        let cfg = Config {
+            workers: t,
+            block: 16,
+            bytes: (ROUND as usize * 16 + (1 << 20)) * t,
+            live: 0,
+        };
+        for &(name, kind) in PAIR {
+            let label = format!("{kind}: {name}");
+            let v = OnPool {
+                group: &mut pair,
+                pool: &mut pool,
+                name: &label,
+                round: ROUND,
+                op: Op::Reserve16,
+            };
+            subjects::with_shared(name, cfg, v).expect("a known allocator");
+        }
+    }
+    pair.finish();
+
+    let mut scaling = c.benchmark_group("scaling");
+    for &t in &counts {
+        let mut pool = WorkerPool::new(t);
+        let cfg = Config {
+            workers: t,
+            block: 256,
+            bytes: (SMALL_ROUND as usize * 272 + (1 << 20)) * t,
+            live: 32 * t,
+        };
+        for name in subjects::shared_names() {
+            let v = OnPool {
+                group: &mut scaling,
+                pool: &mut pool,
+                name,
+                round: SMALL_ROUND,
+                op: Op::Churn,
+            };
+            subjects::with_shared(name, cfg, v).expect("a known allocator");
+        }
+    }
+    scaling.finish();
+
+    let mut bump = c.benchmark_group("bump16");
+    let word = || (SharedWord::default(), reset_word as fn(&mut SharedWord));
+    bench_local(&mut bump, "raw fetch_add", word(), ROUND, |s, n| {
+        raw_fetch_add(s, 0, n)
+    });
+    bench_local(&mut bump, "raw private bump", word(), ROUND, |s, n| {
+        raw_private_bump(s, 0, n)
+    });
+    let cfg = Config {
+        workers: 1,
+        block: 16,
+        bytes: ROUND as usize * 16 + (1 << 20),
+        live: 0,
+    };
+    for &name in BUMP16.iter().chain(PAIR.iter().map(|(n, _)| n)) {
+        let v = OnCaller {
+            group: &mut bump,
+            name,
+            round: ROUND,
+            op: Op::Reserve16,
+        };
+        subjects::with_subject(name, cfg, v).expect("a known allocator");
+    }
+    bump.finish();
+
+    let mut af = c.benchmark_group("alloc-free64");
+    let cfg = Config {
+        workers: 1,
+        block: 64,
+        bytes: SMALL_ROUND as usize * 64 + (1 << 20),
+        live: 64,
+    };
+    for &name in ALLOC_FREE64 {
+        let v = OnCaller {
+            group: &mut af,
+            name,
+            round: SMALL_ROUND,
+            op: Op::AllocFree64,
+        };
+        // mimalloc is absent where it cannot be built.
+        let _ = subjects::with_subject(name, cfg, v);
+    }
+    let list = subjects::VecFreeList::new(64, 64);
+    bench_local(
+        &mut af,
+        "Vec free list",
+        (list, Subject::reset),
+        SMALL_ROUND,
+        alloc_free64,
+    );
+    af.finish();
+
+    let mut ch = c.benchmark_group("chapter");
+    for name in subjects::names()
+        .into_iter()
+        .chain(subjects::CHAPTER_EXTRA.iter().copied())
+    {
+        let v = OnCaller {
+            group: &mut ch,
+            name,
+            round: SMALL_ROUND,
+            op: Op::Chapter,
+        };
+        subjects::with_subject(name, cfg, v).expect("a known allocator");
+    }
+    ch.finish();
+
+    c.final_summary();
+}
