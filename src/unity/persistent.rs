@@ -52,10 +52,7 @@ struct Live {
 /// unsafe { p.dealloc(block, 100, 8) };
 /// assert_eq!(p.live_allocations(), 0);
 /// ```
-// TODO(lead): once `SegregatedFit` implements `RawAllocator`, make it the
-// default: `pub struct Persistent<A: RawAllocator = crate::SegregatedFit>`,
-// and add `impl Persistent { pub fn new() -> Self { Self::with_base(SegregatedFit::new()) } }`.
-pub struct Persistent<A: RawAllocator> {
+pub struct Persistent<A: RawAllocator = crate::SegregatedFit> {
     /// Where the blocks come from.
     base: A,
     /// Live blocks and bytes. Invariant: they count exactly the blocks
@@ -63,6 +60,30 @@ pub struct Persistent<A: RawAllocator> {
     live: CachePadded<Live>,
     /// Where a leak report goes (stderr when `None`).
     leak_hook: Option<LeakHook>,
+}
+
+impl Persistent {
+    /// A `Persistent` over a fresh [`SegregatedFit`](crate::SegregatedFit),
+    /// as Unity's is over its general-purpose heap.
+    ///
+    /// ```
+    /// use allocasm::Persistent;
+    /// let p = Persistent::new();
+    /// let block = p.alloc(24, 8).unwrap();
+    /// assert_eq!(block.as_ptr() as usize % 16, 0);
+    /// // SAFETY: `block` came from `p.alloc(24, 8)` and is live.
+    /// unsafe { p.dealloc(block, 24, 8) };
+    /// assert_eq!(p.live_allocations(), 0);
+    /// ```
+    pub fn new() -> Self {
+        Self::with_base(crate::SegregatedFit::new())
+    }
+}
+
+impl Default for Persistent {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<A: RawAllocator> Persistent<A> {

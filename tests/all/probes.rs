@@ -71,7 +71,6 @@ fn every_defined_probe_is_registered() {
 
 #[test]
 #[cfg_attr(miri, ignore = "reads source files")]
-#[ignore = "enabled once all probes land"]
 fn every_registered_probe_is_defined() {
     let names: BTreeSet<String> = defined().into_iter().map(|(n, _)| n).collect();
     let missing: Vec<&str> = PROBES

@@ -315,3 +315,61 @@ fn page_allocator() {
     };
     run_with("PageAllocator", &PageAllocator::new(), &cfg);
 }
+
+/// Arenas reclaim only in bulk (or by block, for the packed arena), so their
+/// runs ask for ordinary sizes only and stay within their capacity.
+fn arena_config(rounds_native: usize) -> Config {
+    Config {
+        large_every: 0,
+        ..Config::new(threads(), rounds(rounds_native))
+    }
+}
+
+#[test]
+fn packed_arena() {
+    let a = allocasm::PackedArena::new(1 << 20).unwrap();
+    let r = run_with("PackedArena", &a, &arena_config(20_000));
+    assert!(
+        cfg!(miri) || r.handed_over > 0,
+        "blocks must cross threads: {r:?}"
+    );
+}
+
+#[test]
+fn thread_cursor_arena() {
+    let a = allocasm::ThreadCursorArena::new().unwrap();
+    run_with("ThreadCursorArena", &a, &arena_config(10_000));
+}
+
+#[test]
+fn temp_job() {
+    let a = allocasm::TempJob::new(8 << 20).unwrap();
+    run_with("TempJob", &a, &arena_config(20_000));
+}
+
+#[test]
+fn rewindable() {
+    let a = allocasm::Rewindable::new(64 * 1024, 1 << 20).unwrap();
+    run_with("Rewindable", &a, &arena_config(20_000));
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "Persistent's base is SegregatedFit, whose stale link read Miri flags; see segregated_fit"
+)]
+fn persistent() {
+    let a = allocasm::Persistent::new();
+    run("Persistent", &a, threads(), rounds(20_000));
+}
+
+#[test]
+fn guard_zone() {
+    // Two mappings and protection changes per block: fewer rounds.
+    let cfg = Config {
+        max_size: 8 * 1024,
+        large_every: 0,
+        ..Config::new(threads(), rounds(1_000))
+    };
+    run_with("GuardZone", &allocasm::GuardZone::new(), &cfg);
+}

@@ -647,6 +647,16 @@ fn persistent_conformance() {
 }
 
 #[test]
+fn persistent_over_segregated_fit_conformance() {
+    let spec = Spec {
+        min_align: 16,
+        bounded: false,
+        ..Spec::new("Persistent<SegregatedFit>")
+    };
+    conformance::check(&spec, || Persistent::new().on_leak(|_| {}));
+}
+
+#[test]
 fn persistent_counts_and_reports_leaks_on_drop() {
     let (seen, hook) = recorder();
     let p = Persistent::with_base(PageAllocator::new()).on_leak(hook);
