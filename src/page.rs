@@ -19,7 +19,11 @@ use core::ptr::NonNull;
 
 use crate::{AllocError, RawAllocator, sys};
 
-/// Page-granular virtual memory from the OS. See the [module docs](self).
+/// Page-granular virtual memory from the OS.
+///
+/// `alloc(n)` returns `round(n)` bytes of committed, zeroed, page-aligned
+/// memory; `dealloc(ptr, n)` with the same `n` gives it back. Every call is a
+/// system call; there is no metadata. Any thread may allocate and free.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PageAllocator;
 
