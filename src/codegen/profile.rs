@@ -193,7 +193,9 @@ pub enum Class {
     Call,
     /// Any branch (conditional or not) within the function.
     Branch,
-    /// A branch to a label defined earlier in the function: a loop.
+    /// A branch to a label defined earlier in the function that is reachable
+    /// again from that label: a loop (a cold block jumping back to the shared
+    /// epilogue is not one).
     BackwardBranch,
 }
 
@@ -267,13 +269,19 @@ impl InstructionClasses {
                 r"^(b|b\.[a-z]{2}|b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)|cbn?z|tbn?z|br)\b",
             ),
             Arch::Riscv64 => (
+                // `amoadd.d` (one instruction, A extension), `lr.d`/`sc.d`
+                // (a retry loop), with any `.aq`/`.rl`/`.aqrl` suffix.
                 r"^(amo[a-z]+|lr|sc)\.",
                 r"^fence\b",
-                r"^(call|jal|jalr)\b",
+                // `tail` is the assembler's tail-call pseudo-instruction.
+                r"^(call|tail|jal|jalr)\b",
                 r"^(j|jr|beqz?|bnez?|bltz?|bgez?|blez|bgtz|bltu|bgeu|bgt|ble|bgtu|bleu)\b",
             ),
             Arch::Arm => (
-                r"^(ldrex|strex)[a-z]*\b|^bl __sync_",
+                // `ldrexd`/`strexd` for 64 bits (a retry loop: 32-bit Arm has
+                // no single-instruction atomic add), ARMv8's `ldaex`/`stlex`
+                // forms, and the libgcc/compiler-rt helpers.
+                r"^(ldrex|strex|ldaex|stlex)[a-z]*\b|^(bl|blx) __(sync|atomic)_",
                 r"^(dmb|dsb)\b",
                 r"^(bl|blx)\b",
                 r"^(b|bx|b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)|cbn?z)\b",
