@@ -42,6 +42,7 @@
 
 pub mod build;
 pub mod expect;
+pub mod linked;
 pub mod listing;
 pub mod normalize;
 pub mod parse;
@@ -55,7 +56,8 @@ pub use expect::{Failure, FailureKind, Outcome};
 pub use listing::{Instruction, Line, Listing, Summary};
 pub use parse::{Assembly, Function};
 pub use profile::{
-    Arch, Class, InstructionClasses, ObjectFormat, Pattern, ProbeExpect, Profile, RunMode,
+    Arch, Class, InstructionClasses, LinkedConfig, ObjectFormat, Pattern, ProbeExpect, Profile,
+    RunMode,
 };
 
 use crate::probes::Probe;

@@ -337,6 +337,32 @@ pub struct Profile {
     pub classes: InstructionClasses,
     /// The file it was loaded from.
     pub path: PathBuf,
+    /// The `[linked]` table: present when the profile also has a linked
+    /// view (its probes disassembled from a linked executable, see
+    /// [`crate::codegen::linked`]).
+    pub linked: Option<LinkedConfig>,
+}
+
+/// A profile's `[linked]` table.
+///
+/// ```toml
+/// [linked]
+/// rustflags = ""                       # for the whole executable build (all crates)
+/// objdump = "riscv64-linux-gnu-objdump"   # optional: the disassembler
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkedConfig {
+    /// Extra rustflags for every crate of the executable's build, split on
+    /// whitespace (the `.s` view's `relocation-model=pie` is not needed:
+    /// an executable is pie already).
+    #[serde(default)]
+    pub rustflags: String,
+    /// The disassembler; by default `<gnu-triple>-objdump` (Debian's
+    /// `binutils-<triple>`, which the cross gcc packages bring), or the
+    /// host's `objdump` for the host's own architecture.
+    #[serde(default)]
+    pub objdump: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -352,6 +378,8 @@ struct RawProfile {
     probe: BTreeMap<String, RawExpect>,
     #[serde(default)]
     instructions: Option<RawClasses>,
+    #[serde(default)]
+    linked: Option<LinkedConfig>,
 }
 
 #[derive(Deserialize)]
@@ -507,6 +535,7 @@ impl Profile {
             expect,
             classes,
             path: path.to_path_buf(),
+            linked: raw.linked,
         })
     }
 

@@ -4,6 +4,7 @@ mod chapter;
 mod codegen;
 mod conformance;
 mod guard_zone;
+mod linked;
 mod packed;
 mod probes;
 mod thread_cursor;
