@@ -271,7 +271,7 @@ mod tests {
             })
         );
         assert_eq!(
-            arena.alloc(8, 1 << 62).map(|_| ()),
+            arena.alloc(8, 1 << (usize::BITS - 2)).map(|_| ()),
             Err(AllocError::OutOfMemory {
                 requested: 8,
                 available: 64

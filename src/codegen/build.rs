@@ -274,7 +274,7 @@ impl AsmOutput {
     }
 }
 
-fn command_line(cmd: &Command) -> String {
+pub(crate) fn command_line(cmd: &Command) -> String {
     let mut s = cmd.get_program().to_string_lossy().into_owned();
     for a in cmd.get_args() {
         s.push(' ');
@@ -376,7 +376,7 @@ pub fn resolve_toolchain(opts: &BuildOptions) -> Result<String, BuildError> {
 
 /// A command that runs `program` of `toolchain` (through `rustup run` when
 /// rustup is there).
-fn tool(toolchain: &str, program: &str) -> Command {
+pub(crate) fn tool(toolchain: &str, program: &str) -> Command {
     if has_rustup() && toolchain != "default" {
         let mut c = Command::new("rustup");
         c.args(["run", toolchain, program]);
@@ -458,7 +458,7 @@ pub fn target_dir(opts: &BuildOptions, toolchain: &str, profile: &Profile) -> Pa
 
 /// Environment variables that would change the build behind the profile's
 /// back, removed from the child's environment.
-const SCRUBBED_ENV: &[&str] = &[
+pub(crate) const SCRUBBED_ENV: &[&str] = &[
     "RUSTFLAGS",
     "CARGO_ENCODED_RUSTFLAGS",
     "CARGO_BUILD_RUSTFLAGS",

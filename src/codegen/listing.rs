@@ -74,7 +74,8 @@ pub struct Summary {
     pub calls: usize,
     /// Branches within the function.
     pub branches: usize,
-    /// Backward branches (loops).
+    /// Backward branches that close a loop (the branch is reachable again
+    /// from its target).
     pub backward_branches: usize,
 }
 
@@ -125,7 +126,10 @@ impl Listing {
     }
 
     /// Whether the instruction at line `index` is a branch to a label defined
-    /// at or before it (a loop).
+    /// at or before it that closes a loop: the branch is reachable again from
+    /// its target. A cold block placed after the return that jumps back to
+    /// the shared epilogue (`.LBB1: call slow; jmp .LBB3`) branches backward
+    /// but is no loop, and is not counted.
     fn is_backward_branch(
         &self,
         index: usize,
@@ -138,9 +142,48 @@ impl Listing {
         if !classes.branch.is_match(&i.text()) {
             return false;
         }
-        i.last_operand()
-            .and_then(|t| labels.get(t))
-            .is_some_and(|&def| def <= index)
+        let Some(&target) = i.last_operand().and_then(|t| labels.get(t)) else {
+            return false;
+        };
+        target <= index && self.reaches(target, index, classes, labels)
+    }
+
+    /// Whether control can flow from line `from` to line `to`: falling
+    /// through (unless the instruction ends the flow: an unconditional jump,
+    /// a return, a trap) or branching to a label of the function.
+    fn reaches(
+        &self,
+        from: usize,
+        to: usize,
+        classes: &InstructionClasses,
+        labels: &BTreeMap<&str, usize>,
+    ) -> bool {
+        let mut seen = vec![false; self.lines.len()];
+        let mut stack = vec![from];
+        while let Some(n) = stack.pop() {
+            if n >= self.lines.len() || seen[n] {
+                continue;
+            }
+            if n == to {
+                return true;
+            }
+            seen[n] = true;
+            match &self.lines[n] {
+                Line::Label(_) => stack.push(n + 1),
+                Line::Instruction(i) => {
+                    let text = i.text();
+                    if classes.branch.is_match(&text)
+                        && let Some(&t) = i.last_operand().and_then(|t| labels.get(t))
+                    {
+                        stack.push(t);
+                    }
+                    if !ends_flow(&text) {
+                        stack.push(n + 1);
+                    }
+                }
+            }
+        }
+        false
     }
 
     /// Whether an instruction is a tail call: a branch whose target is a
@@ -235,6 +278,23 @@ impl fmt::Display for Listing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text())
     }
+}
+
+/// Whether an instruction never falls through to the next line: an
+/// unconditional jump or return on x86 (`jmp`, `ret`, `ud2`), arm64 (`b`,
+/// `br`, `ret`, `brk`), RISC-V (`j`, `jr`, `tail`, `ret`, `unimp`) or 32-bit
+/// Arm (`b`, `bx`, `pop {..., pc}`, `udf`). Conditional forms (`b.ne`,
+/// `bne`, `poplo {..., pc}`) fall through.
+fn ends_flow(text: &str) -> bool {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(concat!(
+            r"^(jmp|ret|retq|retaa|retab|ud2|int3|hlt|b|br|bx|j|jr|tail|brk|udf|unimp)(\s|$)",
+            r"|^(pop|ldm|ldmia|ldmfd) .*\bpc\}",
+        ))
+        .expect("ends_flow regex")
+    })
+    .is_match(text)
 }
 
 /// Register operands (tail-call detection must not take `br x9`'s `x9` or

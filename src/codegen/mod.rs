@@ -36,16 +36,33 @@
 //!   diffs) and [`expect::check`] (the failures only), plus
 //!   [`expect::check_all`] (every probe, including missing ones).
 //! - [`listing::Listing::summary`]: instruction, atomic, call and loop counts.
+//! - [`summary::cross_profile`]: the cross-profile table (probes down,
+//!   profiles across, instruction count and A/C/L marks per cell) with
+//!   [`summary::CrossProfile::markdown`].
+//! - [`linked`]: the linked view. [`linked::build_linked`] /
+//!   [`linked::build_all_linked`] link `examples/linked_probes.rs` for every
+//!   profile with a `[linked]` table, release and fat LTO ([`linked::Lto`]);
+//!   [`linked::extract_linked`] gives the same [`ProbeListings`] as
+//!   [`extract_probes`]; [`linked::side_by_side`] puts a `.s` listing and a
+//!   linked one in two columns.
+//!
+//! What the report should show with them (md/json/html): the cross-profile
+//! table of the `.s` view first (and of the linked view under it); per
+//! probe and profile, the `.s` listing beside the linked listings (release,
+//! release-lto) with [`linked::LinkedOutput::header`] naming the build, and
+//! the profile's `why` for the probe as the annotation.
 //!
 //! Paths: [`manifest_dir`], [`targets_dir`], [`snapshots_dir`],
 //! [`default_target_root`].
 
 pub mod build;
 pub mod expect;
+pub mod linked;
 pub mod listing;
 pub mod normalize;
 pub mod parse;
 pub mod profile;
+pub mod summary;
 pub mod symbols;
 
 use std::collections::BTreeMap;
@@ -56,7 +73,8 @@ pub use expect::{Failure, FailureKind, Outcome};
 pub use listing::{Instruction, Line, Listing, Summary};
 pub use parse::{Assembly, Function};
 pub use profile::{
-    Arch, Class, InstructionClasses, ObjectFormat, Pattern, ProbeExpect, Profile, RunMode,
+    Arch, Class, InstructionClasses, LinkedConfig, ObjectFormat, Pattern, ProbeExpect, Profile,
+    RunMode,
 };
 
 use crate::probes::Probe;

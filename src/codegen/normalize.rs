@@ -14,9 +14,10 @@
 //!    closures/constants spelled one way (`{{closure}}` and `{closure#0}`
 //!    both become `{closure}`). Mach-O's extra leading `_` is stripped.
 //! 4. Local labels (`.LBB0_3`, `LBB0_3`, `.Ltmp5`, `Lloh2`, `.LCPI5_0`,
-//!    `.Lfunc_begin0`, `.LJTI0_0`, `l_anon.<hash>.3`, ...) are renumbered per
-//!    function and per family in order of first appearance (`.LBB0_3` →
-//!    `.LBB1`); label definitions no instruction refers to are dropped.
+//!    `.Lfunc_begin0`, `.LJTI0_0`, `l_anon.<hash>.3`, COFF's
+//!    `anon.<hash>.3`, ...) are renumbered per function and per family in
+//!    order of first appearance (`.LBB0_3` → `.LBB1`); label definitions no
+//!    instruction refers to are dropped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
@@ -44,6 +45,7 @@ fn symbol_re() -> &'static Regex {
 fn local_label_re(format: ObjectFormat) -> &'static Regex {
     static ELF: OnceLock<Regex> = OnceLock::new();
     static MACHO: OnceLock<Regex> = OnceLock::new();
+    static COFF: OnceLock<Regex> = OnceLock::new();
     match format {
         ObjectFormat::MachO => MACHO.get_or_init(|| {
             Regex::new(
@@ -51,7 +53,15 @@ fn local_label_re(format: ObjectFormat) -> &'static Regex {
             )
             .expect("label regex")
         }),
-        _ => ELF.get_or_init(|| {
+        // COFF spells rustc's anonymous constants `anon.<hash>.N`, without
+        // ELF's `.L`: the same family, so the hash never reaches a listing.
+        ObjectFormat::Coff => COFF.get_or_init(|| {
+            Regex::new(
+                r"(?:^|[^\w.$])(?:((?:\.L)?anon\.)[0-9a-f]{8,}\.(\d+)|(\.L[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
+            )
+            .expect("label regex")
+        }),
+        ObjectFormat::Elf => ELF.get_or_init(|| {
             Regex::new(
                 r"(?:^|[^\w.$])(?:(\.Lanon\.)[0-9a-f]{8,}\.(\d+)|(\.L[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
             )

@@ -8,8 +8,10 @@
 //!   change. Symbols carry a leading `_`, which is stripped so names match
 //!   the other formats (`_probe_x` is `probe_x`, `__ZN…` is `_ZN…`).
 //! - COFF: a function is a label declared `.def NAME; .scl …; .type 32;
-//!   .endef`; it ends at `.seh_endproc` (plus the label after it, if any, is
-//!   not included), the next function or a section change.
+//!   .endef` (`.scl 2` external, `.scl 3` static such as catch funclets),
+//!   usually in its own `one_only` (COMDAT) text section; it ends at
+//!   `.seh_handlerdata` (the unwind tables after the code) or
+//!   `.seh_endproc`, the next function or a section change.
 //!
 //! Aliases that LLVM's function merging leaves (`a = b`, `.set a, b`) are
 //! recorded and resolved by [`Assembly::function`].
@@ -229,7 +231,10 @@ pub fn parse_asm(text: &str, format: ObjectFormat) -> Assembly {
                         finish(&mut current, &mut asm);
                     }
                 }
-                ".cfi_endproc" | ".seh_endproc"
+                // `.seh_handlerdata` starts the unwind tables that follow the
+                // code (`.long $cppxdata$f@IMGREL`, then the re-entered
+                // `one_only` section and `.seh_endproc`): the code is over.
+                ".cfi_endproc" | ".seh_endproc" | ".seh_handlerdata"
                     if format != ObjectFormat::Elf && current.is_some() =>
                 {
                     if let Some(f) = current.as_mut() {

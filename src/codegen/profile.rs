@@ -194,7 +194,9 @@ pub enum Class {
     Call,
     /// Any branch (conditional or not) within the function.
     Branch,
-    /// A branch to a label defined earlier in the function: a loop.
+    /// A branch to a label defined earlier in the function that is reachable
+    /// again from that label: a loop (a cold block jumping back to the shared
+    /// epilogue is not one).
     BackwardBranch,
 }
 
@@ -268,13 +270,19 @@ impl InstructionClasses {
                 r"^(b|b\.[a-z]{2}|b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)|cbn?z|tbn?z|br)\b",
             ),
             Arch::Riscv64 => (
+                // `amoadd.d` (one instruction, A extension), `lr.d`/`sc.d`
+                // (a retry loop), with any `.aq`/`.rl`/`.aqrl` suffix.
                 r"^(amo[a-z]+|lr|sc)\.",
                 r"^fence\b",
-                r"^(call|jal|jalr)\b",
+                // `tail` is the assembler's tail-call pseudo-instruction.
+                r"^(call|tail|jal|jalr)\b",
                 r"^(j|jr|beqz?|bnez?|bltz?|bgez?|blez|bgtz|bltu|bgeu|bgt|ble|bgtu|bleu)\b",
             ),
             Arch::Arm => (
-                r"^(ldrex|strex)[a-z]*\b|^bl __sync_",
+                // `ldrexd`/`strexd` for 64 bits (a retry loop: 32-bit Arm has
+                // no single-instruction atomic add), ARMv8's `ldaex`/`stlex`
+                // forms, and the libgcc/compiler-rt helpers.
+                r"^(ldrex|strex|ldaex|stlex)[a-z]*\b|^(bl|blx) __(sync|atomic)_",
                 r"^(dmb|dsb)\b",
                 r"^(bl|blx)\b",
                 r"^(b|bx|b(eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)|cbn?z)\b",
@@ -334,6 +342,32 @@ pub struct Profile {
     pub classes: InstructionClasses,
     /// The file it was loaded from.
     pub path: PathBuf,
+    /// The `[linked]` table: present when the profile also has a linked
+    /// view (its probes disassembled from a linked executable, see
+    /// [`crate::codegen::linked`]).
+    pub linked: Option<LinkedConfig>,
+}
+
+/// A profile's `[linked]` table.
+///
+/// ```toml
+/// [linked]
+/// rustflags = ""                       # for the whole executable build (all crates)
+/// objdump = "riscv64-linux-gnu-objdump"   # optional: the disassembler
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkedConfig {
+    /// Extra rustflags for every crate of the executable's build, split on
+    /// whitespace (the `.s` view's `relocation-model=pie` is not needed:
+    /// an executable is pie already).
+    #[serde(default)]
+    pub rustflags: String,
+    /// The disassembler; by default `<gnu-triple>-objdump` (Debian's
+    /// `binutils-<triple>`, which the cross gcc packages bring), or the
+    /// host's `objdump` for the host's own architecture.
+    #[serde(default)]
+    pub objdump: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -349,6 +383,8 @@ struct RawProfile {
     probe: BTreeMap<String, RawExpect>,
     #[serde(default)]
     instructions: Option<RawClasses>,
+    #[serde(default)]
+    linked: Option<LinkedConfig>,
 }
 
 #[derive(Deserialize)]
@@ -511,6 +547,7 @@ impl Profile {
             expect,
             classes,
             path: path.to_path_buf(),
+            linked: raw.linked,
         })
     }
 

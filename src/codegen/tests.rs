@@ -12,8 +12,12 @@ const ELF_X86_V0: &str = include_str!("testdata/elf-x86_64-v0.s");
 const ELF_ARM: &str = include_str!("testdata/elf-aarch64.s");
 const MACHO_ARM: &str = include_str!("testdata/macho-aarch64.s");
 const COFF_X86: &str = include_str!("testdata/coff-x86_64.s");
+const COFF_ARM: &str = include_str!("testdata/coff-aarch64.s");
+const COFF_X86_SEH: &str = include_str!("testdata/coff-x86_64-seh.s");
+const ELF_RISCV: &str = include_str!("testdata/elf-riscv64.s");
+const ELF_ARMV7: &str = include_str!("testdata/elf-armv7.s");
 
-const FORMATS: [(&str, &str, ObjectFormat, Arch); 5] = [
+const FORMATS: [(&str, &str, ObjectFormat, Arch); 8] = [
     ("elf-x86_64", ELF_X86, ObjectFormat::Elf, Arch::X86_64),
     ("elf-x86_64-v0", ELF_X86_V0, ObjectFormat::Elf, Arch::X86_64),
     ("elf-aarch64", ELF_ARM, ObjectFormat::Elf, Arch::Aarch64),
@@ -24,6 +28,9 @@ const FORMATS: [(&str, &str, ObjectFormat, Arch); 5] = [
         Arch::Aarch64,
     ),
     ("coff-x86_64", COFF_X86, ObjectFormat::Coff, Arch::X86_64),
+    ("coff-aarch64", COFF_ARM, ObjectFormat::Coff, Arch::Aarch64),
+    ("elf-riscv64", ELF_RISCV, ObjectFormat::Elf, Arch::Riscv64),
+    ("elf-armv7", ELF_ARMV7, ObjectFormat::Elf, Arch::Arm),
 ];
 
 fn listing(text: &str, format: ObjectFormat, arch: &Arch, name: &str) -> Listing {
@@ -108,6 +115,178 @@ fn coff_functions_come_from_def_blocks() {
     assert!(asm.function("@feat.00").is_none());
     let tls = listing(COFF_X86, ObjectFormat::Coff, &Arch::X86_64, "probe_tls");
     assert!(tls.text().contains("gs:[88]"), "{tls}");
+}
+
+#[test]
+fn coff_seh_funclets_handler_data_and_one_only_sections() {
+    // Real x86_64-pc-windows-msvc output of two probes: each body is
+    // `.def`/`.scl 2`/`.type 32`/`.endef` + a `one_only` text section, ends
+    // in `.seh_handlerdata` + a re-entered `one_only` section + `.seh_endproc`,
+    // and is followed by its catch funclet (`.scl 3`) and `.xdata` tables.
+    let asm = parse::parse_asm(COFF_X86_SEH, ObjectFormat::Coff);
+    let names: Vec<&str> = asm.functions.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "probe_packed_alloc_relaxed",
+            "?catch$9@?0?probe_packed_alloc_relaxed@4HA",
+            "probe_thread_cursor_alloc",
+            "?catch$9@?0?probe_thread_cursor_alloc@4HA",
+        ],
+        "funclets are their own functions; .xdata tables and .rdata constants are none"
+    );
+    for name in ["probe_packed_alloc_relaxed", "probe_thread_cursor_alloc"] {
+        let f = asm.function(name).unwrap();
+        let raw = f.raw_text();
+        assert!(raw.contains(".seh_proc"), "{raw}");
+        for leaked in ["$cppxdata$", "?catch$", ".def", "panic_cannot_unwind"] {
+            assert!(!raw.contains(leaked), "{leaked} leaked into {name}:\n{raw}");
+        }
+        let l = normalize::normalize(f, &Arch::X86_64);
+        assert!(!l.text().contains(".seh"), "{l}");
+        assert!(
+            l.text().ends_with("  jmp .LBB3\n") || name.contains("cursor"),
+            "{l}"
+        );
+    }
+    let tls = listing(
+        COFF_X86_SEH,
+        ObjectFormat::Coff,
+        &Arch::X86_64,
+        "probe_thread_cursor_alloc",
+    );
+    let text = tls.text();
+    for want in [
+        "  mov ecx, dword ptr [rip + _tls_index]\n",
+        "  mov r10, qword ptr gs:[88]\n",
+        "allocasm::thread_cursor::CURSORS::{constant}::{closure}::__RUST_STD_INTERNAL_VAL@SECREL32]",
+        // COFF's `anon.<hash>.4` loses its hash like ELF's `.Lanon.<hash>.4`.
+        "  lea rcx, [rip + anon.1]\n",
+        "  call std::thread::local::panic_access_error\n",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    let x86 = InstructionClasses::for_arch(&Arch::X86_64).unwrap();
+    let s = tls.summary(&x86);
+    assert_eq!(
+        (s.atomic_rmw, s.calls, s.backward_branches),
+        (0, 2, 0),
+        "{tls}"
+    );
+}
+
+#[test]
+fn a_cold_block_jumping_back_to_the_epilogue_is_no_loop() {
+    // probe_packed_alloc_relaxed on Windows: the error and refill calls sit
+    // after the returns and `jmp` back to the shared result block.
+    let x86 = InstructionClasses::for_arch(&Arch::X86_64).unwrap();
+    let l = listing(
+        COFF_X86_SEH,
+        ObjectFormat::Coff,
+        &Arch::X86_64,
+        "probe_packed_alloc_relaxed",
+    );
+    let s = l.summary(&x86);
+    assert_eq!(
+        (s.atomic_rmw, s.calls, s.backward_branches),
+        (1, 2, 0),
+        "{l}"
+    );
+    // The same shape with a real cycle through the rejoin is a loop.
+    let looped = "\t.type\tf,@function\nf:\n.LBB0_1:\n\tcmp\trax, 1\n\tjne\t.LBB0_2\n\tret\n.LBB0_2:\n\tcall\tg\n\tjmp\t.LBB0_1\n";
+    let l = listing(looped, ObjectFormat::Elf, &Arch::X86_64, "f");
+    assert_eq!(l.summary(&x86).backward_branches, 1, "{l}");
+}
+
+#[test]
+fn riscv64_armv7_and_arm64_windows_classes() {
+    let rv = InstructionClasses::for_arch(&Arch::Riscv64).unwrap();
+    let arm = InstructionClasses::for_arch(&Arch::Arm).unwrap();
+    let a64 = InstructionClasses::for_arch(&Arch::Aarch64).unwrap();
+    let sum = |t: &str, f, a: &Arch, n, c: &InstructionClasses| {
+        let l = listing(t, f, a, n);
+        (l.summary(c), l)
+    };
+    let elf = ObjectFormat::Elf;
+
+    // riscv64: one `amoadd.d`, no loop; `.rl` for Release; `call` is a call.
+    let (p, l) = sum(ELF_RISCV, elf, &Arch::Riscv64, "probe_packed", &rv);
+    assert_eq!(
+        (p.atomic_rmw, p.calls, p.backward_branches),
+        (1, 0, 0),
+        "{l}"
+    );
+    assert!(l.text().contains("  amoadd.d a2, a1, (a0)\n"), "{l}");
+    let (p, l) = sum(ELF_RISCV, elf, &Arch::Riscv64, "probe_rel", &rv);
+    assert_eq!(p.atomic_rmw, 1, "{l}");
+    assert!(l.text().contains("amoadd.d.rl"), "{l}");
+    let (p, l) = sum(ELF_RISCV, elf, &Arch::Riscv64, "probe_call", &rv);
+    assert_eq!((p.calls, p.atomics), (2, 0), "{l}");
+    let (p, l) = sum(ELF_RISCV, elf, &Arch::Riscv64, "probe_loop", &rv);
+    assert_eq!(p.backward_branches, 1, "bnez back to the loop head: {l}");
+    for (text, rmw) in [
+        ("lr.d a2, (a0)", true),
+        ("sc.d.rl a3, a4, (a0)", true),
+        ("amoswap.w.aq a0, a1, (a2)", true),
+        ("ld a0, 0(a0)", false),
+    ] {
+        assert_eq!(rv.atomic_rmw.is_match(text), rmw, "{text}");
+    }
+    assert!(rv.call.is_match("tail memcpy"));
+    assert!(rv.call.is_match("jalr a5"));
+    assert!(rv.atomic_other.is_match("fence rw, rw"));
+
+    // armv7: the 64-bit fetch_add is an ldrexd/strexd loop.
+    let (p, l) = sum(ELF_ARMV7, elf, &Arch::Arm, "probe_packed", &arm);
+    assert!(
+        l.text().contains("ldrexd") && l.text().contains("strexd"),
+        "{l}"
+    );
+    assert_eq!(
+        (p.atomic_rmw, p.calls, p.backward_branches),
+        (2, 0, 1),
+        "{l}"
+    );
+    // Default PIC: the thread-local is a `bl __tls_get_addr`.
+    let (p, l) = sum(ELF_ARMV7, elf, &Arch::Arm, "probe_tls", &arm);
+    assert!(l.text().contains("  bl __tls_get_addr\n"), "{l}");
+    assert_eq!(p.calls, 1, "{l}");
+    // `bxeq lr` falls through to the `b` back: still a loop.
+    let (p, l) = sum(ELF_ARMV7, elf, &Arch::Arm, "probe_loop", &arm);
+    assert_eq!(p.backward_branches, 1, "{l}");
+    for (text, class) in [
+        ("dmb ish", "other"),
+        ("ldrex r0, [r1]", "rmw"),
+        ("strexd r3, r6, r7, [r0]", "rmw"),
+        ("bl __sync_fetch_and_add_8", "rmw"),
+        ("blx r3", "call"),
+        ("bl __aeabi_read_tp", "call"),
+    ] {
+        let hit = match class {
+            "rmw" => arm.atomic_rmw.is_match(text),
+            "other" => arm.atomic_other.is_match(text),
+            _ => arm.call.is_match(text),
+        };
+        assert!(hit, "{text} is {class}");
+    }
+
+    // arm64 Windows (COFF): no LSE, no outline atomics: an ldxr/stxr loop;
+    // thread-locals through x18 and _tls_index, no call.
+    let coff = ObjectFormat::Coff;
+    let (p, l) = sum(COFF_ARM, coff, &Arch::Aarch64, "probe_packed", &a64);
+    assert!(
+        l.text().contains("ldxr") && l.text().contains("stxr"),
+        "{l}"
+    );
+    assert_eq!(
+        (p.atomic_rmw, p.calls, p.backward_branches),
+        (2, 0, 1),
+        "{l}"
+    );
+    let (p, l) = sum(COFF_ARM, coff, &Arch::Aarch64, "probe_tls", &a64);
+    assert!(l.text().contains("  ldr x9, [x18, #88]\n"), "{l}");
+    assert!(l.text().contains(":secrel_hi12:frag::CUR::"), "{l}");
+    assert_eq!(p.calls, 0, "{l}");
 }
 
 #[test]

@@ -183,7 +183,20 @@ fn in_child(test: &str, name: &str) -> Option<Option<i32>> {
         return None;
     }
     let exe = std::env::current_exe().expect("test binary path");
-    let out = std::process::Command::new(exe)
+    // Under qemu-user (cross tests) the binary cannot be exec'd directly:
+    // start the child through the same runner (`ALLOCASM_RUNNER`, e.g.
+    // `qemu-aarch64 -L /usr/aarch64-linux-gnu`, set by scripts/test).
+    let runner = std::env::var("ALLOCASM_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(program) => {
+            let mut c = std::process::Command::new(program);
+            c.args(words).arg(&exe);
+            c
+        }
+        None => std::process::Command::new(&exe),
+    };
+    let out = cmd
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(FAULT_ENV, name)
         .output()

@@ -5,6 +5,7 @@ mod cli;
 mod codegen;
 mod conformance;
 mod guard_zone;
+mod linked;
 mod packed;
 mod probes;
 mod segregated;

@@ -1,0 +1,708 @@
+//! The linked view: every probe disassembled from a linked executable.
+//!
+//! The `.s` view shows what the compiler emitted for the library. What an
+//! executable runs can differ: the library is compiled position-independent
+//! and the linker relaxes its thread-local accesses (`__tls_get_addr` becomes
+//! `data16 … mov rax, fs:0x0`), and with fat LTO the library is compiled
+//! again as part of the executable. So for each profile with a `[linked]`
+//! table (see [`LinkedConfig`]):
+//!
+//! ```text
+//! cargo build --release --no-default-features --example linked_probes --target <triple>
+//!     --target-dir <root>/<toolchain>/<profile>-linked[-lto]
+//!     (CARGO_PROFILE_RELEASE_LTO=false | fat, CARGO_ENCODED_RUSTFLAGS = [linked] rustflags)
+//! <objdump> -d --no-show-raw-insn [-M intel] <exe>    and   <objdump> -t <exe>
+//! ```
+//!
+//! `examples/linked_probes.rs` keeps every probe alive through a `#[used]`
+//! array read by `main`. [`parse_objdump`] cuts each probe out of the
+//! disassembly (its extent from the symbol table, so the padding after it is
+//! not included), turns branch targets inside the function into local labels
+//! and `addr <symbol>` operands into the symbol, and yields the same
+//! [`Function`] the `.s` parser does, so the one normalizer
+//! ([`normalize::normalize`]) makes its listing: snapshots, expectations and
+//! summaries work on both views alike.
+//!
+//! The disassembler is GNU objdump for each architecture: the host's
+//! `objdump` for x86_64 and Debian's `binutils-<triple>`
+//! (`aarch64-linux-gnu-objdump`, `riscv64-linux-gnu-objdump`,
+//! `arm-linux-gnueabihf-objdump`), which come with the cross gcc packages the
+//! qemu test steps install anyway, so `scripts/setup` needs nothing more.
+//!
+//! For reports: [`side_by_side`] puts a probe's `.s` listing and linked
+//! listing in two columns.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use regex::Regex;
+
+use super::build::{self, BuildError, BuildEvent, BuildOptions};
+use super::listing::Listing;
+use super::parse::Function;
+use super::profile::{Arch, ObjectFormat, Profile};
+use super::{ProbeListing, ProbeListings, normalize};
+use crate::probes::Probe;
+
+/// The example that links every probe.
+pub const EXAMPLE: &str = "linked_probes";
+
+/// How the executable is optimized across crates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lto {
+    /// The crate's release profile as it is (no LTO): the library's code as
+    /// compiled for the rlib, then linked.
+    Off,
+    /// `lto = "fat"`: the whole program recompiled as one module.
+    Fat,
+}
+
+impl Lto {
+    /// Both settings, in report order.
+    pub const ALL: [Lto; 2] = [Lto::Off, Lto::Fat];
+
+    /// The name used in paths and snapshots: `release` or `release-lto`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lto::Off => "release",
+            Lto::Fat => "release-lto",
+        }
+    }
+
+    fn cargo_value(self) -> &'static str {
+        match self {
+            Lto::Off => "false",
+            Lto::Fat => "fat",
+        }
+    }
+}
+
+impl fmt::Display for Lto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A linked executable of one profile and its disassembly.
+#[derive(Debug, Clone)]
+pub struct LinkedOutput {
+    /// Profile name.
+    pub profile: String,
+    /// Target triple.
+    pub triple: String,
+    /// LTO setting.
+    pub lto: Lto,
+    /// The toolchain, as resolved.
+    pub toolchain: String,
+    /// `rustc -vV` of that toolchain.
+    pub rustc_version: String,
+    /// The `[linked]` rustflags.
+    pub flags: Vec<String>,
+    /// The executable.
+    pub executable: PathBuf,
+    /// The disassembler command (`objdump -d ...`).
+    pub objdump: String,
+    /// `objdump -d` of the executable.
+    pub disassembly: String,
+    /// `objdump -t` of the executable.
+    pub symbols: String,
+}
+
+impl LinkedOutput {
+    /// A header for listings and reports.
+    pub fn header(&self) -> String {
+        format!(
+            "profile {} ({}) linked, {} · {} · flags: {} · disassembled by {}",
+            self.profile,
+            self.triple,
+            match self.lto {
+                Lto::Off => "release profile (no LTO)",
+                Lto::Fat => "release profile with lto = \"fat\"",
+            },
+            self.rustc_version.lines().next().unwrap_or(""),
+            if self.flags.is_empty() {
+                "(none)".to_string()
+            } else {
+                self.flags.join(" ")
+            },
+            self.objdump
+        )
+    }
+}
+
+/// The GNU triple of binutils for a Rust triple
+/// (`riscv64gc-unknown-linux-gnu` → `riscv64-linux-gnu`).
+pub fn gnu_triple(triple: &str) -> String {
+    let mut parts = triple.split('-');
+    let arch = parts.next().unwrap_or("");
+    let arch = match arch {
+        a if a.starts_with("riscv64") => "riscv64",
+        a if a.starts_with("armv7") || a.starts_with("arm") || a.starts_with("thumb") => "arm",
+        a => a,
+    };
+    let rest: Vec<&str> = parts.filter(|p| *p != "unknown").collect();
+    format!("{arch}-{}", rest.join("-"))
+}
+
+/// The disassembler for a profile: its `[linked] objdump`, else
+/// `<gnu-triple>-objdump` when on `PATH`, else the host's `objdump` when the
+/// profile's architecture is the host's.
+pub fn objdump_for(profile: &Profile) -> Result<String, BuildError> {
+    if let Some(o) = profile.linked.as_ref().and_then(|l| l.objdump.clone()) {
+        return Ok(o);
+    }
+    let prefixed = format!("{}-objdump", gnu_triple(&profile.triple));
+    let runs = |p: &str| {
+        Command::new(p)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if runs(&prefixed) {
+        return Ok(prefixed);
+    }
+    let host = Arch::from_triple(std::env::consts::ARCH);
+    if host == profile.arch() && runs("objdump") {
+        return Ok("objdump".to_string());
+    }
+    Err(BuildError::ToolMissing {
+        program: prefixed.clone(),
+        error: format!(
+            "no disassembler for {}: install Debian's binutils-{} (scripts/setup does, with the \
+             cross gcc), or set `objdump` in the profile's [linked] table",
+            profile.triple,
+            gnu_triple(&profile.triple)
+        ),
+    })
+}
+
+/// `<root>/<toolchain>/<profile>-linked` or `...-linked-lto`.
+pub fn target_dir(opts: &BuildOptions, toolchain: &str, profile: &Profile, lto: Lto) -> PathBuf {
+    let suffix = match lto {
+        Lto::Off => "linked",
+        Lto::Fat => "linked-lto",
+    };
+    opts.target_root
+        .join(toolchain)
+        .join(format!("{}-{suffix}", profile.name))
+}
+
+/// Builds `examples/linked_probes.rs` for a profile and disassembles it.
+///
+/// The profile must have a `[linked]` table; the build runs in the crate's
+/// directory so `.cargo/config.toml`'s cross linkers apply.
+pub fn build_linked(
+    profile: &Profile,
+    opts: &BuildOptions,
+    lto: Lto,
+    progress: &dyn Fn(BuildEvent),
+) -> Result<LinkedOutput, BuildError> {
+    let config = profile.linked.clone().unwrap_or_default();
+    let toolchain = build::resolve_toolchain(opts)?;
+    build::ensure_target(
+        &toolchain,
+        &profile.triple,
+        opts.install_missing_target,
+        progress,
+        &profile.name,
+    )?;
+    let objdump = objdump_for(profile)?;
+    let rustc_version = build::rustc_version(&toolchain)?;
+    let dir = target_dir(opts, &toolchain, profile, lto);
+    let flags: Vec<String> = config
+        .rustflags
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let crate_dir = opts
+        .manifest_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+
+    let mut cmd = build::tool(&toolchain, "cargo");
+    cmd.args([
+        "build",
+        "--release",
+        "--no-default-features",
+        "--example",
+        EXAMPLE,
+        "--target",
+        &profile.triple,
+        "--message-format=json-render-diagnostics",
+    ])
+    .arg("--target-dir")
+    .arg(&dir)
+    .arg("--manifest-path")
+    .arg(&opts.manifest_path)
+    .current_dir(&crate_dir)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for var in build::SCRUBBED_ENV {
+        cmd.env_remove(var);
+    }
+    cmd.env("CARGO_PROFILE_RELEASE_LTO", lto.cargo_value());
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\u{1f}"));
+    let command = build::command_line(&cmd);
+    progress(BuildEvent::Started {
+        profile: format!("{} ({lto})", profile.name),
+        command: command.clone(),
+    });
+    let start = Instant::now();
+    let out = cmd.output().map_err(|e| BuildError::ToolMissing {
+        program: "cargo".into(),
+        error: e.to_string(),
+    })?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(BuildError::Cargo {
+            profile: profile.name.clone(),
+            command,
+            stderr,
+        });
+    }
+    let json = String::from_utf8_lossy(&out.stdout);
+    let executable = find_executable(&json).ok_or_else(|| BuildError::NoAsm {
+        profile: profile.name.clone(),
+        dir: dir.clone(),
+    })?;
+    let fresh = json.contains("\"fresh\":true");
+    progress(BuildEvent::Finished {
+        profile: format!("{} ({lto})", profile.name),
+        fresh,
+        elapsed: start.elapsed(),
+    });
+
+    let mut args = vec!["-d".to_string(), "--no-show-raw-insn".to_string()];
+    if profile.arch() == Arch::X86_64 {
+        args.extend(["-M".to_string(), "intel".to_string()]);
+    }
+    let disassembly = run_objdump(&objdump, &args, &executable)?;
+    let symbols = run_objdump(&objdump, &["-t".to_string()], &executable)?;
+    Ok(LinkedOutput {
+        profile: profile.name.clone(),
+        triple: profile.triple.clone(),
+        lto,
+        toolchain,
+        rustc_version,
+        flags,
+        executable: executable.clone(),
+        objdump: format!("{objdump} {}", args.join(" ")),
+        disassembly,
+        symbols,
+    })
+}
+
+/// Both LTO settings of every profile with a `[linked]` table, one thread
+/// per build; results in `(profile, lto)` order.
+pub fn build_all_linked(
+    profiles: &[Profile],
+    opts: &BuildOptions,
+    progress: &(dyn Fn(BuildEvent) + Sync),
+) -> Vec<(String, Lto, Result<LinkedOutput, BuildError>)> {
+    let jobs: Vec<(&Profile, Lto)> = profiles
+        .iter()
+        .filter(|p| p.linked.is_some())
+        .flat_map(|p| Lto::ALL.map(|l| (p, l)))
+        .collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|&(p, l)| s.spawn(move || build_linked(p, opts, l, &|e| progress(e))))
+            .collect();
+        handles
+            .into_iter()
+            .zip(&jobs)
+            .map(|(h, &(p, l))| {
+                let r = h.join().unwrap_or_else(|_| {
+                    Err(BuildError::Cargo {
+                        profile: p.name.clone(),
+                        command: String::new(),
+                        stderr: "the build thread panicked".into(),
+                    })
+                });
+                (p.name.clone(), l, r)
+            })
+            .collect()
+    })
+}
+
+fn run_objdump(objdump: &str, args: &[String], exe: &Path) -> Result<String, BuildError> {
+    let out = Command::new(objdump)
+        .args(args)
+        .arg(exe)
+        .output()
+        .map_err(|e| BuildError::ToolMissing {
+            program: objdump.to_string(),
+            error: e.to_string(),
+        })?;
+    if !out.status.success() {
+        return Err(BuildError::Command {
+            command: format!(
+                "{objdump} {} {} ({})",
+                args.join(" "),
+                exe.display(),
+                out.status
+            ),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The example's executable from cargo's JSON messages.
+fn find_executable(json: &str) -> Option<PathBuf> {
+    json.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == EXAMPLE)
+        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
+}
+
+/// Function symbols of `objdump -t`: name → (address, size).
+pub fn parse_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
+    let mut map = BTreeMap::new();
+    for line in symtab.lines() {
+        // `00000000000125e0 g     F .text	000000000000009e              probe_x`
+        let Some((head, tail)) = line.split_once('\t') else {
+            continue;
+        };
+        let Some(addr) = head
+            .split_whitespace()
+            .next()
+            .and_then(|a| u64::from_str_radix(a, 16).ok())
+        else {
+            continue;
+        };
+        if !head.contains(" F ") {
+            continue;
+        }
+        let mut rest = tail.split_whitespace();
+        let (Some(size), Some(name)) = (rest.next(), rest.next_back()) else {
+            continue;
+        };
+        if let Ok(size) = u64::from_str_radix(size, 16) {
+            map.insert(name.to_string(), (addr, size));
+        }
+    }
+    map
+}
+
+fn addr_sym_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"\b(?:0x)?([0-9a-f]+) <([^>]+)>").expect("regex"))
+}
+
+/// The comment objdump appends on an architecture (after whitespace:
+/// `\t# 4010 <sym>`, `\t// #16`, `\t@ 0x1eec`, `\t; 0x…`), so `@plt` and
+/// `#16` inside operands are left alone.
+fn objdump_comment(arch: &Arch) -> &'static Regex {
+    static HASH: OnceLock<Regex> = OnceLock::new();
+    static SLASH: OnceLock<Regex> = OnceLock::new();
+    static ARM: OnceLock<Regex> = OnceLock::new();
+    static ANY: OnceLock<Regex> = OnceLock::new();
+    let (cell, re) = match arch {
+        Arch::X86_64 | Arch::Riscv64 => (&HASH, r"\s+#(\s|$)"),
+        Arch::Aarch64 => (&SLASH, r"\s+//(\s|$)"),
+        Arch::Arm => (&ARM, r"\s+[@;](\s|$)"),
+        Arch::Other(_) => (&ANY, r"\s+(#|//|;)(\s|$)"),
+    };
+    cell.get_or_init(|| Regex::new(re).expect("comment regex"))
+}
+
+/// rustc's anonymous constants keep their hash (and LTO's `.llvm.N`) as
+/// local symbols of the executable: spelled as in the `.s`
+/// (`.Lanon.<hash>.N`) so the normalizer renumbers them.
+fn anon_constants(code: &str) -> String {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(^|[^\w.])anon\.([0-9a-f]{8,})\.(\d+)(?:\.llvm\.\d+)?").expect("regex")
+    })
+    .replace_all(code, "$1.Lanon.$2.$3")
+    .into_owned()
+}
+
+/// x86 objdump's Intel syntax spelled like LLVM's: `QWORD PTR` →
+/// `qword ptr`, `[rip+0x2ed5]  # 15000 <sym>` → `[rip + sym]`.
+fn x86_operands(code: &str, comment: Option<&str>) -> String {
+    static SIZE: OnceLock<Regex> = OnceLock::new();
+    static RIP: OnceLock<Regex> = OnceLock::new();
+    let size = SIZE.get_or_init(|| {
+        Regex::new(r"\b(BYTE|WORD|DWORD|QWORD|XMMWORD|YMMWORD|ZMMWORD|TBYTE|FWORD) PTR\b")
+            .expect("regex")
+    });
+    let rip = RIP.get_or_init(|| Regex::new(r"\[rip[+-]0x[0-9a-f]+\]").expect("regex"));
+    let mut s = size
+        .replace_all(code, |c: &regex::Captures| {
+            format!("{} ptr", c[1].to_lowercase())
+        })
+        .into_owned();
+    if let Some(sym) = comment
+        .and_then(|c| addr_sym_re().captures(c))
+        .map(|c| c[2].to_string())
+    {
+        s = rip.replace(&s, format!("[rip + {sym}]")).into_owned();
+    }
+    s
+}
+
+/// Cuts the functions `names` out of `objdump -d` output, using the symbol
+/// table's extents, into [`Function`]s in assembler syntax (ELF labels):
+/// branch targets inside a function become `.LBB0_<n>` labels, `addr
+/// <symbol>` operands become `symbol`, comments are dropped (on x86 a
+/// RIP-relative operand takes the symbol its comment names).
+pub fn parse_objdump(
+    disassembly: &str,
+    symtab: &str,
+    arch: &Arch,
+    names: &[&str],
+) -> Vec<Function> {
+    let symbols = parse_symbols(symtab);
+    let ranges: Vec<(&str, u64, u64)> = names
+        .iter()
+        .filter_map(|n| symbols.get(*n).map(|&(a, s)| (*n, a, a + s.max(1))))
+        .collect();
+    // Every instruction inside one of the ranges, by address.
+    let mut insns: BTreeMap<u64, String> = BTreeMap::new();
+    for line in disassembly.lines() {
+        let Some((addr, text)) = line.trim_start().split_once(":\t") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
+        if ranges.iter().any(|&(_, a, e)| addr >= a && addr < e) {
+            insns.insert(addr, text.trim().to_string());
+        }
+    }
+    let markers = objdump_comment(arch);
+    let mut functions = Vec::new();
+    for (name, start, end) in ranges {
+        let body: Vec<(u64, &String)> = insns.range(start..end).map(|(a, t)| (*a, t)).collect();
+        let mut labels: BTreeMap<u64, String> = BTreeMap::new();
+        let mut lines_at: Vec<(u64, String)> = Vec::new();
+        for (addr, text) in &body {
+            let (code, comment) = split_comment(text, markers);
+            let comment = comment.map(anon_constants);
+            let comment = comment.as_deref();
+            let code = anon_constants(code);
+            let code = code.as_str();
+            let code = if *arch == Arch::X86_64 {
+                x86_operands(code, comment)
+            } else {
+                code.to_string()
+            };
+            let rewritten = addr_sym_re().replace_all(&code, |c: &regex::Captures| {
+                let target = u64::from_str_radix(&c[1], 16).unwrap_or(u64::MAX);
+                if (start..end).contains(&target) && target != start {
+                    let n = labels.len();
+                    labels
+                        .entry(target)
+                        .or_insert_with(|| format!(".LBB0_{n}"))
+                        .clone()
+                } else {
+                    c[2].to_string()
+                }
+            });
+            let mut code = rewritten.into_owned();
+            // RISC-V: objdump shows `call sym` as `auipc ra, X` + `jalr N(ra)`
+            // with the callee only in the comment: fuse them back.
+            if *arch == Arch::Riscv64
+                && code.starts_with("jalr")
+                && code.ends_with("(ra)")
+                && lines_at
+                    .last()
+                    .is_some_and(|(_, c)| c.starts_with("auipc") && c.contains("ra,"))
+                && let Some(sym) = comment.and_then(|c| addr_sym_re().captures(c))
+            {
+                let (prev_addr, _) = lines_at.pop().expect("checked above");
+                code = format!("call {}", &sym[2]);
+                lines_at.push((prev_addr, code));
+                continue;
+            }
+            lines_at.push((*addr, code));
+        }
+        let mut lines = vec![format!("{name}:")];
+        for (addr, code) in lines_at {
+            if let Some(l) = labels.get(&addr) {
+                lines.push(format!("{l}:"));
+            }
+            let (mnemonic, operands) = code
+                .split_once(char::is_whitespace)
+                .map_or((code.as_str(), ""), |(m, o)| (m, o.trim()));
+            lines.push(format!("\t{mnemonic}\t{operands}"));
+        }
+        functions.push(Function {
+            name: name.to_string(),
+            format: ObjectFormat::Elf,
+            lines,
+        });
+    }
+    functions
+}
+
+fn split_comment<'a>(text: &'a str, marker: &Regex) -> (&'a str, Option<&'a str>) {
+    match marker.find(text) {
+        Some(m) => (&text[..m.start()], Some(&text[m.start()..])),
+        None => (text, None),
+    }
+}
+
+/// Every probe's linked listing: the same [`ProbeListings`] as
+/// [`super::extract_probes`] gives for the `.s` view.
+pub fn extract_linked(profile: &Profile, out: &LinkedOutput, probes: &[Probe]) -> ProbeListings {
+    let arch = profile.arch();
+    let names: Vec<&str> = probes.iter().map(|p| p.name).collect();
+    let functions = parse_objdump(&out.disassembly, &out.symbols, &arch, &names);
+    let mut found = BTreeMap::new();
+    for f in functions {
+        let listing = normalize::normalize(&f, &arch);
+        found.insert(f.name.clone(), ProbeListing { raw: f, listing });
+    }
+    let missing = names
+        .iter()
+        .filter(|n| !found.contains_key(**n))
+        .map(|n| n.to_string())
+        .collect();
+    ProbeListings {
+        profile: profile.name.clone(),
+        probes: found,
+        missing,
+    }
+}
+
+/// A probe's `.s` listing and linked listing in two columns, each headed by
+/// its title (`.s (pie)`, `linked, release-lto`, ...), for text and Markdown
+/// reports (inside a code block).
+pub fn side_by_side(
+    left_title: &str,
+    left: &Listing,
+    right_title: &str,
+    right: &Listing,
+) -> String {
+    let l: Vec<String> = left.text().lines().map(str::to_string).collect();
+    let r: Vec<String> = right.text().lines().map(str::to_string).collect();
+    let width = l
+        .iter()
+        .map(|s| s.chars().count())
+        .chain([left_title.chars().count()])
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let mut out = format!("{left_title:<width$}| {right_title}\n");
+    out.push_str(&format!(
+        "{}+{}\n",
+        "-".repeat(width),
+        "-".repeat(right_title.len() + 1)
+    ));
+    for i in 0..l.len().max(r.len()) {
+        let a = l.get(i).map_or("", String::as_str);
+        let b = r.get(i).map_or("", String::as_str);
+        out.push_str(format!("{a:<width$}| {b}").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use super::*;
+
+    // Real objdump output (x86_64, fat LTO; riscv64 and armv7 releases), cut short.
+    const X86: &str = "\
+00000000000125e0 <probe_thread_cursor_alloc>:
+   125e0:\tsub    rsp,0x18
+   125f8:\tmov    rdx,QWORD PTR fs:0x0
+   12608:\tcmp    QWORD PTR fs:[rax*8-0xe0],rdi
+   12611:\tjne    1264b <probe_thread_cursor_alloc+0x6b>
+   1264a:\tret
+   1264b:\tlea    rdi,[rip+0x2ed5]        # 15528 <anon.2726658a75bdd9306efeea2bb9c813ff.2.llvm.1453>
+   12655:\tcall   11880 <_ZN8allocasm13thread_cursor17ThreadCursorArena6refill17hd0d4a2dda0eb498dE>
+   1265a:\tjmp    125f8 <probe_thread_cursor_alloc+0x18>
+   1265c:\tnop    DWORD PTR [rax+0x0]
+";
+    const X86_SYMS: &str =
+        "00000000000125e0 g     F .text\t000000000000007c              probe_thread_cursor_alloc\n";
+    const RISCV: &str = "\
+000000000000ad20 <probe_x>:
+    ad56:\tauipc\tra,0xfffff
+    ad5a:\tjalr\t2000(ra) # a526 <_ZN3std6thread5local17LocalKey$LT$T$GT$4with17he81c0539dea5a9f3E>
+    ad5e:\tret
+";
+    const RISCV_SYMS: &str = "000000000000ad56 g     F .text\t000000000000000a probe_x\n";
+    const ARM: &str = "\
+00011000 <probe_y>:
+   11000:\tldr\tr0, [pc, #164]\t@ 110ac <probe_y+0xac>
+   11004:\tbl\t1eec <__tls_get_addr@plt>
+   11008:\tbx\tlr
+";
+    const ARM_SYMS: &str = "00011000 g     F .text\t0000000c probe_y\n";
+
+    #[test]
+    fn objdump_functions_normalize_like_the_s_view() {
+        let f = &parse_objdump(X86, X86_SYMS, &Arch::X86_64, &["probe_thread_cursor_alloc"])[0];
+        let l = normalize::normalize(f, &Arch::X86_64);
+        assert_eq!(
+            l.text(),
+            "probe_thread_cursor_alloc:
+  sub rsp, 0x18
+.LBB1:
+  mov rdx, qword ptr fs:0x0
+  cmp qword ptr fs:[rax*8-0xe0], rdi
+  jne .LBB2
+  ret
+.LBB2:
+  lea rdi, [rip + .Lanon.1]
+  call allocasm::thread_cursor::ThreadCursorArena::refill
+  jmp .LBB1
+",
+            "the padding after the symbol's extent is cut, in-function targets become labels"
+        );
+        let x86 = crate::codegen::InstructionClasses::for_arch(&Arch::X86_64).unwrap();
+        assert_eq!(l.summary(&x86).backward_branches, 1);
+
+        let f = &parse_objdump(RISCV, RISCV_SYMS, &Arch::Riscv64, &["probe_x"])[0];
+        let l = normalize::normalize(f, &Arch::Riscv64);
+        assert_eq!(
+            l.text(),
+            "probe_x:\n  call std::thread::local::LocalKey<T>::with\n  ret\n"
+        );
+
+        let f = &parse_objdump(ARM, ARM_SYMS, &Arch::Arm, &["probe_y"])[0];
+        let l = normalize::normalize(f, &Arch::Arm);
+        assert_eq!(
+            l.text(),
+            "probe_y:\n  ldr r0, [pc, #164]\n  bl __tls_get_addr\n  bx lr\n",
+            "`@` starts an Arm comment for the normalizer, so `@plt` goes like in the .s view"
+        );
+    }
+
+    #[test]
+    fn gnu_triples_name_debians_binutils() {
+        assert_eq!(gnu_triple("x86_64-unknown-linux-gnu"), "x86_64-linux-gnu");
+        assert_eq!(
+            gnu_triple("riscv64gc-unknown-linux-gnu"),
+            "riscv64-linux-gnu"
+        );
+        assert_eq!(
+            gnu_triple("armv7-unknown-linux-gnueabihf"),
+            "arm-linux-gnueabihf"
+        );
+        assert_eq!(gnu_triple("aarch64-unknown-linux-gnu"), "aarch64-linux-gnu");
+    }
+
+    #[test]
+    fn side_by_side_pads_the_left_column() {
+        let a = Listing {
+            name: "f".into(),
+            lines: vec![],
+        };
+        let s = side_by_side(".s", &a, "linked", &a);
+        assert_eq!(s, ".s  | linked\n----+-------\nf:  | f:\n");
+    }
+}
