@@ -59,6 +59,13 @@ impl Builds {
         self.built.first().map(|b| b.output.rustc_version.as_str())
     }
 
+    /// The linked build of one profile with one LTO setting, if it was asked for.
+    pub fn linked(&self, profile: &str, lto: Lto) -> Option<&LinkedBuilt> {
+        self.linked
+            .iter()
+            .find(|l| l.profile.name == profile && l.lto == lto)
+    }
+
     /// The linked builds that failed.
     pub fn linked_failures(&self) -> impl Iterator<Item = (&LinkedBuilt, &BuildError)> {
         self.linked

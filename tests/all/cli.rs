@@ -258,6 +258,56 @@ fn show_prints_the_normalized_and_raw_listing() {
 
 #[test]
 #[cfg_attr(miri, ignore)]
+fn show_linked_prints_the_linked_listings() {
+    let o = allocasm(&[
+        "show",
+        "thread_cursor_alloc",
+        "-p",
+        "x86_64-linux",
+        "--linked",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let release = out
+        .find("linked, release profile (no LTO)")
+        .unwrap_or_else(|| panic!("no linked release header: {out}"));
+    let lto = out
+        .find("linked, release profile with lto = \"fat\"")
+        .unwrap_or_else(|| panic!("no linked LTO header: {out}"));
+    assert!(
+        out.find("@GOTTPOFF").is_some_and(|s| s < release),
+        ".s first: {out}"
+    );
+    assert!(
+        release < lto && out[release..].contains("fs:0x0"),
+        "the linker's local-exec access: {out}"
+    );
+
+    let o = allocasm(&[
+        "show",
+        "thread_cursor_alloc",
+        "-p",
+        "x86_64-linux",
+        "--linked",
+        "--side-by-side",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let header = out
+        .lines()
+        .find(|l| l.starts_with("x86_64-linux"))
+        .unwrap_or("");
+    assert!(
+        header.contains("│ x86_64-linux linked, release")
+            && header.contains("│ x86_64-linux linked, fat LTO"),
+        "{out}"
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
 fn a_missing_disassembler_is_shown_in_the_report_and_exits_3() {
     // x86_64-linux as it is (same name: its warm builds are reused), with a
     // disassembler that does not exist.
