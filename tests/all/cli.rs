@@ -536,6 +536,9 @@ fn report_writes_markdown_json_and_self_contained_html() {
         x86_cursor["linked"]["release"]["tls"]["model"],
         "local-exec"
     );
+    // arm64 too, though objdump spells `tpidr_el0` in lower case.
+    let arm_cursor = &cursor["results"][0];
+    assert_eq!(arm_cursor["linked"]["lto"]["tls"]["model"], "local-exec");
 
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<style>"));
