@@ -109,8 +109,12 @@ pub enum Command {
     /// The header records `rustc -vV` (compiler and LLVM version), each profile's flags and
     /// codegen units, and the git commit. Per probe and profile: the listing, instruction count,
     /// atomic read-modify-writes, calls, how thread-local storage is reached, every
-    /// expectation's result, and notes on the key instructions. `report` installs missing rustup
-    /// targets itself (printing the command) unless --no-install is given.
+    /// expectation's result, and notes on the key instructions. A cross-profile summary comes
+    /// first: probes down, profiles across, each cell the instruction count marked A (atomics), C
+    /// (calls), L (loops). For profiles with a [linked] table, each listing is shown next to the
+    /// probe disassembled from a linked executable (release profile, and fat LTO); --no-linked
+    /// leaves that out. `report` installs missing rustup targets itself (printing the command)
+    /// unless --no-install is given.
     Report(report_cmd::ReportArgs),
     /// Build every profile with two toolchains and show what changed
     ///

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use allocasm::probes::PROBES;
 use clap::Args;
 
-use crate::report::{self, BuiltProfile, Compiler, Report};
+use crate::report::{self, BuiltProfile, Compiler, LinkedBuild, Report};
 
-use super::session::{self, build_error_message};
+use super::session::{self, build_error_message, linked_error_message};
 use super::{BuildArgs, CliError, Status, Ui};
 
 /// `report` arguments.
@@ -29,22 +29,28 @@ pub struct ReportArgs {
     /// Do not install missing rustup targets (fail with the `rustup target add` line instead)
     #[arg(long, conflicts_with = "install")]
     pub no_install: bool,
+    /// Leave out the linked view (each probe disassembled from an executable linked with the
+    /// release profile and with fat LTO, for the profiles with a [linked] table)
+    #[arg(long)]
+    pub no_linked: bool,
     /// Build options
     #[command(flatten)]
     pub build: BuildArgs,
 }
 
-/// Builds, evaluates and writes the report; exit 3 when a profile failed to
-/// build (the report is still written, marking it).
+/// Builds, evaluates and writes the report; exit 3 when a profile or a
+/// linked view failed to build (the report is still written, showing why in
+/// place of the listing).
 pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
     // The README's main command must work on a fresh machine where
     // RUSTUP_AUTO_INSTALL=0: `report` installs missing targets itself.
     let install = !args.no_install;
     let opts = session::options(&args.build, args.build.toolchain.clone(), install);
-    let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
-        .pop()
-        .expect("one toolchain");
+    let builds =
+        session::build_all_with(ui, &profiles, &[opts], args.build.backend, !args.no_linked)?
+            .pop()
+            .expect("one toolchain");
     let rustc_vv = match builds.rustc_version() {
         Some(v) => v.to_string(),
         None => allocasm::codegen::build::rustc_version(&builds.toolchain)
@@ -65,6 +71,18 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         .iter()
         .map(|(p, e)| (p, build_error_message(e)))
         .collect();
+    let linked: Vec<LinkedBuild<'_>> = builds
+        .linked
+        .iter()
+        .map(|l| LinkedBuild {
+            profile: &l.profile,
+            lto: l.lto,
+            outcome: match &l.result {
+                Ok((output, listings)) => Ok((output, listings)),
+                Err(e) => Err(linked_error_message(&l.profile, l.lto, e)),
+            },
+        })
+        .collect();
     let report = Report::new(
         Compiler::from_rustc_vv(&builds.toolchain, &rustc_vv),
         args.build.backend.name(),
@@ -72,6 +90,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         &built,
         &failed,
         PROBES,
+        (!args.no_linked).then_some(linked.as_slice()),
     );
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CliError::environment(format!("cannot create {}: {e}", args.out.display())))?;
@@ -112,9 +131,11 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         }
     }
     builds.report_failures(ui);
-    if !builds.failed.is_empty() {
+    let linked_failed = builds.linked_failures().count();
+    if !builds.failed.is_empty() || linked_failed > 0 {
         return Err(CliError::environment(format!(
-            "{} profile build(s) failed; the report marks them",
+            "{} profile build(s) and {linked_failed} linked build(s) failed; the report shows why \
+             in place of their listings",
             builds.failed.len()
         )));
     }

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use allocasm::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
+use allocasm::codegen::linked::{self, LinkedOutput, Lto};
 use allocasm::codegen::profile::edit_distance;
 use allocasm::codegen::{self, AsmOutput, ProbeListings, Profile};
 use allocasm::probes::{PROBES, Probe};
@@ -23,6 +24,17 @@ pub struct Built {
     pub listings: ProbeListings,
 }
 
+/// One linked executable of a profile (see [`allocasm::codegen::linked`]),
+/// disassembled, with every probe extracted.
+pub struct LinkedBuilt {
+    /// The profile.
+    pub profile: Profile,
+    /// Release profile as it is, or fat LTO.
+    pub lto: Lto,
+    /// The executable and its listings, or why there are none.
+    pub result: Result<(LinkedOutput, ProbeListings), BuildError>,
+}
+
 /// The builds of one toolchain.
 pub struct Builds {
     /// The toolchain as resolved (`1.95.0`, `nightly`).
@@ -31,6 +43,9 @@ pub struct Builds {
     pub built: Vec<Built>,
     /// The profiles that did not, with why.
     pub failed: Vec<(Profile, BuildError)>,
+    /// The linked executables (both LTO settings of every profile with a
+    /// `[linked]` table), in `(profile, lto)` order; empty unless asked for.
+    pub linked: Vec<LinkedBuilt>,
 }
 
 impl Builds {
@@ -44,6 +59,20 @@ impl Builds {
         self.built.first().map(|b| b.output.rustc_version.as_str())
     }
 
+    /// The linked build of one profile with one LTO setting, if it was asked for.
+    pub fn linked(&self, profile: &str, lto: Lto) -> Option<&LinkedBuilt> {
+        self.linked
+            .iter()
+            .find(|l| l.profile.name == profile && l.lto == lto)
+    }
+
+    /// The linked builds that failed.
+    pub fn linked_failures(&self) -> impl Iterator<Item = (&LinkedBuilt, &BuildError)> {
+        self.linked
+            .iter()
+            .filter_map(|l| l.result.as_ref().err().map(|e| (l, e)))
+    }
+
     /// Prints every build failure (with its fix) to stderr.
     pub fn report_failures(&self, ui: &Ui) {
         for (profile, error) in &self.failed {
@@ -55,7 +84,57 @@ impl Builds {
                 build_error_message(error)
             );
         }
+        for (l, error) in self.linked_failures() {
+            eprintln!(
+                "{} profile {} ({}, {}): {}",
+                ui.red("linked build failed:"),
+                l.profile.name,
+                l.lto,
+                self.toolchain,
+                linked_error_message(&l.profile, l.lto, error)
+            );
+        }
     }
+}
+
+/// The message of a linked build's error, naming the linked build (not the
+/// asm one) and how to go without it.
+pub fn linked_error_message(profile: &Profile, lto: Lto, error: &BuildError) -> String {
+    let what = match error {
+        BuildError::Cargo {
+            command, stderr, ..
+        } => format!(
+            "the linked build ({lto}) of profile {} failed: `{command}`\n{stderr}",
+            profile.name
+        ),
+        BuildError::NoAsm { dir, .. } => format!(
+            "the linked build ({lto}) of profile {} produced no `{}` executable in {}",
+            profile.name,
+            linked::EXAMPLE,
+            dir.display()
+        ),
+        BuildError::ToolMissing { program, error } if program != "cargo" && program != "rustup" => {
+            let hint = if error.contains("binutils") {
+                String::new()
+            } else {
+                format!(
+                    "; install Debian's binutils-{} (scripts/setup does, with the cross gcc), or \
+                     set `objdump` in the profile's [linked] table",
+                    linked::gnu_triple(&profile.triple)
+                )
+            };
+            format!(
+                "the linked view ({lto}) of profile {} has no disassembler: cannot run \
+                 `{program}` ({error}){hint}",
+                profile.name
+            )
+        }
+        e => build_error_message(e),
+    };
+    format!(
+        "{}\n  (the linked view only: --no-linked leaves it out)",
+        what.trim_end()
+    )
 }
 
 /// The message of a build error, with the CLI's way to fix it.
@@ -173,11 +252,31 @@ pub fn build_all(
     jobs: &[BuildOptions],
     backend: Backend,
 ) -> Result<Vec<Builds>, CliError> {
+    build_all_with(ui, profiles, jobs, backend, false)
+}
+
+/// [`build_all`], and with `linked` also the linked view of every profile
+/// with a `[linked]` table (release and fat LTO, in their own target dirs,
+/// after the asm builds so a missing target is installed once), behind the
+/// same progress bar. A failed linked build is recorded in
+/// [`Builds::linked`], never an error here.
+pub fn build_all_with(
+    ui: &Ui,
+    profiles: &[Profile],
+    jobs: &[BuildOptions],
+    backend: Backend,
+    linked: bool,
+) -> Result<Vec<Builds>, CliError> {
     let toolchains: Vec<String> = jobs
         .iter()
         .map(resolve_toolchain)
         .collect::<Result<_, _>>()?;
-    let total = (profiles.len() * jobs.len()) as u64;
+    let linked_jobs = if linked {
+        profiles.iter().filter(|p| p.linked.is_some()).count() * Lto::ALL.len()
+    } else {
+        0
+    };
+    let total = ((profiles.len() + linked_jobs) * jobs.len()) as u64;
     let progress = ui.progress(total, "building");
     let running: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     let several = jobs.len() > 1;
@@ -208,13 +307,46 @@ pub fn build_all(
             .map(|h| h.join().expect("build thread"))
             .collect()
     });
+    let linked_results: Vec<Vec<LinkedBuilt>> = if linked_jobs == 0 {
+        jobs.iter().map(|_| Vec::new()).collect()
+    } else {
+        jobs.iter()
+            .zip(&toolchains)
+            .map(|(opts, tc)| {
+                linked::build_all_linked(profiles, opts, &|e| on_event(tc, e))
+                    .into_iter()
+                    .map(|(name, lto, result)| {
+                        let profile = profiles
+                            .iter()
+                            .find(|p| p.name == name)
+                            .expect("a profile asked for")
+                            .clone();
+                        if result.is_err() {
+                            // No `Finished` event came: settle its step.
+                            settle(&progress, &running, several, tc, &format!("{name} ({lto})"));
+                        }
+                        let result = result.map(|out| {
+                            let listings = linked::extract_linked(&profile, &out, PROBES);
+                            (out, listings)
+                        });
+                        LinkedBuilt {
+                            profile,
+                            lto,
+                            result,
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    };
     progress.finish();
     let mut out = Vec::new();
-    for (results, toolchain) in results.into_iter().zip(toolchains) {
+    for ((results, toolchain), linked) in results.into_iter().zip(toolchains).zip(linked_results) {
         let mut builds = Builds {
             toolchain,
             built: Vec::new(),
             failed: Vec::new(),
+            linked,
         };
         for (profile, result) in profiles.iter().zip(results) {
             match result {
@@ -233,6 +365,27 @@ pub fn build_all(
         out.push(builds);
     }
     Ok(out)
+}
+
+/// Counts a build that ended without a `Finished` event (it failed) and
+/// drops it from the bar's list of running builds.
+fn settle(
+    progress: &Progress,
+    running: &Mutex<BTreeSet<String>>,
+    several: bool,
+    toolchain: &str,
+    profile: &str,
+) {
+    let key = if several {
+        format!("{toolchain}/{profile}")
+    } else {
+        profile.to_string()
+    };
+    progress.inc();
+    let mut r = running.lock().expect("progress lock");
+    r.remove(&key);
+    let names: Vec<&str> = r.iter().map(String::as_str).collect();
+    progress.message(names.join(", "));
 }
 
 fn on_event(

@@ -1,12 +1,15 @@
-//! `allocasm show PROBE`: one probe's listing on one or more profiles.
+//! `allocasm show PROBE`: one probe's listing on one or more profiles, and
+//! with `--linked` its listings in the linked executables too.
 
+use allocasm::codegen::linked::Lto;
 use allocasm::codegen::listing::Line;
+use allocasm::codegen::{ProbeListings, Profile};
 use clap::Args;
 
 use crate::report::annotate;
 use crate::report::text::side_by_side;
 
-use super::session::{self, Built};
+use super::session::{self, Builds, linked_error_message};
 use super::{BuildArgs, CliError, Status, Ui, exit};
 
 /// `show` arguments.
@@ -24,22 +27,33 @@ pub struct ShowArgs {
     /// Column width for --side-by-side
     #[arg(long, value_name = "N", default_value_t = 48)]
     pub width: usize,
+    /// Also the listings in the linked executables (release profile, and fat LTO) of the
+    /// profiles with a [linked] table: what the linker made of the fast path
+    #[arg(long)]
+    pub linked: bool,
     /// Build options
     #[command(flatten)]
     pub build: BuildArgs,
 }
 
-fn lines_of(ui: &Ui, built: &Built, probe: &str, raw: bool, plain: bool) -> Vec<String> {
-    let Some(found) = built.listings.probes.get(probe) else {
+fn lines_of(
+    ui: &Ui,
+    profile: &Profile,
+    listings: &ProbeListings,
+    probe: &str,
+    raw: bool,
+    plain: bool,
+) -> Vec<String> {
+    let Some(found) = listings.probes.get(probe) else {
         return vec![format!(
             "{}",
-            ui.red("(missing: the probe is not in this profile's assembly)")
+            ui.red("(missing: the probe is not in this build)")
         )];
     };
     if raw {
         return found.raw.lines.clone();
     }
-    let tags = annotate::tags(&found.listing, &built.profile.classes);
+    let tags = annotate::tags(&found.listing, &profile.classes);
     let mut out = vec![format!("{}:", found.listing.name)];
     for (line, tags) in found.listing.lines.iter().zip(tags) {
         let text = line.to_string();
@@ -52,7 +66,7 @@ fn lines_of(ui: &Ui, built: &Built, probe: &str, raw: bool, plain: bool) -> Vec<
         };
         out.push(mark);
     }
-    let s = found.listing.summary(&built.profile.classes);
+    let s = found.listing.summary(&profile.classes);
     let tls = annotate::tls_access(&found.listing);
     out.push(String::new());
     out.push(format!(
@@ -72,19 +86,33 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
         args.build.toolchain.clone(),
         args.build.install,
     );
-    let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
+    let builds = session::build_all_with(ui, &profiles, &[opts], args.build.backend, args.linked)?
         .pop()
         .expect("one toolchain");
-    if args.side_by_side {
-        let columns: Vec<(String, Vec<String>)> = builds
-            .built
+    if args.linked {
+        let without: Vec<&str> = profiles
             .iter()
-            .map(|b| {
-                let mut lines = lines_of(ui, b, probe.name, args.raw, true);
-                lines.insert(0, b.profile.triple.clone());
-                (b.profile.name.clone(), lines)
-            })
+            .filter(|p| p.linked.is_none())
+            .map(|p| p.name.as_str())
             .collect();
+        if !without.is_empty() {
+            ui.note(&format!(
+                "no linked view for {} (no [linked] table in targets/)",
+                without.join(", ")
+            ));
+        }
+    }
+    if args.side_by_side {
+        let mut columns: Vec<(String, Vec<String>)> = Vec::new();
+        for b in &builds.built {
+            let mut lines = lines_of(ui, &b.profile, &b.listings, probe.name, args.raw, true);
+            lines.insert(0, b.profile.triple.clone());
+            columns.push((b.profile.name.clone(), lines));
+            for (title, lines) in linked_lines(ui, &builds, &b.profile, probe.name, args.raw, true)
+            {
+                columns.push((format!("{} {title}", b.profile.name), lines));
+            }
+        }
         if let Some(first) = builds.built.first() {
             println!(
                 "{}",
@@ -100,19 +128,79 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
     } else {
         for b in &builds.built {
             println!("{}", ui.bold(&format!("# {}", b.output.header())));
-            for line in lines_of(ui, b, probe.name, args.raw, false) {
+            for line in lines_of(ui, &b.profile, &b.listings, probe.name, args.raw, false) {
                 println!("{line}");
             }
             println!();
+            for (header, lines) in
+                linked_lines(ui, &builds, &b.profile, probe.name, args.raw, false)
+            {
+                println!("{}", ui.bold(&format!("# {header}")));
+                for line in lines {
+                    println!("{line}");
+                }
+                println!();
+            }
         }
     }
     builds.report_failures(ui);
-    if !builds.failed.is_empty() {
+    let linked_failed = builds.linked_failures().count();
+    if !builds.failed.is_empty() || linked_failed > 0 {
         return Err(CliError {
             code: exit::ENVIRONMENT,
-            message: format!("{} profile build(s) failed (above)", builds.failed.len()),
+            message: format!(
+                "{} profile build(s) and {linked_failed} linked build(s) failed (above)",
+                builds.failed.len()
+            ),
             printed: false,
         });
     }
     Ok(Status::Ok)
+}
+
+/// The probe's listings in a profile's linked executables, release then fat
+/// LTO, each with its header (`linked, release` for columns, the build's
+/// header line otherwise); why one is missing in its place.
+fn linked_lines(
+    ui: &Ui,
+    builds: &Builds,
+    profile: &Profile,
+    probe: &str,
+    raw: bool,
+    plain: bool,
+) -> Vec<(String, Vec<String>)> {
+    Lto::ALL
+        .iter()
+        .filter_map(|&lto| builds.linked(&profile.name, lto))
+        .map(|l| {
+            let short = match l.lto {
+                Lto::Off => "linked, release",
+                Lto::Fat => "linked, fat LTO",
+            };
+            match &l.result {
+                Ok((output, listings)) => (
+                    if plain {
+                        short.to_string()
+                    } else {
+                        output.header()
+                    },
+                    lines_of(ui, profile, listings, probe, raw, plain),
+                ),
+                Err(e) => (
+                    if plain {
+                        short.to_string()
+                    } else {
+                        format!("profile {} {short}", profile.name)
+                    },
+                    std::iter::once(ui.red("(not built)"))
+                        .chain(
+                            linked_error_message(profile, l.lto, e)
+                                .lines()
+                                .map(str::to_string),
+                        )
+                        .collect(),
+                ),
+            }
+        })
+        .collect()
 }

@@ -66,7 +66,7 @@ pub struct TlsAccess {
 
 static TLS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(\bfs:|:gottprel|\bgs:|@TPOFF|@GOTTPOFF|@TLSGD|@TLSLD|@DTPOFF|__tls_get_addr|:tlsdesc|\.tlsdesccall|TPIDR_EL0|:tprel_|:dtprel_|@TLVP|_tls_index|@SECREL|:secrel_|%tprel|__aeabi_read_tp)",
+        r"(\bfs:|:gottprel|\bgs:|@TPOFF|@GOTTPOFF|@TLSGD|@TLSLD|@DTPOFF|__tls_get_addr|:tlsdesc|\.tlsdesccall|(?i:tpidr_el0)|:tprel_|:dtprel_|@TLVP|_tls_index|@SECREL|:secrel_|%tprel|__aeabi_read_tp|(?:^|[\s,(])tp(?:[\s,)]|$))",
     )
     .expect("static regex")
 });
@@ -285,7 +285,7 @@ fn note_for(text: &str) -> Option<String> {
                   its resolver",
         );
     }
-    if text.contains("TPIDR_EL0") {
+    if text.to_ascii_uppercase().contains("TPIDR_EL0") {
         return s("`mrs TPIDR_EL0`: reads the thread pointer");
     }
     if text.contains(":tprel_") {
@@ -311,6 +311,11 @@ fn note_for(text: &str) -> Option<String> {
     }
     if text.contains("__aeabi_read_tp") {
         return s("`__aeabi_read_tp`: a call to read the thread pointer (32-bit Arm)");
+    }
+    if TP_REGISTER.is_match(text) {
+        return s(
+            "`tp`: this thread's block on RISC-V, plus an offset the linker fixed (local-exec)",
+        );
     }
     if let Some(note) = lse_note(mnemonic) {
         return Some(note);
@@ -354,10 +359,18 @@ fn note_for(text: &str) -> Option<String> {
     None
 }
 
-/// How `listing` reaches thread-local storage.
+/// RISC-V's thread pointer as an operand (`add a0, a0, tp`): what is left of
+/// `%tprel` once a linker resolved it.
+static TP_REGISTER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:^|[\s,(])tp(?:[\s,)]|$)").expect("static regex"));
+
+/// How `listing` reaches thread-local storage (in a `.s` listing, or in a
+/// linked one where objdump spells `tpidr_el0` in lower case and the linker
+/// has resolved the relocations to constants).
 pub fn tls_access(listing: &Listing) -> TlsAccess {
     let text = listing.instruction_text();
     let has = |s: &str| text.contains(s);
+    let upper = text.to_ascii_uppercase();
     let (model, how) = if has("__tls_get_addr") && has("@TLSLD") {
         (
             "local-dynamic",
@@ -382,14 +395,24 @@ pub fn tls_access(listing: &Listing) -> TlsAccess {
         )
     } else if has("@TPOFF") || has("fs:") {
         ("local-exec", "local-exec: fs:@TPOFF, no call")
-    } else if has(":tprel_") || has("TPIDR_EL0") {
+    } else if has(":tprel_") {
         ("local-exec", "local-exec: TPIDR_EL0 + :tprel:, no call")
+    } else if upper.contains("TPIDR_EL0") {
+        (
+            "local-exec",
+            "local-exec: TPIDR_EL0 + an offset the linker fixed, no call",
+        )
     } else if has("_tls_index") {
         ("windows-tls", "Windows TLS: _tls_index + TEB slot, no call")
     } else if has("%tprel") {
         ("local-exec", "local-exec: tp + %tprel, no call")
     } else if has("__aeabi_read_tp") {
         ("aeabi-read-tp", "call __aeabi_read_tp, then an offset")
+    } else if TP_REGISTER.is_match(&text) {
+        (
+            "local-exec",
+            "local-exec: tp + an offset the linker fixed, no call",
+        )
     } else {
         ("none", "no thread-local access")
     };
@@ -472,5 +495,22 @@ mod tests {
             "{notes:?}"
         );
         assert_eq!(tls_access(&listing(&["ret"])).model, "none");
+        // Linked listings (objdump): lower-case system register, offsets
+        // resolved by the linker.
+        let arm = listing(&["mrs x11, tpidr_el0", "add x1, x11, x0", "ret"]);
+        assert_eq!(tls_access(&arm).model, "local-exec");
+        assert!(tls_access(&arm).how.contains("linker"));
+        let rv = listing(&["lui a0, 0x0", "add a0, a0, tp", "ld a1, -24(a0)", "ret"]);
+        assert_eq!(tls_access(&rv).model, "local-exec");
+        let tags = tags(
+            &rv,
+            &InstructionClasses::for_arch(&allocasm::codegen::Arch::Riscv64).unwrap(),
+        );
+        assert!(
+            tags[1].contains(&Tag::Tls) && tags[0].is_empty(),
+            "{tags:?}"
+        );
+        // `tp` only as a whole operand.
+        assert_eq!(tls_access(&listing(&["mv a0, tpx", "ret"])).model, "none");
     }
 }

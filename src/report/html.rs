@@ -1,12 +1,17 @@
 //! The HTML report: one self-contained page (inline CSS, no scripts, no
 //! external assets) with, per probe, one column per profile side by side,
 //! key instructions highlighted (atomics, calls, thread-local accesses,
-//! loops) and every expectation marked.
+//! loops) and every expectation marked. The cross-profile summary comes
+//! first; where a profile has a linked view, each probe also shows its `.s`
+//! listing next to the linked release and fat-LTO listings, in columns.
 
 use std::fmt::Write;
 
 use super::text::join_or_none;
-use super::{Format, ProbeResult, Report};
+use super::{
+    Annotation, Counts, CrossSummary, Format, ListingLine, ProbeReport, Report, SummaryCell,
+    TlsAccess,
+};
 
 /// `report.html`.
 pub struct Html;
@@ -63,11 +68,192 @@ ul.notes li { margin: 3px 0; color: #33404d; }
 .pass { color: var(--pass); } .fail { color: var(--fail); font-weight: 600; }
 .status { font-weight: 700; }
 td.pass, td.fail { white-space: nowrap; }
+table.summary td.n { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+table.summary td.missing { color: var(--fail); } table.summary td.none { color: var(--muted); }
+.mk { display: inline-block; min-width: 1.3em; margin-left: 3px; text-align: center; border-radius: 3px; font-size: 11.5px; font-weight: 700; }
+.mk.a { background: var(--rmw); } .mk.c { background: var(--call); } .mk.l { background: var(--loop); }
+.mk.ok { color: var(--pass); } .mk.no { color: var(--fail); }
+h3.linked { margin: 14px 0 4px; font-size: 13px; color: var(--muted); font-weight: 600; }
+.col h4 { margin: 0; font-size: 13px; } .col h4 .muted { font-weight: 400; }
+pre.error { white-space: pre-wrap; font-size: 11.5px; color: var(--fail); background: #fff5f5; padding: 6px; border-radius: 4px; max-height: 16em; overflow: auto; }
 "#;
 
-fn listing_html(res: &ProbeResult) -> String {
-    let mut s = String::from("<pre class=\"listing\">");
-    for l in &res.lines {
+/// The marks of a summary cell, as badges.
+fn marks(c: &SummaryCell) -> String {
+    let mut s = String::new();
+    for (on, class, mark, title) in [
+        (c.atomic, "a", "A", "atomic instruction"),
+        (c.call, "c", "C", "call"),
+        (c.looped, "l", "L", "loop"),
+    ] {
+        if on {
+            let _ = write!(
+                s,
+                "<span class=\"mk {class}\" title=\"{title}\">{mark}</span>"
+            );
+        }
+    }
+    match c.passed {
+        Some(true) => s.push_str("<span class=\"mk ok\" title=\"every expectation held\">✔</span>"),
+        Some(false) => s.push_str("<span class=\"mk no\" title=\"an expectation failed\">✘</span>"),
+        None => {}
+    }
+    s
+}
+
+/// The summary's columns that `keep` selects, as a table.
+fn summary_table(r: &CrossSummary, keep: impl Fn(&str) -> bool) -> String {
+    let cols: Vec<usize> = (0..r.columns.len())
+        .filter(|&i| keep(r.columns[i].view))
+        .collect();
+    if cols.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("<table class=\"summary\"><tr><th>probe</th>");
+    for &i in &cols {
+        let _ = write!(s, "<th>{}</th>", escape(&r.columns[i].title()));
+    }
+    s.push_str("</tr>\n");
+    for row in &r.rows {
+        let _ = write!(
+            s,
+            "<tr><td><a href=\"#{0}\"><code>{0}</code></a></td>",
+            escape(&row.probe)
+        );
+        for &i in &cols {
+            let c = &row.cells[i];
+            let class = match (c.status, c.passed) {
+                ("found", Some(false)) => "n fail",
+                ("found", _) => "n",
+                ("missing", _) => "n missing",
+                _ => "n none",
+            };
+            let text = match c.status {
+                "found" => c.instructions.unwrap_or(0).to_string(),
+                "missing" => "missing".to_string(),
+                _ => "not built".to_string(),
+            };
+            let _ = write!(s, "<td class=\"{class}\">{text}{}</td>", marks(c));
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+/// Counts, TLS line, listing and notes of one view.
+fn view_html(
+    name: &str,
+    counts: Option<Counts>,
+    tls: Option<&TlsAccess>,
+    lines: &[ListingLine],
+    annotations: &[Annotation],
+) -> String {
+    let mut s = String::new();
+    if let (Some(c), Some(tls)) = (counts, tls) {
+        let _ = writeln!(
+            s,
+            "<div class=\"counts\"><b>{}</b> instr · <b>{}</b> atomic RMW · <b>{}</b> calls · <b>{}</b> loops<br>TLS: {}</div>",
+            c.instructions,
+            c.atomic_rmw,
+            c.calls,
+            c.loops,
+            escape(tls.how)
+        );
+    }
+    s.push_str(&listing_html(name, lines));
+    if !annotations.is_empty() {
+        let _ = writeln!(s, "<ul class=\"notes\">");
+        for a in annotations {
+            let _ = writeln!(
+                s,
+                "<li><code>{}</code>: {}</li>",
+                escape(&a.instruction),
+                escape(&a.note)
+            );
+        }
+        let _ = writeln!(s, "</ul>");
+    }
+    s
+}
+
+/// Per profile with a linked view: the `.s` listing, the linked release
+/// listing and the linked fat-LTO listing, three columns to a row.
+fn linked_html(probe: &ProbeReport) -> String {
+    let rows: Vec<_> = probe
+        .results
+        .iter()
+        .filter_map(|r| r.linked.as_ref().map(|l| (r, l)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<h3 class=\"linked\">Linked view: what the compiler emitted (<code>.s</code>) and what the linker made of it</h3>\n<div class=\"cols linked\" style=\"grid-template-columns: repeat(3, minmax(290px, 1fr))\">\n",
+    );
+    for (res, linked) in rows {
+        let _ = writeln!(
+            s,
+            "<div class=\"col asm\"><h4>{} <span class=\"muted\">· .s (compiler)</span></h4>",
+            escape(&res.profile)
+        );
+        if res.status == "found" {
+            s.push_str(&view_html(
+                &probe.name,
+                res.summary,
+                res.tls.as_ref(),
+                &res.lines,
+                &[],
+            ));
+        } else {
+            let _ = writeln!(s, "<p class=\"fail status\">{}</p>", res.status);
+        }
+        s.push_str("</div>\n");
+        for (title, view) in linked.both() {
+            let state = match view.status {
+                "found" => "",
+                _ => "failed",
+            };
+            let _ = writeln!(
+                s,
+                "<div class=\"col {state}\"><h4>{} <span class=\"muted\">· {title}</span></h4>",
+                escape(&res.profile)
+            );
+            match (view.status, &view.error) {
+                ("found", _) => s.push_str(&view_html(
+                    &probe.name,
+                    view.summary,
+                    view.tls.as_ref(),
+                    &view.lines,
+                    &view.annotations,
+                )),
+                ("missing", _) => {
+                    let _ = writeln!(
+                        s,
+                        "<p class=\"fail status\">missing: not in the linked executable</p>"
+                    );
+                }
+                (_, e) => {
+                    let _ = writeln!(
+                        s,
+                        "<p class=\"fail status\">not built</p><pre class=\"error\">{}</pre>",
+                        escape(e.as_deref().unwrap_or(""))
+                    );
+                }
+            }
+            s.push_str("</div>\n");
+        }
+    }
+    s.push_str("</div>\n");
+    s
+}
+
+fn listing_html(name: &str, lines: &[ListingLine]) -> String {
+    let mut s = format!(
+        "<pre class=\"listing\"><span class=\"label\">{}:</span>",
+        escape(name)
+    );
+    for l in lines {
         let mut classes: Vec<&str> = l.tags.iter().map(|t| t.name()).collect();
         if l.kind == "label" {
             classes.push("label");
@@ -177,38 +363,49 @@ impl Format for Html {
             s,
             "<p class=\"legend\">Highlights: <span class=\"atomic-rmw\">atomic read-modify-write</span><span class=\"atomic\">other atomic</span><span class=\"call\">call</span><span class=\"tls\">thread-local access</span><span class=\"loop\">loop (backward branch)</span></p>"
         );
-        // Summary table.
-        let _ = write!(s, "<table><tr><th>probe</th>");
-        for p in &r.profiles {
-            let _ = write!(s, "<th>{}</th>", escape(&p.name));
-        }
-        let _ = writeln!(s, "</tr>");
-        for probe in &r.probes {
-            let _ = write!(
-                s,
-                "<tr><td><a href=\"#{0}\"><code>{0}</code></a></td>",
-                escape(&probe.name)
-            );
-            for res in &probe.results {
-                let (class, text) = match (res.status, res.summary) {
-                    ("found", Some(c)) => (
-                        if res.passed { "pass" } else { "fail" },
-                        format!(
-                            "{} {} instr · {} rmw · {} calls",
-                            if res.passed { "✔" } else { "✘" },
-                            c.instructions,
-                            c.atomic_rmw,
-                            c.calls
-                        ),
-                    ),
-                    ("missing", _) => ("fail", "✘ missing".to_string()),
-                    _ => ("muted", "not built".to_string()),
+        // The cross-profile summary.
+        let _ = writeln!(
+            s,
+            "<h2 id=\"summary\">Summary</h2>\n<p class=\"muted\">Probes down, profiles across: each cell is the probe's instruction count, marked where its fast path grows.</p>"
+        );
+        s.push_str(&summary_table(&r.summary, |v| v == "asm"));
+        let legend: Vec<String> = r
+            .summary
+            .legend
+            .iter()
+            .map(|l| {
+                let class = match l.mark {
+                    "A" => "mk a",
+                    "C" => "mk c",
+                    "L" => "mk l",
+                    "✅" => "mk ok",
+                    _ => "mk no",
                 };
-                let _ = write!(s, "<td class=\"{class}\">{}</td>", escape(&text));
-            }
-            let _ = writeln!(s, "</tr>");
+                let mark = match l.mark {
+                    "✅" => "✔",
+                    "❌" => "✘",
+                    m => m,
+                };
+                format!(
+                    "<span class=\"{class}\">{mark}</span> {}",
+                    escape(l.meaning)
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "<p class=\"muted\">{}</p>", legend.join(" · "));
+        let linked = summary_table(&r.summary, |v| v != "asm");
+        if !linked.is_empty() {
+            let _ = writeln!(
+                s,
+                "<h3>Linked executables</h3><p class=\"muted\">The same probes disassembled from an executable linked with the release profile (linked) and with <code>lto = \"fat\"</code> (linked+LTO).</p>"
+            );
+            s.push_str(&linked);
+        } else if !r.linked_views {
+            let _ = writeln!(
+                s,
+                "<p class=\"muted\">Linked views left out (<code>--no-linked</code>).</p>"
+            );
         }
-        let _ = writeln!(s, "</table>");
         // Per probe: profiles side by side.
         let n = r.profiles.len().max(1);
         for probe in &r.probes {
@@ -251,7 +448,7 @@ impl Format for Html {
                             c.loops,
                             escape(tls.how)
                         );
-                        s.push_str(&listing_html(res));
+                        s.push_str(&listing_html(&probe.name, &res.lines));
                     }
                     ("missing", _, _) => {
                         let _ = writeln!(
@@ -295,6 +492,7 @@ impl Format for Html {
                 let _ = writeln!(s, "</div>");
             }
             let _ = writeln!(s, "</div>");
+            s.push_str(&linked_html(probe));
         }
         let _ = writeln!(s, "</body>\n</html>");
         s

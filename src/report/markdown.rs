@@ -1,27 +1,105 @@
 //! The Markdown report, for reading in a repository: the machine and
-//! compiler first, a summary table (probes × profiles), then every listing.
+//! compiler first, the cross-profile summary (probes × profiles, then the
+//! linked views), then every listing, with the `.s` listing and the linked
+//! ones side by side where a profile has a linked view.
 
 use std::fmt::Write;
 
-use super::text::join_or_none;
-use super::{Format, ProbeResult, Report};
+use super::text::{join_or_none, side_by_side_fit};
+use super::{CrossSummary, Format, LinkedViews, ProbeResult, Report, SummaryCell};
 
 /// `report.md`.
 pub struct Markdown;
 
-fn cell(res: &ProbeResult) -> String {
-    match (res.status, res.summary) {
-        ("found", Some(c)) => format!(
-            "{} {} instr · {} rmw · {} call{}",
-            if res.passed { "✅" } else { "❌" },
-            c.instructions,
-            c.atomic_rmw,
-            c.calls,
-            if c.calls == 1 { "" } else { "s" }
-        ),
-        ("missing", _) => "❌ missing".to_string(),
+fn cell(c: &SummaryCell) -> String {
+    let mark = match c.passed {
+        Some(true) => " ✅",
+        Some(false) => " ❌",
+        None => "",
+    };
+    match c.status {
+        "found" => format!("{}{mark}", c.text),
+        "missing" => format!("missing{mark}"),
         _ => "— not built".to_string(),
     }
+}
+
+/// The summary's columns that `keep` selects, as a table with the legend
+/// line under it; empty when no column is selected.
+fn summary_table(r: &CrossSummary, keep: impl Fn(&str) -> bool) -> String {
+    let cols: Vec<usize> = (0..r.columns.len())
+        .filter(|&i| keep(r.columns[i].view))
+        .collect();
+    if cols.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("| probe |");
+    for &i in &cols {
+        let _ = write!(s, " `{}` |", r.columns[i].title());
+    }
+    s.push_str("\n| --- |");
+    s.push_str(&" ---: |".repeat(cols.len()));
+    s.push('\n');
+    for row in &r.rows {
+        let _ = write!(s, "| [`{0}`](#{0}) |", row.probe);
+        for &i in &cols {
+            let _ = write!(s, " {} |", cell(&row.cells[i]));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// The `.s` listing and both linked listings in three columns (in a code
+/// block), each linked view's counts under it, and why a view is missing.
+fn linked_block(s: &mut String, name: &str, res: &ProbeResult, linked: &LinkedViews) {
+    let listing = |text: String| -> Vec<String> {
+        std::iter::once(format!("{name}:"))
+            .chain(text.lines().map(str::to_string))
+            .collect()
+    };
+    let mut columns = vec![(".s (compiler)".to_string(), listing(res.listing_text()))];
+    for (title, view) in linked.both() {
+        let lines: Vec<String> = match view.status {
+            "found" => listing(view.listing_text()),
+            "missing" => vec!["(missing from the executable)".to_string()],
+            _ => vec!["(not built: see below)".to_string()],
+        };
+        columns.push((title.to_string(), lines));
+    }
+    let _ = writeln!(
+        s,
+        "What the compiler emitted and what the linker made of it:\n\n```text\n{}```\n",
+        side_by_side_fit(&columns)
+    );
+    for (title, view) in linked.both() {
+        match (view.summary, &view.tls, &view.error) {
+            (Some(c), Some(tls), _) => {
+                let _ = writeln!(
+                    s,
+                    "- {title}: {} instructions · {} atomic RMW · {} calls · {} loops · TLS: {}",
+                    c.instructions, c.atomic_rmw, c.calls, c.loops, tls.how
+                );
+            }
+            (_, _, Some(e)) => {
+                let _ = writeln!(
+                    s,
+                    "- {title}: **not built**:\n\n  ```text\n{}\n  ```\n",
+                    e.lines()
+                        .map(|l| format!("  {l}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    s,
+                    "- {title}: **missing**: the probe is not in the linked executable"
+                );
+            }
+        }
+    }
+    s.push('\n');
 }
 
 /// Escapes `|` and backticks for a table cell's inline code.
@@ -79,21 +157,30 @@ impl Format for Markdown {
             );
         }
         let _ = writeln!(s, "\n## Summary\n");
-        let _ = write!(s, "| probe |");
-        for p in &r.profiles {
-            let _ = write!(s, " `{}` |", p.name);
-        }
-        let _ = write!(s, "\n| --- |");
-        for _ in &r.profiles {
-            let _ = write!(s, " --- |");
-        }
-        s.push('\n');
-        for probe in &r.probes {
-            let _ = write!(s, "| [`{0}`](#{0}) |", probe.name);
-            for res in &probe.results {
-                let _ = write!(s, " {} |", cell(res));
-            }
+        let _ = writeln!(
+            s,
+            "Probes down, profiles across: each cell is the probe's instruction count, marked \
+             where its fast path grows.\n"
+        );
+        s.push_str(&summary_table(&r.summary, |v| v == "asm"));
+        let legend: Vec<String> = r
+            .summary
+            .legend
+            .iter()
+            .map(|l| format!("**{}** {}", l.mark, l.meaning))
+            .collect();
+        let _ = writeln!(s, "\n{}.\n", legend.join(" · "));
+        let linked = summary_table(&r.summary, |v| v != "asm");
+        if !linked.is_empty() {
+            let _ = writeln!(
+                s,
+                "### Linked executables\n\nThe same probes disassembled from an executable linked \
+                 with the release profile (`linked`) and with `lto = \"fat\"` (`linked+LTO`):\n"
+            );
+            s.push_str(&linked);
             s.push('\n');
+        } else if !r.linked_views {
+            let _ = writeln!(s, "Linked views left out (`--no-linked`).\n");
         }
         let t = r.totals;
         let _ = writeln!(
@@ -146,7 +233,13 @@ impl Format for Markdown {
                         c.loops,
                         tls.how
                     );
-                    let _ = writeln!(s, "```asm\n{}:\n{}```\n", probe.name, res.listing_text());
+                    match &res.linked {
+                        Some(linked) => linked_block(&mut s, &probe.name, res, linked),
+                        None => {
+                            let _ =
+                                writeln!(s, "```asm\n{}:\n{}```\n", probe.name, res.listing_text());
+                        }
+                    }
                 }
                 for a in &res.annotations {
                     let _ = writeln!(s, "- {}: {}", code(&a.instruction), a.note);

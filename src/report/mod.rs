@@ -10,7 +10,9 @@ pub mod markdown;
 pub mod text;
 
 use allocasm::codegen::expect;
-use allocasm::codegen::{AsmOutput, ProbeListings, Profile, Summary};
+use allocasm::codegen::linked::{LinkedOutput, Lto};
+use allocasm::codegen::summary::{self, CrossProfile};
+use allocasm::codegen::{AsmOutput, Listing, ProbeListings, Profile, Summary};
 use allocasm::probes::{Probe, ProbeKind};
 use serde::Serialize;
 
@@ -56,10 +58,190 @@ pub struct Report {
     pub backend: String,
     /// Every profile asked for, built or not.
     pub profiles: Vec<ProfileInfo>,
+    /// Whether linked views were built (`false` with `--no-linked`).
+    pub linked_views: bool,
+    /// The cross-profile summary: probes down, profiles (and linked views)
+    /// across.
+    pub summary: CrossSummary,
     /// Every probe of the registry with its result on every profile.
     pub probes: Vec<ProbeReport>,
     /// Counts.
     pub totals: Totals,
+}
+
+/// The cross-profile summary ([`summary::cross_profile`] of every view): one
+/// row per probe, one column per profile's `.s` view and then one per linked
+/// view, each cell the instruction count with a mark for atomics, calls and
+/// loops.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossSummary {
+    /// What the marks mean.
+    pub legend: Vec<LegendEntry>,
+    /// The columns: every profile's `.s` view (`view: "asm"`), then the
+    /// linked views (`release`, `lto`) of the profiles that have one.
+    pub columns: Vec<SummaryColumn>,
+    /// One row per probe, registry order.
+    pub rows: Vec<SummaryRow>,
+}
+
+/// One mark of the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct LegendEntry {
+    /// `A`, `C`, `L`, `✅`, …
+    pub mark: &'static str,
+    /// What it means.
+    pub meaning: &'static str,
+}
+
+/// A column of the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryColumn {
+    /// The profile.
+    pub profile: String,
+    /// `asm` (the compiler's `.s`), `release` (linked executable, release
+    /// profile) or `lto` (linked executable, fat LTO).
+    pub view: &'static str,
+}
+
+impl SummaryColumn {
+    /// `x86_64-linux`, `x86_64-linux linked` or `x86_64-linux linked+LTO`.
+    pub fn title(&self) -> String {
+        match self.view {
+            "asm" => self.profile.clone(),
+            "release" => format!("{} linked", self.profile),
+            _ => format!("{} linked+LTO", self.profile),
+        }
+    }
+}
+
+/// One probe's row.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    /// The probe.
+    pub probe: String,
+    /// One cell per column, in the order of [`CrossSummary::columns`].
+    pub cells: Vec<SummaryCell>,
+}
+
+/// One probe in one view.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryCell {
+    /// `found`, `missing` or `not-built`.
+    pub status: &'static str,
+    /// `14 A C L` ([`summary::Cell::text`]), `missing` or `not built`.
+    pub text: String,
+    /// Instructions (found only).
+    pub instructions: Option<usize>,
+    /// At least one atomic instruction.
+    pub atomic: bool,
+    /// At least one call.
+    pub call: bool,
+    /// At least one loop.
+    #[serde(rename = "loop")]
+    pub looped: bool,
+    /// Every expectation held (`.s` view only; `null` for linked views,
+    /// which have no expectations).
+    pub passed: Option<bool>,
+}
+
+/// The legend of the summary's marks.
+pub const LEGEND: &[LegendEntry] = &[
+    LegendEntry {
+        mark: "A",
+        meaning: "atomic instruction (read-modify-write, fence, acquire/release access, outline-atomics call)",
+    },
+    LegendEntry {
+        mark: "C",
+        meaning: "call (tail calls and TLS thunks included)",
+    },
+    LegendEntry {
+        mark: "L",
+        meaning: "loop (a backward branch that closes a cycle)",
+    },
+    LegendEntry {
+        mark: "✅",
+        meaning: "every expectation held (.s view)",
+    },
+    LegendEntry {
+        mark: "❌",
+        meaning: "an expectation failed, or the probe is missing (.s view)",
+    },
+];
+
+/// Both linked views of one probe on one profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkedViews {
+    /// In the executable built with the crate's release profile.
+    pub release: LinkedView,
+    /// In the executable built with `lto = "fat"`.
+    pub lto: LinkedView,
+}
+
+impl LinkedViews {
+    /// Both views with their titles, release first.
+    pub fn both(&self) -> [(&'static str, &LinkedView); 2] {
+        [
+            ("linked, release", &self.release),
+            ("linked, fat LTO", &self.lto),
+        ]
+    }
+}
+
+/// One probe disassembled from one linked executable.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkedView {
+    /// `found`, `missing` (not in the executable) or `not-built` (the linked
+    /// build or its disassembly failed: see `error`).
+    pub status: &'static str,
+    /// Why there is no listing (not-built only), with the fix.
+    pub error: Option<String>,
+    /// Counts (found only).
+    pub summary: Option<Counts>,
+    /// How thread-local storage is reached (found only).
+    pub tls: Option<TlsAccess>,
+    /// The normalized listing.
+    pub lines: Vec<ListingLine>,
+    /// Notes on the key instructions.
+    pub annotations: Vec<Annotation>,
+}
+
+impl LinkedView {
+    /// The listing as text, like [`ProbeResult::listing_text`].
+    pub fn listing_text(&self) -> String {
+        lines_text(&self.lines)
+    }
+}
+
+/// A profile's two linked executables.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkedBuilds {
+    /// With the crate's release profile.
+    pub release: LinkedBuildInfo,
+    /// With `lto = "fat"`.
+    pub lto: LinkedBuildInfo,
+}
+
+/// One linked executable.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkedBuildInfo {
+    /// `built` or `failed`.
+    pub status: &'static str,
+    /// Why it failed, with the fix.
+    pub error: Option<String>,
+    /// The `[linked]` rustflags (built only).
+    pub flags: Vec<String>,
+    /// The disassembler command (built only).
+    pub disassembler: Option<String>,
+}
+
+/// One linked build for [`Report::new`].
+pub struct LinkedBuild<'a> {
+    /// The profile.
+    pub profile: &'a Profile,
+    /// Release profile as it is, or fat LTO.
+    pub lto: Lto,
+    /// The executable and its listings, or why there are none.
+    pub outcome: Result<(&'a LinkedOutput, &'a ProbeListings), String>,
 }
 
 /// `git rev-parse HEAD` and whether the tree had uncommitted changes.
@@ -107,6 +289,9 @@ pub struct ProfileInfo {
     pub fresh: Option<bool>,
     /// The command that built it.
     pub command: Option<String>,
+    /// Its linked executables; `null` when it has no linked view (no
+    /// `[linked]` table, or `--no-linked`).
+    pub linked: Option<LinkedBuilds>,
 }
 
 /// One probe on every profile.
@@ -146,6 +331,9 @@ pub struct ProbeResult {
     pub expectations: Vec<ExpectationResult>,
     /// Whether every expectation held.
     pub passed: bool,
+    /// The probe in the profile's linked executables; `null` when the
+    /// profile has no linked view.
+    pub linked: Option<LinkedViews>,
 }
 
 /// The counts of a listing.
@@ -261,7 +449,8 @@ pub fn evaluate(
 
 impl Report {
     /// Builds the report of `registry` over `order` (every profile asked for,
-    /// in order): `built` are those that built, `failed` those that did not.
+    /// in order): `built` are those that built, `failed` those that did not;
+    /// `linked` the linked builds (`None` when they were not asked for).
     pub fn new(
         compiler: Compiler,
         backend: &str,
@@ -269,7 +458,15 @@ impl Report {
         built: &[BuiltProfile<'_>],
         failed: &[(&Profile, String)],
         registry: &[Probe],
+        linked: Option<&[LinkedBuild<'_>]>,
     ) -> Report {
+        let linked_of = |p: &Profile, lto: Lto| {
+            linked
+                .unwrap_or_default()
+                .iter()
+                .find(|l| l.profile.name == p.name && l.lto == lto)
+        };
+        let has_linked = |p: &Profile| Lto::ALL.iter().any(|&l| linked_of(p, l).is_some());
         let profiles: Vec<ProfileInfo> = order
             .iter()
             .map(|p| {
@@ -278,6 +475,26 @@ impl Report {
                     .iter()
                     .find(|(f, _)| f.name == p.name)
                     .map(|(_, e)| e.clone());
+                let build_info = |lto| match linked_of(p, lto).map(|l| &l.outcome) {
+                    Some(Ok((out, _))) => LinkedBuildInfo {
+                        status: "built",
+                        error: None,
+                        flags: out.flags.clone(),
+                        disassembler: Some(out.objdump.clone()),
+                    },
+                    Some(Err(e)) => LinkedBuildInfo {
+                        status: "failed",
+                        error: Some(e.clone()),
+                        flags: Vec::new(),
+                        disassembler: None,
+                    },
+                    None => LinkedBuildInfo {
+                        status: "failed",
+                        error: Some("not built".into()),
+                        flags: Vec::new(),
+                        disassembler: None,
+                    },
+                };
                 ProfileInfo {
                     name: p.name.clone(),
                     triple: p.triple.clone(),
@@ -295,6 +512,10 @@ impl Report {
                     error,
                     fresh: b.map(|b| b.output.fresh),
                     command: b.map(|b| b.output.command.clone()),
+                    linked: has_linked(p).then(|| LinkedBuilds {
+                        release: build_info(Lto::Off),
+                        lto: build_info(Lto::Fat),
+                    }),
                 }
             })
             .collect();
@@ -312,28 +533,40 @@ impl Report {
             .map(|probe| {
                 let results = order
                     .iter()
-                    .map(|p| match built.iter().find(|b| b.profile.name == p.name) {
-                        Some(b) => {
-                            let r = probe_result(b, probe);
-                            if r.status == "found" {
-                                totals.found += 1;
-                            } else {
-                                totals.missing += 1;
+                    .map(|p| {
+                        let mut r = match built.iter().find(|b| b.profile.name == p.name) {
+                            Some(b) => {
+                                let r = probe_result(b, probe);
+                                if r.status == "found" {
+                                    totals.found += 1;
+                                } else {
+                                    totals.missing += 1;
+                                }
+                                totals.expectations += r.expectations.len();
+                                totals.failures +=
+                                    r.expectations.iter().filter(|e| !e.passed).count();
+                                r
                             }
-                            totals.expectations += r.expectations.len();
-                            totals.failures += r.expectations.iter().filter(|e| !e.passed).count();
-                            r
+                            None => ProbeResult {
+                                profile: p.name.clone(),
+                                status: "not-built",
+                                summary: None,
+                                tls: None,
+                                lines: Vec::new(),
+                                annotations: Vec::new(),
+                                expectations: Vec::new(),
+                                passed: false,
+                                linked: None,
+                            },
+                        };
+                        if has_linked(p) {
+                            let view = |lto| linked_view(p, linked_of(p, lto), probe);
+                            r.linked = Some(LinkedViews {
+                                release: view(Lto::Off),
+                                lto: view(Lto::Fat),
+                            });
                         }
-                        None => ProbeResult {
-                            profile: p.name.clone(),
-                            status: "not-built",
-                            summary: None,
-                            tls: None,
-                            lines: Vec::new(),
-                            annotations: Vec::new(),
-                            expectations: Vec::new(),
-                            passed: false,
-                        },
+                        r
                     })
                     .collect();
                 ProbeReport {
@@ -345,7 +578,8 @@ impl Report {
                     results,
                 }
             })
-            .collect();
+            .collect::<Vec<ProbeReport>>();
+        let summary = cross_summary(order, built, linked.unwrap_or_default(), &probes, registry);
         Report {
             schema: SCHEMA,
             generator: format!("allocasm {}", env!("CARGO_PKG_VERSION")),
@@ -353,10 +587,181 @@ impl Report {
             compiler,
             backend: backend.to_string(),
             profiles,
+            linked_views: linked.is_some(),
+            summary,
             probes,
             totals,
         }
     }
+}
+
+/// The cross-profile summary, from [`summary::cross_profile`] of the `.s`
+/// listings and of each LTO setting's linked listings.
+fn cross_summary(
+    order: &[&Profile],
+    built: &[BuiltProfile<'_>],
+    linked: &[LinkedBuild<'_>],
+    probes: &[ProbeReport],
+    registry: &[Probe],
+) -> CrossSummary {
+    let table = |pairs: Vec<(&Profile, &ProbeListings)>| -> CrossProfile {
+        let (profiles, listings): (Vec<Profile>, Vec<ProbeListings>) = pairs
+            .into_iter()
+            .map(|(p, l)| (p.clone(), l.clone()))
+            .unzip();
+        summary::cross_profile(&profiles, &listings, registry)
+    };
+    let asm = table(built.iter().map(|b| (b.profile, b.listings)).collect());
+    let linked_tables: Vec<(Lto, CrossProfile)> = Lto::ALL
+        .iter()
+        .map(|&lto| {
+            let pairs = linked
+                .iter()
+                .filter(|l| l.lto == lto)
+                .filter_map(|l| l.outcome.as_ref().ok().map(|(_, ls)| (l.profile, *ls)))
+                .collect();
+            (lto, table(pairs))
+        })
+        .collect();
+    let mut columns: Vec<SummaryColumn> = order
+        .iter()
+        .map(|p| SummaryColumn {
+            profile: p.name.clone(),
+            view: "asm",
+        })
+        .collect();
+    for p in order {
+        for lto in Lto::ALL {
+            if linked
+                .iter()
+                .any(|l| l.profile.name == p.name && l.lto == lto)
+            {
+                columns.push(SummaryColumn {
+                    profile: p.name.clone(),
+                    view: view_name(lto),
+                });
+            }
+        }
+    }
+    let cell = |c: Option<summary::Cell>, built: bool, passed: Option<bool>| match (c, built) {
+        (Some(c), _) => SummaryCell {
+            status: "found",
+            text: c.text(),
+            instructions: Some(c.instructions),
+            atomic: c.atomic,
+            call: c.call,
+            looped: c.looped,
+            passed,
+        },
+        (None, true) => SummaryCell {
+            status: "missing",
+            text: "missing".into(),
+            instructions: None,
+            atomic: false,
+            call: false,
+            looped: false,
+            passed: passed.map(|_| false),
+        },
+        (None, false) => SummaryCell {
+            status: "not-built",
+            text: "not built".into(),
+            instructions: None,
+            atomic: false,
+            call: false,
+            looped: false,
+            passed: None,
+        },
+    };
+    let rows = probes
+        .iter()
+        .map(|probe| SummaryRow {
+            probe: probe.name.clone(),
+            cells: columns
+                .iter()
+                .map(|col| {
+                    if col.view == "asm" {
+                        let res = probe.results.iter().find(|r| r.profile == col.profile);
+                        let built = res.is_some_and(|r| r.status != "not-built");
+                        cell(
+                            asm.cell(&probe.name, &col.profile),
+                            built,
+                            built.then(|| res.is_some_and(|r| r.passed)),
+                        )
+                    } else {
+                        let (_, t) = linked_tables
+                            .iter()
+                            .find(|(l, _)| view_name(*l) == col.view)
+                            .expect("a linked view's column");
+                        let built = t.profiles.contains(&col.profile);
+                        cell(t.cell(&probe.name, &col.profile), built, None)
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    CrossSummary {
+        legend: LEGEND.to_vec(),
+        columns,
+        rows,
+    }
+}
+
+/// `release` or `lto`: the JSON name of a linked view.
+pub fn view_name(lto: Lto) -> &'static str {
+    match lto {
+        Lto::Off => "release",
+        Lto::Fat => "lto",
+    }
+}
+
+/// A probe's listing from one linked build (or why there is none).
+fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe) -> LinkedView {
+    let empty = |status, error| LinkedView {
+        status,
+        error,
+        summary: None,
+        tls: None,
+        lines: Vec::new(),
+        annotations: Vec::new(),
+    };
+    let listings = match build.map(|b| &b.outcome) {
+        Some(Ok((_, listings))) => *listings,
+        Some(Err(e)) => return empty("not-built", Some(e.clone())),
+        None => return empty("not-built", Some("not built".into())),
+    };
+    match listings.listing(probe.name) {
+        Some(listing) => LinkedView {
+            status: "found",
+            error: None,
+            summary: Some(listing.summary(&profile.classes).into()),
+            tls: Some(annotate::tls_access(listing)),
+            lines: listing_lines(listing, profile),
+            annotations: annotate::annotations(listing),
+        },
+        None => empty("missing", None),
+    }
+}
+
+/// A listing's lines with their highlight tags.
+fn listing_lines(listing: &Listing, profile: &Profile) -> Vec<ListingLine> {
+    let tags = annotate::tags(listing, &profile.classes);
+    listing
+        .lines
+        .iter()
+        .zip(tags)
+        .map(|(line, tags)| match line {
+            allocasm::codegen::Line::Label(l) => ListingLine {
+                kind: "label",
+                text: l.clone(),
+                tags,
+            },
+            allocasm::codegen::Line::Instruction(i) => ListingLine {
+                kind: "instruction",
+                text: i.text(),
+                tags,
+            },
+        })
+        .collect()
 }
 
 /// `single-threaded` / `concurrent`.
@@ -380,26 +785,10 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
             annotations: Vec::new(),
             expectations,
             passed,
+            linked: None,
         };
     };
-    let tags = annotate::tags(listing, &b.profile.classes);
-    let lines = listing
-        .lines
-        .iter()
-        .zip(tags)
-        .map(|(line, tags)| match line {
-            allocasm::codegen::Line::Label(l) => ListingLine {
-                kind: "label",
-                text: l.clone(),
-                tags,
-            },
-            allocasm::codegen::Line::Instruction(i) => ListingLine {
-                kind: "instruction",
-                text: i.text(),
-                tags,
-            },
-        })
-        .collect();
+    let lines = listing_lines(listing, b.profile);
     ProbeResult {
         profile: b.profile.name.clone(),
         status: "found",
@@ -409,6 +798,7 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
         annotations: annotate::annotations(listing),
         expectations,
         passed,
+        linked: None,
     }
 }
 
@@ -450,19 +840,24 @@ impl Compiler {
 impl ProbeResult {
     /// The listing as text (labels unindented, instructions indented by two).
     pub fn listing_text(&self) -> String {
-        let mut s = String::new();
-        for l in &self.lines {
-            if l.kind == "label" {
-                s.push_str(&l.text);
-                s.push_str(":\n");
-            } else {
-                s.push_str("  ");
-                s.push_str(&l.text);
-                s.push('\n');
-            }
-        }
-        s
+        lines_text(&self.lines)
     }
+}
+
+/// Lines as text (labels unindented, instructions indented by two).
+fn lines_text(lines: &[ListingLine]) -> String {
+    let mut s = String::new();
+    for l in lines {
+        if l.kind == "label" {
+            s.push_str(&l.text);
+            s.push_str(":\n");
+        } else {
+            s.push_str("  ");
+            s.push_str(&l.text);
+            s.push('\n');
+        }
+    }
+    s
 }
 
 impl Report {

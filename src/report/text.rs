@@ -80,6 +80,37 @@ impl Format for Text {
                     let _ = writeln!(s, "   [{}] {}: {}", res.profile, a.instruction, a.note);
                 }
             }
+            for res in &probe.results {
+                let Some(linked) = &res.linked else {
+                    continue;
+                };
+                let _ = writeln!(s, "\n-- {} on {}: .s and linked", probe.name, res.profile);
+                let mut columns = vec![(
+                    ".s".to_string(),
+                    res.listing_text().lines().map(str::to_string).collect(),
+                )];
+                for (title, view) in linked.both() {
+                    let mut lines: Vec<String> =
+                        view.listing_text().lines().map(str::to_string).collect();
+                    if let Some(c) = view.summary {
+                        lines.push(String::new());
+                        lines.push(format!(
+                            "{} instr, {} rmw, {} calls, {} loops",
+                            c.instructions, c.atomic_rmw, c.calls, c.loops
+                        ));
+                    }
+                    if view.status != "found" {
+                        lines.insert(0, format!("({})", view.status));
+                        lines.extend(
+                            view.error
+                                .iter()
+                                .flat_map(|e| e.lines().map(str::to_string)),
+                        );
+                    }
+                    columns.push((title.to_string(), lines));
+                }
+                s.push_str(&side_by_side(&columns, 44));
+            }
         }
         let t = r.totals;
         let _ = writeln!(
@@ -103,7 +134,31 @@ pub fn join_or_none(flags: &[String]) -> String {
 /// Lays `columns` (header, lines) out side by side, each `width` characters
 /// wide (longer lines are cut with `…`), separated by ` │ `.
 pub fn side_by_side(columns: &[(String, Vec<String>)], width: usize) -> String {
-    let fit = |s: &str| {
+    let widths = vec![width; columns.len()];
+    side_by_side_widths(columns, &widths)
+}
+
+/// Like [`side_by_side`], each column as wide as its longest line (header
+/// included), so nothing is cut.
+pub fn side_by_side_fit(columns: &[(String, Vec<String>)]) -> String {
+    let widths: Vec<usize> = columns
+        .iter()
+        .map(|(h, l)| {
+            std::iter::once(h)
+                .chain(l)
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(2)
+        })
+        .collect();
+    side_by_side_widths(columns, &widths)
+}
+
+/// Lays `columns` out side by side, column `i` `widths[i]` characters wide
+/// (longer lines are cut with `…`), separated by ` │ `.
+fn side_by_side_widths(columns: &[(String, Vec<String>)], widths: &[usize]) -> String {
+    let fit = |s: &str, width: usize| {
         let n = s.chars().count();
         if n > width {
             let mut t: String = s.chars().take(width - 1).collect();
@@ -121,12 +176,17 @@ pub fn side_by_side(columns: &[(String, Vec<String>)], width: usize) -> String {
         line.push('\n');
         line
     };
-    out.push_str(&row(columns.iter().map(|(h, _)| fit(h)).collect()));
-    out.push_str(&row(columns.iter().map(|_| "─".repeat(width)).collect()));
+    out.push_str(&row(columns
+        .iter()
+        .zip(widths)
+        .map(|((h, _), &w)| fit(h, w))
+        .collect()));
+    out.push_str(&row(widths.iter().map(|&w| "─".repeat(w)).collect()));
     for i in 0..rows {
         out.push_str(&row(columns
             .iter()
-            .map(|(_, l)| fit(l.get(i).map_or("", String::as_str)))
+            .zip(widths)
+            .map(|((_, l), &w)| fit(l.get(i).map_or("", String::as_str), w))
             .collect()));
     }
     out
@@ -147,5 +207,10 @@ mod tests {
         assert_eq!(lines[0], "a      │ b");
         assert_eq!(lines[2], "x      │ a ver…");
         assert_eq!(lines[3], "yy     │");
+        let fit = side_by_side_fit(&cols);
+        let lines: Vec<&str> = fit.lines().collect();
+        assert_eq!(lines[0], "a  │ b");
+        assert_eq!(lines[2], "x  │ a very long line indeed", "nothing is cut");
+        assert_eq!(lines[3], "yy │");
     }
 }

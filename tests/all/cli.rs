@@ -258,6 +258,134 @@ fn show_prints_the_normalized_and_raw_listing() {
 
 #[test]
 #[cfg_attr(miri, ignore)]
+fn show_linked_prints_the_linked_listings() {
+    let o = allocasm(&[
+        "show",
+        "thread_cursor_alloc",
+        "-p",
+        "x86_64-linux",
+        "--linked",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let release = out
+        .find("linked, release profile (no LTO)")
+        .unwrap_or_else(|| panic!("no linked release header: {out}"));
+    let lto = out
+        .find("linked, release profile with lto = \"fat\"")
+        .unwrap_or_else(|| panic!("no linked LTO header: {out}"));
+    assert!(
+        out.find("@GOTTPOFF").is_some_and(|s| s < release),
+        ".s first: {out}"
+    );
+    assert!(
+        release < lto && out[release..].contains("fs:0x0"),
+        "the linker's local-exec access: {out}"
+    );
+
+    let o = allocasm(&[
+        "show",
+        "thread_cursor_alloc",
+        "-p",
+        "x86_64-linux",
+        "--linked",
+        "--side-by-side",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let header = out
+        .lines()
+        .find(|l| l.starts_with("x86_64-linux"))
+        .unwrap_or("");
+    assert!(
+        header.contains("│ x86_64-linux linked, release")
+            && header.contains("│ x86_64-linux linked, fat LTO"),
+        "{out}"
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_missing_disassembler_is_shown_in_the_report_and_exits_3() {
+    // x86_64-linux as it is (same name: its warm builds are reused), with a
+    // disassembler that does not exist.
+    let dir = scratch("no-objdump");
+    let profile = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/x86_64-linux.toml"),
+    )
+    .unwrap();
+    assert!(
+        profile.contains("\n[linked]\n"),
+        "x86_64-linux has a linked view"
+    );
+    std::fs::write(
+        dir.join("x86_64-linux.toml"),
+        profile.replace(
+            "\n[linked]\n",
+            "\n[linked]\nobjdump = \"allocasm-no-such-objdump\"\n",
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let targets = dir.to_str().unwrap();
+    let o = allocasm(&[
+        "--targets-dir",
+        targets,
+        "report",
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "json,md",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("allocasm-no-such-objdump"),
+        "{}",
+        stderr(&o)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        json["profiles"][0]["status"], "built",
+        "the .s view is there"
+    );
+    assert_eq!(json["profiles"][0]["linked"]["release"]["status"], "failed");
+    let view = &json["probes"][0]["results"][0]["linked"]["lto"];
+    assert_eq!(view["status"], "not-built", "{view}");
+    let why = view["error"].as_str().unwrap();
+    assert!(
+        why.contains("allocasm-no-such-objdump") && why.contains("binutils-x86_64-linux-gnu"),
+        "the reason, with the fix: {why}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("linked, fat LTO: **not built**"), "{md}");
+
+    // --no-linked: no linked view, nothing failed.
+    let o = allocasm(&[
+        "--targets-dir",
+        targets,
+        "report",
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+        "--no-linked",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["linked_views"], false);
+    assert!(json["profiles"][0]["linked"].is_null());
+    assert!(json["probes"][0]["results"][0]["linked"].is_null());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
 fn check_exit_code_follows_its_failure_lines() {
     let o = allocasm(&["check", "-p", "x86_64-linux", "--quiet"]);
     let out = stdout(&o);
@@ -327,7 +455,91 @@ fn report_writes_markdown_json_and_self_contained_html() {
         .unwrap(),
     )
     .unwrap();
-    conforms(&schema, &json, "$");
+    conforms(&schema, &schema, &json, "$");
+
+    // The cross-profile summary: `.s` columns, then both linked views of
+    // both profiles; cells carry the marks.
+    assert_eq!(json["linked_views"], true);
+    let columns: Vec<String> = json["summary"]["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}/{}",
+                c["profile"].as_str().unwrap(),
+                c["view"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "aarch64-linux/asm",
+            "x86_64-linux/asm",
+            "aarch64-linux/release",
+            "aarch64-linux/lto",
+            "x86_64-linux/release",
+            "x86_64-linux/lto"
+        ]
+    );
+    let rows = json["summary"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), PROBES.len());
+    let row = |probe: &str| {
+        rows.iter()
+            .find(|r| r["probe"] == probe)
+            .unwrap_or_else(|| panic!("{probe} has no summary row"))["cells"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    // A concurrent probe: atomics on every view; the x86 `.s` cell's text
+    // is its count and marks.
+    for (i, c) in row("probe_packed_alloc_relaxed").iter().enumerate() {
+        assert_eq!(c["status"], "found", "{}", columns[i]);
+        assert_eq!(c["atomic"], true, "{}", columns[i]);
+    }
+    let x86 = &row("probe_packed_alloc_relaxed")[1];
+    let n = x86["instructions"].as_u64().unwrap();
+    assert!(
+        x86["text"].as_str().unwrap().starts_with(&format!("{n} A")),
+        "{x86}"
+    );
+    assert!(x86["passed"].is_boolean() && row("probe_packed_alloc_relaxed")[2]["passed"].is_null());
+    // A single-threaded probe: no mark at all, in every view.
+    for c in row("probe_pool_alloc") {
+        assert_eq!(c["text"], c["instructions"].as_u64().unwrap().to_string());
+    }
+
+    // The linked view of each probe on both profiles.
+    let x86_profile = &json["profiles"][1];
+    assert_eq!(x86_profile["name"], "x86_64-linux");
+    assert_eq!(
+        x86_profile["linked"]["lto"]["status"], "built",
+        "{x86_profile}"
+    );
+    let cursor = probes
+        .iter()
+        .find(|p| p["name"] == "probe_thread_cursor_alloc")
+        .unwrap();
+    for r in cursor["results"].as_array().unwrap() {
+        for view in ["release", "lto"] {
+            let v = &r["linked"][view];
+            assert_eq!(v["status"], "found", "{} {view}: {v}", r["profile"]);
+            assert!(v["summary"]["instructions"].as_u64().unwrap() > 0);
+        }
+    }
+    // What the linker did: x86's initial-exec TLS access became local-exec.
+    let x86_cursor = &cursor["results"][1];
+    assert_eq!(x86_cursor["tls"]["model"], "initial-exec", "{x86_cursor}");
+    assert_eq!(
+        x86_cursor["linked"]["release"]["tls"]["model"],
+        "local-exec"
+    );
+    // arm64 too, though objdump spells `tpidr_el0` in lower case.
+    let arm_cursor = &cursor["results"][0];
+    assert_eq!(arm_cursor["linked"]["lto"]["tls"]["model"], "local-exec");
+
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<style>"));
     for external in ["http://", "https://", "<script", "<link", "src="] {
@@ -340,10 +552,50 @@ fn report_writes_markdown_json_and_self_contained_html() {
         html.contains("grid-template-columns: repeat(2,"),
         "profiles side by side"
     );
+    // html: the summary with its marks and legend, and per probe the `.s`,
+    // linked release and linked fat-LTO listings in three columns.
+    assert!(html.contains("<table class=\"summary\">"), "summary table");
+    assert!(
+        html.contains("<span class=\"mk a\" title=\"atomic instruction\">A</span>"),
+        "atomic mark"
+    );
+    assert!(html.contains("<th>x86_64-linux linked+LTO</th>"));
+    assert!(
+        html.contains("grid-template-columns: repeat(3,"),
+        "linked columns"
+    );
+    for view in [
+        "· .s (compiler)</span>",
+        "· linked, release</span>",
+        "· linked, fat LTO</span>",
+    ] {
+        assert!(html.contains(view), "{view} missing from the HTML");
+    }
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(
         md.contains("LLVM") && md.contains("| `x86_64-linux` |"),
         "{md}"
+    );
+    // md: the cross-profile table with marks (packed on x86: atomics and
+    // the cold-path call), the legend, the linked table, the linked blocks.
+    let packed = md
+        .lines()
+        .find(|l| l.starts_with("| [`probe_packed_alloc_relaxed`]"))
+        .expect("summary row");
+    assert!(
+        packed.contains(" A C ✅ |") || packed.contains(" A C ❌ |"),
+        "{packed}"
+    );
+    assert!(md.contains("**A** atomic instruction"), "legend");
+    assert!(
+        md.contains("| `x86_64-linux linked` | `x86_64-linux linked+LTO` |"),
+        "linked table"
+    );
+    assert!(
+        md.contains(".s (compiler)")
+            && md.contains("│ linked, release")
+            && md.contains("│ linked, fat LTO"),
+        "linked listings side by side"
     );
     assert!(dir.join("report.txt").exists());
     let _ = std::fs::remove_dir_all(dir);
@@ -379,9 +631,22 @@ fn diff_of_a_toolchain_with_itself_is_unchanged() {
 
 /// Checks `value` against the subset of JSON Schema that
 /// docs/report.schema.json uses: objects' required keys and no others, array
-/// items, `const`, `enum` and `type` (string or list).
-fn conforms(schema: &serde_json::Value, value: &serde_json::Value, at: &str) {
+/// items, `const`, `enum`, `type` (string or list) and `$ref` to the root's
+/// `$defs`.
+fn conforms(
+    root: &serde_json::Value,
+    schema: &serde_json::Value,
+    value: &serde_json::Value,
+    at: &str,
+) {
     use serde_json::Value;
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        let name = r.strip_prefix("#/$defs/").expect("a $ref into $defs");
+        let def = root["$defs"]
+            .get(name)
+            .unwrap_or_else(|| panic!("{at}: $ref {r} is not defined"));
+        return conforms(root, def, value, at);
+    }
     if let Some(c) = schema.get("const") {
         assert_eq!(value, c, "{at}");
     }
@@ -416,12 +681,12 @@ fn conforms(schema: &serde_json::Value, value: &serde_json::Value, at: &str) {
             );
         }
         for (key, v) in map {
-            conforms(&props[key], v, &format!("{at}.{key}"));
+            conforms(root, &props[key], v, &format!("{at}.{key}"));
         }
     }
     if let (Value::Array(items), Some(item_schema)) = (value, schema.get("items")) {
         for (i, v) in items.iter().enumerate() {
-            conforms(item_schema, v, &format!("{at}[{i}]"));
+            conforms(root, item_schema, v, &format!("{at}[{i}]"));
         }
     }
 }
