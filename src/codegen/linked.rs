@@ -5,7 +5,7 @@
 //! and the linker relaxes its thread-local accesses (`__tls_get_addr` becomes
 //! `data16 … mov rax, fs:0x0`), and with fat LTO the library is compiled
 //! again as part of the executable. So for each profile with a `[linked]`
-//! table (see [`LinkedConfig`]):
+//! table (see [`LinkedConfig`](super::profile::LinkedConfig)):
 //!
 //! ```text
 //! cargo build --release --no-default-features --example linked_probes --target <triple>
