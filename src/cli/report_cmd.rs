@@ -38,9 +38,13 @@ pub struct ReportArgs {
     pub build: BuildArgs,
 }
 
-/// Builds, evaluates and writes the report; exit 3 when a profile or a
-/// linked view failed to build (the report is still written, showing why in
-/// place of the listing).
+/// Builds, evaluates and writes the report; exit 3 when a profile failed to
+/// build (the report is still written, showing why in place of the listing).
+/// A linked view that could not be built (no cross linker or disassembler on
+/// this machine, or a failed link) is shown with its reason and the fix, and
+/// only warned about: the `.s` report is the command's job, the linked view
+/// a supplement (`allocasm show --linked` and the test suite treat it as an
+/// error).
 pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
     // The README's main command must work on a fresh machine where
@@ -132,10 +136,16 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     }
     builds.report_failures(ui);
     let linked_failed = builds.linked_failures().count();
-    if !builds.failed.is_empty() || linked_failed > 0 {
+    if linked_failed > 0 {
+        eprintln!(
+            "{} {linked_failed} linked build(s) failed; the report shows why in place of their \
+             listings (scripts/setup installs the cross linkers and disassemblers)",
+            ui.yellow("warning:")
+        );
+    }
+    if !builds.failed.is_empty() {
         return Err(CliError::environment(format!(
-            "{} profile build(s) and {linked_failed} linked build(s) failed; the report shows why \
-             in place of their listings",
+            "{} profile build(s) failed; the report shows why in place of their listings",
             builds.failed.len()
         )));
     }

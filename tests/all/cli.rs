@@ -308,7 +308,7 @@ fn show_linked_prints_the_linked_listings() {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn a_missing_disassembler_is_shown_in_the_report_and_exits_3() {
+fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
     // x86_64-linux as it is (same name: its warm builds are reused), with a
     // disassembler that does not exist.
     let dir = scratch("no-objdump");
@@ -340,9 +340,13 @@ fn a_missing_disassembler_is_shown_in_the_report_and_exits_3() {
         "json,md",
         "--quiet",
     ]);
-    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    // The .s report is the command's job: the missing linked view is a
+    // warning naming the fix, and the report still exits 0.
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("allocasm-no-such-objdump"),
+        stderr(&o).contains("allocasm-no-such-objdump")
+            && stderr(&o).contains("warning:")
+            && stderr(&o).contains("scripts/setup"),
         "{}",
         stderr(&o)
     );
