@@ -343,7 +343,9 @@ fn thread_cursor_arena() {
 
 #[test]
 fn temp_job() {
-    let a = allocasm::TempJob::new(8 << 20).unwrap();
+    // The pool's size is bounded by the frame record's width (smaller on
+    // 32-bit targets).
+    let a = allocasm::TempJob::new(allocasm::unity::MAX_CAPACITY.min(8 << 20)).unwrap();
     run_with("TempJob", &a, &arena_config(20_000));
 }
 
