@@ -456,6 +456,28 @@ fn x86_operands(code: &str, comment: Option<&str>) -> String {
 /// branch targets inside a function become `.LBB0_<n>` labels, `addr
 /// <symbol>` operands become `symbol`, comments are dropped (on x86 a
 /// RIP-relative operand takes the symbol its comment names).
+/// Masks what depends on where the linker put things rather than on the
+/// code: offsets from linker-made symbols (`_DYNAMIC+0x308`, a GOT slot;
+/// `GCC_except_table0+0xd2d8`) become `+OFF`, and on arm64 the low twelve
+/// bits that follow an `adrp` become `#:lo12:`. Without this, any change
+/// anywhere in the executable would show as a change in every listing.
+fn mask_layout(code: &str, arch: &Arch, previous: Option<&str>) -> String {
+    static LINKER_SYM: OnceLock<Regex> = OnceLock::new();
+    static LO12: OnceLock<Regex> = OnceLock::new();
+    let sym = LINKER_SYM.get_or_init(|| {
+        Regex::new(r"\b((?:_|GCC_|\.L)[A-Za-z0-9_.$]*)\+0x[0-9a-f]+").expect("regex")
+    });
+    let mut code = sym.replace_all(code, "${1}+OFF").into_owned();
+    if *arch == Arch::Aarch64
+        && previous.is_some_and(|p| p.starts_with("adrp"))
+        && (code.starts_with("add") || code.starts_with("ldr"))
+    {
+        let lo12 = LO12.get_or_init(|| Regex::new(r"#0x[0-9a-f]+").expect("regex"));
+        code = lo12.replace(&code, "#:lo12:").into_owned();
+    }
+    code
+}
+
 pub fn parse_objdump(
     disassembly: &str,
     symtab: &str,
@@ -509,7 +531,7 @@ pub fn parse_objdump(
                     c[2].to_string()
                 }
             });
-            let mut code = rewritten.into_owned();
+            let mut code = mask_layout(&rewritten, arch, lines_at.last().map(|(_, c)| c.as_str()));
             // RISC-V: objdump shows `call sym` as `auipc ra, X` + `jalr N(ra)`
             // with the callee only in the comment: fuse them back.
             if *arch == Arch::Riscv64
@@ -679,6 +701,32 @@ mod tests {
             l.text(),
             "probe_y:\n  ldr r0, [pc, #164]\n  bl __tls_get_addr\n  bx lr\n",
             "`@` starts an Arm comment for the normalizer, so `@plt` goes like in the .s view"
+        );
+    }
+
+    #[test]
+    fn link_layout_is_masked_and_code_is_not() {
+        let x86 = Arch::X86_64;
+        assert_eq!(
+            mask_layout("call qword ptr [rip + _DYNAMIC+0x308]", &x86, None),
+            "call qword ptr [rip + _DYNAMIC+OFF]"
+        );
+        // Register-relative offsets are code, not layout.
+        assert_eq!(
+            mask_layout("movzx ecx, byte ptr [rsi+0x148]", &x86, None),
+            "movzx ecx, byte ptr [rsi+0x148]"
+        );
+        let arm = Arch::Aarch64;
+        let adrp = mask_layout("adrp x0, GCC_except_table0+0xd2d8", &arm, None);
+        assert_eq!(adrp, "adrp x0, GCC_except_table0+OFF");
+        assert_eq!(
+            mask_layout("add x0, x0, #0xcc8", &arm, Some(&adrp)),
+            "add x0, x0, #:lo12:"
+        );
+        // Not after an adrp: an ordinary immediate.
+        assert_eq!(
+            mask_layout("add x0, x0, #0xcc8", &arm, Some("mov x1, x2")),
+            "add x0, x0, #0xcc8"
         );
     }
 
