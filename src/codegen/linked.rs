@@ -451,11 +451,6 @@ fn x86_operands(code: &str, comment: Option<&str>) -> String {
     s
 }
 
-/// Cuts the functions `names` out of `objdump -d` output, using the symbol
-/// table's extents, into [`Function`]s in assembler syntax (ELF labels):
-/// branch targets inside a function become `.LBB0_<n>` labels, `addr
-/// <symbol>` operands become `symbol`, comments are dropped (on x86 a
-/// RIP-relative operand takes the symbol its comment names).
 /// Masks what depends on where the linker put things rather than on the
 /// code: offsets from linker-made symbols (`_DYNAMIC+0x308`, a GOT slot;
 /// `GCC_except_table0+0xd2d8`) become `+OFF`, and on arm64 the low twelve
@@ -478,6 +473,11 @@ fn mask_layout(code: &str, arch: &Arch, previous: Option<&str>) -> String {
     code
 }
 
+/// Cuts the functions `names` out of `objdump -d` output, using the symbol
+/// table's extents, into [`Function`]s in assembler syntax (ELF labels):
+/// branch targets inside a function become `.LBB0_<n>` labels, `addr
+/// <symbol>` operands become `symbol`, comments are dropped (on x86 a
+/// RIP-relative operand takes the symbol its comment names).
 pub fn parse_objdump(
     disassembly: &str,
     symtab: &str,
