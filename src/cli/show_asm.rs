@@ -153,15 +153,7 @@ pub fn build_profile(
     probes: &[Probe],
     progress: &dyn Fn(BuildEvent),
 ) -> Result<(AsmOutput, ProbeListings), BuildError> {
-    let toolchain = build::resolve_toolchain(opts)?;
-    build::ensure_target(
-        &toolchain,
-        &profile.triple,
-        opts.install_missing_target,
-        progress,
-        &profile.name,
-    )?;
-    let rustc_version = build::rustc_version(&toolchain)?;
+    let (toolchain, rustc_version) = build::prepare(profile, opts, progress)?;
     let start = Instant::now();
     let mut found = BTreeMap::new();
     let mut missing = Vec::new();

@@ -474,12 +474,16 @@ pub(crate) const SCRUBBED_ENV: &[&str] = &[
     "MIRI_SYSROOT",
 ];
 
-/// Builds one profile's assembly and reads every `.s` of the crate.
-pub fn build_profile(
+/// What every build of a profile does first, whatever it builds (the `.s`
+/// view here, the linked view, the cargo-show-asm backend): resolve the
+/// toolchain, make sure the profile's rustup target is there (installing it
+/// when the options say so), and read `rustc -vV`. Returns the toolchain's
+/// name and its version text.
+pub fn prepare(
     profile: &Profile,
     opts: &BuildOptions,
     progress: &dyn Fn(BuildEvent),
-) -> Result<AsmOutput, BuildError> {
+) -> Result<(String, String), BuildError> {
     let toolchain = resolve_toolchain(opts)?;
     ensure_target(
         &toolchain,
@@ -489,6 +493,16 @@ pub fn build_profile(
         &profile.name,
     )?;
     let rustc_version = rustc_version(&toolchain)?;
+    Ok((toolchain, rustc_version))
+}
+
+/// Builds one profile's assembly and reads every `.s` of the crate.
+pub fn build_profile(
+    profile: &Profile,
+    opts: &BuildOptions,
+    progress: &dyn Fn(BuildEvent),
+) -> Result<AsmOutput, BuildError> {
+    let (toolchain, rustc_version) = prepare(profile, opts, progress)?;
     let dir = target_dir(opts, &toolchain, profile);
     let flags = profile.build_flags();
 

@@ -204,16 +204,8 @@ pub fn build_linked(
     progress: &dyn Fn(BuildEvent),
 ) -> Result<LinkedOutput, BuildError> {
     let config = profile.linked.clone().unwrap_or_default();
-    let toolchain = build::resolve_toolchain(opts)?;
-    build::ensure_target(
-        &toolchain,
-        &profile.triple,
-        opts.install_missing_target,
-        progress,
-        &profile.name,
-    )?;
+    let (toolchain, rustc_version) = build::prepare(profile, opts, progress)?;
     let objdump = objdump_for(profile)?;
-    let rustc_version = build::rustc_version(&toolchain)?;
     let dir = target_dir(opts, &toolchain, profile, lto);
     let flags: Vec<String> = config
         .rustflags
