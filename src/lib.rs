@@ -1,9 +1,11 @@
 //! # allocasm
 //!
 //! Game-engine and lock-free allocators, each with an inlined fast path and an
-//! `#[inline(never)]` probe that exports exactly that fast path, plus (behind
-//! the default `suite` feature) the codegen suite that compiles those probes
-//! for every target profile and checks what they became.
+//! `#[inline(never)]` probe that exports exactly that fast path (behind the
+//! `probes` feature, off by default). The codegen suite that compiles those
+//! probes for every target profile and checks what they became is the
+//! workspace's other crate, `allocasm-suite`, with the `allocasm` command:
+//! depending on this crate pulls in none of it.
 //!
 //! ## The allocators
 //!
@@ -47,10 +49,8 @@ mod thread_cursor;
 pub mod segregated;
 pub mod unity;
 
+#[cfg(feature = "probes")]
 pub mod probes;
-
-#[cfg(feature = "suite")]
-pub mod codegen;
 
 pub use align::{align_up, check_align, checked_align_up};
 pub use error::AllocError;

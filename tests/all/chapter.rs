@@ -6,6 +6,7 @@ use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 
+#[cfg(feature = "probes")]
 use allocasm::probes;
 use allocasm::{
     AllocError, FitPolicy, FrameAllocator, FreeList, FreeListStats, GUARD_BYTE, GuardPosition,
@@ -681,8 +682,9 @@ fn freeing_an_overrun_block_reports_it() {
 }
 
 // ---------------------------------------------------------------------------
-// The probes do what their fast paths do.
+// The probes do what their fast paths do (with the `probes` feature).
 
+#[cfg(feature = "probes")]
 #[test]
 fn chapter_probes_behave() {
     let arena = LinearArena::new(64).unwrap();

@@ -4,7 +4,7 @@
 //!
 //! Skipped under Miri (they spawn processes).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use allocasm::probes::PROBES;
@@ -32,7 +32,7 @@ fn code(o: &Output) -> i32 {
 
 /// A fresh directory under the crate's `target/`.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let dir = allocasm_suite::codegen::manifest_dir()
         .join("target")
         .join("tmp")
         .join(format!("cli-{name}-{}", std::process::id()));
@@ -64,7 +64,7 @@ fn subcommands(help: &str) -> Vec<String> {
 }
 
 fn readme_section() -> String {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+    let readme = std::fs::read_to_string(allocasm_suite::codegen::manifest_dir().join("README.md"))
         .expect("read README.md");
     let start = "<!-- cli-reference:start -->\n";
     let a = readme.find(start).expect("README has the start marker") + start.len();
@@ -129,7 +129,7 @@ fn list_names_every_probe_and_profile() {
     for p in PROBES {
         assert!(out.contains(p.name), "{} missing from list", p.name);
     }
-    for p in allocasm::codegen::load_profiles().expect("profiles") {
+    for p in allocasm_suite::codegen::load_profiles().expect("profiles") {
         assert!(
             out.contains(&p.name),
             "profile {} missing from list",
@@ -313,7 +313,7 @@ fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
     // disassembler that does not exist.
     let dir = scratch("no-objdump");
     let profile = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/x86_64-linux.toml"),
+        allocasm_suite::codegen::manifest_dir().join("targets/x86_64-linux.toml"),
     )
     .unwrap();
     assert!(
@@ -454,7 +454,7 @@ fn report_writes_markdown_json_and_self_contained_html() {
     }
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.schema.json"),
+            allocasm_suite::codegen::manifest_dir().join("docs/report.schema.json"),
         )
         .unwrap(),
     )

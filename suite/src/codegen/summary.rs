@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use super::ProbeListings;
 use super::profile::Profile;
-use crate::probes::Probe;
+use allocasm::probes::Probe;
 
 /// One probe on one profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +160,7 @@ mod tests {
             probes: found,
             missing: vec![],
         };
-        let probes: Vec<Probe> = crate::probes::PROBES
+        let probes: Vec<Probe> = allocasm::probes::PROBES
             .iter()
             .filter(|p| p.name.starts_with("probe_packed_alloc") || p.name == "probe_linear_alloc")
             .copied()

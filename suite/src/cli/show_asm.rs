@@ -22,10 +22,12 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use allocasm::codegen::build::{self, AsmFile, BuildError, BuildEvent, BuildOptions};
-use allocasm::codegen::parse::{Function, label_of};
-use allocasm::codegen::{AsmOutput, ObjectFormat, ProbeListing, ProbeListings, Profile, normalize};
 use allocasm::probes::Probe;
+use allocasm_suite::codegen::build::{self, AsmFile, BuildError, BuildEvent, BuildOptions};
+use allocasm_suite::codegen::parse::{Function, label_of};
+use allocasm_suite::codegen::{
+    AsmOutput, ObjectFormat, ProbeListing, ProbeListings, Profile, normalize,
+};
 
 /// The flags cargo-show-asm 0.2 appends to every build (seen with a
 /// `RUSTC_WORKSPACE_WRAPPER` that logs rustc's arguments).
@@ -53,7 +55,8 @@ pub fn command(profile: &Profile, opts: &BuildOptions, toolchain: &str, probe: &
         "asm",
         "--lib",
         "--release",
-        "--no-default-features",
+        "--features",
+        "probes",
     ])
     .args(["--target", &profile.triple])
     .arg("--manifest-path")
@@ -84,7 +87,7 @@ pub fn command(profile: &Profile, opts: &BuildOptions, toolchain: &str, probe: &
             }
         }
     }
-    if profile.arch() == allocasm::codegen::Arch::X86_64 {
+    if profile.arch() == allocasm_suite::codegen::Arch::X86_64 {
         cmd.arg("--intel");
     }
     // Symbols stay mangled so that the one normalizer demangles them (

@@ -1,9 +1,9 @@
 //! `allocasm show PROBE`: one probe's listing on one or more profiles, and
 //! with `--linked` its listings in the linked executables too.
 
-use allocasm::codegen::linked::Lto;
-use allocasm::codegen::listing::Line;
-use allocasm::codegen::{ProbeListings, Profile};
+use allocasm_suite::codegen::linked::Lto;
+use allocasm_suite::codegen::listing::Line;
+use allocasm_suite::codegen::{ProbeListings, Profile};
 use clap::Args;
 
 use crate::report::annotate;

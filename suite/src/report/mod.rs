@@ -9,11 +9,11 @@ pub mod json;
 pub mod markdown;
 pub mod text;
 
-use allocasm::codegen::expect;
-use allocasm::codegen::linked::{LinkedOutput, Lto};
-use allocasm::codegen::summary::{self, CrossProfile};
-use allocasm::codegen::{AsmOutput, Listing, ProbeListings, Profile, Summary};
 use allocasm::probes::{Probe, ProbeKind};
+use allocasm_suite::codegen::expect;
+use allocasm_suite::codegen::linked::{LinkedOutput, Lto};
+use allocasm_suite::codegen::summary::{self, CrossProfile};
+use allocasm_suite::codegen::{AsmOutput, Listing, ProbeListings, Profile, Summary};
 use serde::Serialize;
 
 pub use annotate::{Annotation, Tag, TlsAccess};
@@ -750,12 +750,12 @@ fn listing_lines(listing: &Listing, profile: &Profile) -> Vec<ListingLine> {
         .iter()
         .zip(tags)
         .map(|(line, tags)| match line {
-            allocasm::codegen::Line::Label(l) => ListingLine {
+            allocasm_suite::codegen::Line::Label(l) => ListingLine {
                 kind: "label",
                 text: l.clone(),
                 tags,
             },
-            allocasm::codegen::Line::Instruction(i) => ListingLine {
+            allocasm_suite::codegen::Line::Instruction(i) => ListingLine {
                 kind: "instruction",
                 text: i.text(),
                 tags,
@@ -804,7 +804,7 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
 
 /// The commit of the crate's checkout.
 pub fn git_state() -> Git {
-    let dir = allocasm::codegen::manifest_dir();
+    let dir = allocasm_suite::codegen::manifest_dir();
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .args(args)

@@ -3,14 +3,13 @@
 //! `allocasm::probes::PROBES`, and every entry there is defined.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use allocasm::probes::{PROBES, ProbeKind};
 
 /// The probe functions defined in the source of `src/probes/`, with the file
 /// that defines each.
 fn defined() -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/probes");
+    let dir = allocasm_suite::codegen::manifest_dir().join("src/probes");
     let mut found = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("src/probes exists") {
         let path = entry.expect("readable entry").path();

@@ -37,7 +37,7 @@ use anyhow::{Context, bail};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
-use crate::probes::{Probe, ProbeKind};
+use allocasm::probes::{Probe, ProbeKind};
 
 /// The instruction set of a triple (its first component).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -14,7 +14,7 @@ use std::fmt;
 use super::ProbeListings;
 use super::listing::Listing;
 use super::profile::{Class, Pattern, Profile};
-use crate::probes::{Probe, ProbeKind};
+use allocasm::probes::{Probe, ProbeKind};
 
 /// What kind of expectation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]

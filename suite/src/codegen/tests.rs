@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::expect::{self, FailureKind};
 use super::*;
-use crate::probes::{Probe, ProbeKind};
+use allocasm::probes::{Probe, ProbeKind};
 
 const ELF_X86: &str = include_str!("testdata/elf-x86_64.s");
 const ELF_X86_V0: &str = include_str!("testdata/elf-x86_64-v0.s");
@@ -618,7 +618,10 @@ fn unknown_names_suggest_the_nearest() {
     let mut bad = test_profile();
     bad.expect
         .insert("probe_packed_alloc_relax".into(), ProbeExpect::default());
-    let e = bad.validate(crate::probes::PROBES).unwrap_err().to_string();
+    let e = bad
+        .validate(allocasm::probes::PROBES)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("probe_packed_alloc_relaxed"), "{e}");
 }
 
@@ -639,7 +642,7 @@ fn the_shipped_profiles_load() {
         );
     }
     for p in &profiles {
-        p.validate(crate::probes::PROBES).unwrap();
+        p.validate(allocasm::probes::PROBES).unwrap();
     }
 }
 

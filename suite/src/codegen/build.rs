@@ -1,14 +1,14 @@
 //! One asm build per profile and toolchain.
 //!
 //! ```text
-//! rustup run <toolchain> cargo rustc --release --lib --no-default-features \
+//! rustup run <toolchain> cargo rustc --release --lib --features probes \
 //!     --target <triple> --target-dir <root>/<toolchain>/<profile> \
 //!     --manifest-path <Cargo.toml> --message-format=json-render-diagnostics \
 //!     -- --emit asm <profile rustflags> [-C llvm-args=-x86-asm-syntax=intel]
 //! ```
 //!
-//! Only the allocators and probes are compiled (`--no-default-features`
-//! leaves the suite out) and the extra arguments reach the final crate only,
+//! Only the allocator library and its probes are compiled (the suite is a
+//! crate of its own) and the extra arguments reach the final crate only,
 //! so the `.s` files are this crate's alone. With several codegen units
 //! rustc writes one `.s` per unit (`allocasm-<hash>.allocasm.<cgu>.rcgu.s`);
 //! all of them are read. Every (toolchain, profile) pair has its own target
@@ -19,11 +19,12 @@
 //! the profile's back (`RUSTFLAGS`, `CARGO_TARGET_DIR`, a clippy or miri
 //! wrapper, an outer jobserver).
 
+use std::ffi::OsStr;
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::profile::Profile;
@@ -121,6 +122,15 @@ pub enum BuildError {
         /// Its stderr.
         stderr: String,
     },
+    /// `rustup target add` failed and the target is not installed.
+    InstallFailed {
+        /// The command line.
+        command: String,
+        /// The first error line rustup printed.
+        first_error: String,
+        /// What to run to repair it.
+        fix: String,
+    },
     /// cargo failed; `stderr` is cargo's own message.
     Cargo {
         /// Profile name.
@@ -170,6 +180,11 @@ impl fmt::Display for BuildError {
                  `rustup target add {triple} --toolchain {toolchain}` (or pass the install option)"
             ),
             BuildError::Command { command, stderr } => write!(f, "`{command}` failed:\n{stderr}"),
+            BuildError::InstallFailed {
+                command,
+                first_error,
+                fix,
+            } => write!(f, "`{command}` failed: {first_error}\nfix: {fix}"),
             BuildError::Cargo {
                 profile,
                 command,
@@ -400,8 +415,52 @@ pub fn rustc_version(toolchain: &str) -> Result<String, BuildError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
 }
 
+/// Serialises every rustup call of this process that lists or installs
+/// targets: rustup corrupts a toolchain when two of its processes install into
+/// one `RUSTUP_HOME` at once ("could not rename 'downloaded' file", then
+/// "detected conflict" on every later `target add`).
+static RUSTUP_LOCK: Mutex<()> = Mutex::new(());
+
+/// Holds the in-process lock and an advisory lock on a file shared by every
+/// allocasm process using the same rustup home, so that two `allocasm`
+/// commands started at once (or a test run next to a report) never run
+/// rustup side by side either.
+struct RustupGuard {
+    _file: Option<std::fs::File>,
+    _inner: MutexGuard<'static, ()>,
+}
+
+fn rustup_guard() -> RustupGuard {
+    let inner = RUSTUP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".rustup")))
+        .unwrap_or_default();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&home, &mut hasher);
+    let path = std::env::temp_dir().join(format!(
+        "allocasm-rustup-{:016x}.lock",
+        std::hash::Hasher::finish(&hasher)
+    ));
+    // Best effort: without a writable temp dir the in-process lock still
+    // keeps this process's own builds from racing.
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .ok()
+        .filter(|f| f.lock().is_ok());
+    RustupGuard {
+        _file: file,
+        _inner: inner,
+    }
+}
+
 /// Makes sure `triple`'s standard library is installed for `toolchain`,
-/// running `rustup target add` when `install` is set.
+/// running `rustup target add` when `install` is set. Every rustup call goes
+/// through one lock (see [`install_targets`] for installing before parallel
+/// builds start).
 pub fn ensure_target(
     toolchain: &str,
     triple: &str,
@@ -412,21 +471,45 @@ pub fn ensure_target(
     if !has_rustup() || toolchain == "default" {
         return Ok(());
     }
-    let out = output_of(Command::new("rustup").args([
-        "target",
-        "list",
-        "--installed",
-        "--toolchain",
+    ensure_target_with(
+        OsStr::new("rustup"),
         toolchain,
-    ]))?;
-    if !out.status.success() {
-        // A linked custom toolchain cannot list targets: let cargo say.
-        return Ok(());
-    }
-    if String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .any(|l| l.trim() == triple)
-    {
+        triple,
+        install,
+        progress,
+        profile,
+    )
+}
+
+/// [`ensure_target`] with the rustup program named (a stand-in in tests).
+pub fn ensure_target_with(
+    rustup: &OsStr,
+    toolchain: &str,
+    triple: &str,
+    install: bool,
+    progress: &dyn Fn(BuildEvent),
+    profile: &str,
+) -> Result<(), BuildError> {
+    let _guard = rustup_guard();
+    let installed = |rustup: &OsStr| -> Result<Option<bool>, BuildError> {
+        let out = output_of(Command::new(rustup).args([
+            "target",
+            "list",
+            "--installed",
+            "--toolchain",
+            toolchain,
+        ]))?;
+        if !out.status.success() {
+            // A linked custom toolchain cannot list targets: let cargo say.
+            return Ok(None);
+        }
+        Ok(Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == triple),
+        ))
+    };
+    if installed(rustup)? != Some(false) {
         return Ok(());
     }
     if !install {
@@ -435,18 +518,98 @@ pub fn ensure_target(
             triple: triple.to_string(),
         });
     }
-    let mut cmd = Command::new("rustup");
+    let mut cmd = Command::new(rustup);
     cmd.args(["target", "add", triple, "--toolchain", toolchain]);
     progress(BuildEvent::InstallingTarget {
         profile: profile.to_string(),
         command: command_line(&cmd),
     });
     let out = output_of(&mut cmd)?;
-    if !out.status.success() {
-        return Err(BuildError::Command {
-            command: command_line(&cmd),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    // rustup rolls back a failed install itself; if the target is listed
+    // after all, it is usable.
+    if installed(rustup)? == Some(true) {
+        return Ok(());
+    }
+    Err(BuildError::InstallFailed {
+        command: command_line(&cmd),
+        first_error: first_error_line(&stderr),
+        fix: install_fix(&stderr, toolchain, triple),
+    })
+}
+
+/// The first line of rustup's stderr that says what went wrong.
+fn first_error_line(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines
+        .iter()
+        .find(|l| l.starts_with("error"))
+        .or_else(|| lines.first())
+        .map_or_else(|| "(rustup printed nothing)".to_string(), |l| l.to_string())
+}
+
+/// What to run after a failed `rustup target add`.
+fn install_fix(stderr: &str, toolchain: &str, triple: &str) -> String {
+    if stderr.contains("detected conflict") || stderr.contains("could not rename") {
+        // What rustup says when an earlier install was interrupted or raced:
+        // its records and the files on disk disagree. Reinstalling the
+        // toolchain is the repair rustup's own docs give.
+        format!(
+            "the toolchain's install records are inconsistent (an interrupted or concurrent \
+             install); repair it with `rustup toolchain uninstall {toolchain} && rustup toolchain \
+             install {toolchain} --profile minimal`, then run the command again"
+        )
+    } else if stderr.contains("does not support target") || stderr.contains("not available") {
+        format!(
+            "toolchain `{toolchain}` has no `{triple}` standard library; use another toolchain \
+             or leave this profile out (`-p`)"
+        )
+    } else {
+        format!(
+            "check the network and run `rustup target add {triple} --toolchain {toolchain}` by \
+             hand (or `scripts/setup`), then run the command again"
+        )
+    }
+}
+
+/// Installs every missing target of `profiles` for the options' toolchain,
+/// once per triple, one rustup process at a time, before any parallel build
+/// starts (two profiles on one triple never install twice, and rustup never
+/// runs twice at once). A no-op unless the options say to install.
+pub fn install_targets(
+    profiles: &[Profile],
+    opts: &BuildOptions,
+    progress: &dyn Fn(BuildEvent),
+) -> Result<(), BuildError> {
+    if !opts.install_missing_target {
+        return Ok(());
+    }
+    let toolchain = resolve_toolchain(opts)?;
+    if !has_rustup() || toolchain == "default" {
+        return Ok(());
+    }
+    install_targets_with(OsStr::new("rustup"), &toolchain, profiles, progress)
+}
+
+/// [`install_targets`] with the rustup program and toolchain named.
+pub fn install_targets_with(
+    rustup: &OsStr,
+    toolchain: &str,
+    profiles: &[Profile],
+    progress: &dyn Fn(BuildEvent),
+) -> Result<(), BuildError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for p in profiles {
+        if seen.insert(p.triple.as_str()) {
+            ensure_target_with(rustup, toolchain, &p.triple, true, progress, &p.name)?;
+        }
     }
     Ok(())
 }
@@ -511,7 +674,8 @@ pub fn build_profile(
         "rustc",
         "--release",
         "--lib",
-        "--no-default-features",
+        "--features",
+        "probes",
         "--target",
         &profile.triple,
     ])

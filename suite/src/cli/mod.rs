@@ -1,7 +1,7 @@
 //! The command line: clap derive definitions, dispatch, errors and exit codes.
 //!
 //! Every command goes through the codegen suite's one extractor and one
-//! normalizer ([`allocasm::codegen`]); this module only selects profiles and
+//! normalizer ([`allocasm_suite::codegen`]); this module only selects profiles and
 //! probes, drives the builds (with a progress bar) and prints.
 
 mod check;
@@ -268,7 +268,7 @@ where
         cli.quiet,
         cli.verbose,
         cli.targets_dir
-            .unwrap_or_else(allocasm::codegen::targets_dir),
+            .unwrap_or_else(allocasm_suite::codegen::targets_dir),
     );
     match cli.command {
         Command::List => list::run(&ui),

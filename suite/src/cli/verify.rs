@@ -7,8 +7,8 @@
 //! normalization difference. The default build (16 codegen units) is also
 //! compared, to show what the unit count alone changes.
 
-use allocasm::codegen::Profile;
 use allocasm::probes::PROBES;
+use allocasm_suite::codegen::Profile;
 use clap::Args;
 use similar::TextDiff;
 

@@ -22,7 +22,7 @@
 //!   Malformed files give `file:line:column: what was expected`.
 //! - [`build::BuildOptions`] + [`build::build_profile`] /
 //!   [`build::build_profiles`] (parallel, one thread per profile):
-//!   `cargo +<toolchain> rustc --release --lib --no-default-features --target
+//!   `cargo +<toolchain> rustc --release --lib --features probes --target
 //!   <triple> --target-dir <root>/<toolchain>/<profile> -- --emit asm ...`.
 //!   Progress goes to a [`build::BuildEvent`] callback. A warm rebuild is a
 //!   no-op that reuses the previous `.s` files ([`build::AsmOutput::fresh`]).
@@ -77,12 +77,14 @@ pub use profile::{
     RunMode,
 };
 
-use crate::probes::Probe;
+use allocasm::probes::Probe;
 
-/// The directory of the crate's `Cargo.toml` (where `targets/` and
-/// `snapshots/` live), as compiled in.
+/// The workspace root: the allocator library's directory, with its
+/// `Cargo.toml`, `targets/` and `snapshots/` (this crate is `suite/` below
+/// it), as compiled in.
 pub fn manifest_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR"));
+    suite.parent().unwrap_or(suite).to_path_buf()
 }
 
 /// `targets/`: one TOML file per profile.

@@ -8,7 +8,7 @@
 //! table (see [`LinkedConfig`](super::profile::LinkedConfig)):
 //!
 //! ```text
-//! cargo build --release --no-default-features --example linked_probes --target <triple>
+//! cargo build --release --features probes --example linked_probes --target <triple>
 //!     --target-dir <root>/<toolchain>/<profile>-linked[-lto]
 //!     (CARGO_PROFILE_RELEASE_LTO=false | fat, CARGO_ENCODED_RUSTFLAGS = [linked] rustflags)
 //! <objdump> -d --no-show-raw-insn [-M intel] <exe>    and   <objdump> -t <exe>
@@ -46,7 +46,7 @@ use super::listing::Listing;
 use super::parse::Function;
 use super::profile::{Arch, ObjectFormat, Profile};
 use super::{ProbeListing, ProbeListings, normalize};
-use crate::probes::Probe;
+use allocasm::probes::Probe;
 
 /// The example that links every probe.
 pub const EXAMPLE: &str = "linked_probes";
@@ -222,7 +222,8 @@ pub fn build_linked(
     cmd.args([
         "build",
         "--release",
-        "--no-default-features",
+        "--features",
+        "probes",
         "--example",
         EXAMPLE,
         "--target",

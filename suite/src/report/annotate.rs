@@ -12,7 +12,7 @@
 
 use std::sync::LazyLock;
 
-use allocasm::codegen::{Class, InstructionClasses, Line, Listing};
+use allocasm_suite::codegen::{Class, InstructionClasses, Line, Listing};
 use regex::Regex;
 use serde::Serialize;
 
@@ -464,7 +464,7 @@ mod tests {
                 .iter()
                 .map(|l| {
                     let (m, o) = l.split_once(' ').unwrap_or((l, ""));
-                    Line::Instruction(allocasm::codegen::Instruction {
+                    Line::Instruction(allocasm_suite::codegen::Instruction {
                         mnemonic: m.into(),
                         operands: o.into(),
                     })
@@ -504,7 +504,7 @@ mod tests {
         assert_eq!(tls_access(&rv).model, "local-exec");
         let tags = tags(
             &rv,
-            &InstructionClasses::for_arch(&allocasm::codegen::Arch::Riscv64).unwrap(),
+            &InstructionClasses::for_arch(&allocasm_suite::codegen::Arch::Riscv64).unwrap(),
         );
         assert!(
             tags[1].contains(&Tag::Tls) && tags[0].is_empty(),

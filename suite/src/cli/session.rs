@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
-use allocasm::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
-use allocasm::codegen::linked::{self, LinkedOutput, Lto};
-use allocasm::codegen::profile::edit_distance;
-use allocasm::codegen::{self, AsmOutput, ProbeListings, Profile};
 use allocasm::probes::{PROBES, Probe};
+use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
+use allocasm_suite::codegen::linked::{self, LinkedOutput, Lto};
+use allocasm_suite::codegen::profile::edit_distance;
+use allocasm_suite::codegen::{self, AsmOutput, ProbeListings, Profile};
 
 use super::ui::Progress;
 use super::{Backend, BuildArgs, CliError, Ui, show_asm};
@@ -24,7 +24,7 @@ pub struct Built {
     pub listings: ProbeListings,
 }
 
-/// One linked executable of a profile (see [`allocasm::codegen::linked`]),
+/// One linked executable of a profile (see [`allocasm_suite::codegen::linked`]),
 /// disassembled, with every probe extracted.
 pub struct LinkedBuilt {
     /// The profile.
@@ -282,6 +282,12 @@ pub fn build_all_with(
     let several = jobs.len() > 1;
     let on_event =
         |tc: &str, event: BuildEvent| on_event(ui, &progress, &running, several, tc, event);
+    // Missing targets are installed here, once per (toolchain, triple) and
+    // one rustup process at a time, before any parallel build starts.
+    for (opts, tc) in jobs.iter().zip(&toolchains) {
+        build::install_targets(profiles, opts, &|e| on_event(tc, e))
+            .map_err(|e| CliError::environment(build_error_message(&e)))?;
+    }
     let results: Vec<Vec<BuildResult>> = std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()

@@ -57,10 +57,10 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
             .expect("one toolchain");
     let rustc_vv = match builds.rustc_version() {
         Some(v) => v.to_string(),
-        None => allocasm::codegen::build::rustc_version(&builds.toolchain)
+        None => allocasm_suite::codegen::build::rustc_version(&builds.toolchain)
             .unwrap_or_else(|e| format!("(rustc -vV failed: {e})")),
     };
-    let order: Vec<&allocasm::codegen::Profile> = profiles.iter().collect();
+    let order: Vec<&allocasm_suite::codegen::Profile> = profiles.iter().collect();
     let built: Vec<BuiltProfile<'_>> = builds
         .built
         .iter()
@@ -70,7 +70,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
             listings: &b.listings,
         })
         .collect();
-    let failed: Vec<(&allocasm::codegen::Profile, String)> = builds
+    let failed: Vec<(&allocasm_suite::codegen::Profile, String)> = builds
         .failed
         .iter()
         .map(|(p, e)| (p, build_error_message(e)))

@@ -11,10 +11,10 @@
 
 use std::sync::OnceLock;
 
-use allocasm::codegen::build::{self, BuildError, BuildOptions};
-use allocasm::codegen::expect::{self, FailureKind};
-use allocasm::codegen::{self, AsmOutput, ProbeListings, Profile};
 use allocasm::probes::PROBES;
+use allocasm_suite::codegen::build::{self, BuildError, BuildOptions};
+use allocasm_suite::codegen::expect::{self, FailureKind};
+use allocasm_suite::codegen::{self, AsmOutput, ProbeListings, Profile};
 
 /// One profile, built, with every probe extracted.
 struct Built {

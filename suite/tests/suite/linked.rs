@@ -8,10 +8,10 @@
 
 use std::sync::OnceLock;
 
-use allocasm::codegen::build::BuildOptions;
-use allocasm::codegen::linked::{self, LinkedOutput, Lto};
-use allocasm::codegen::{self, ProbeListings, Profile};
 use allocasm::probes::PROBES;
+use allocasm_suite::codegen::build::BuildOptions;
+use allocasm_suite::codegen::linked::{self, LinkedOutput, Lto};
+use allocasm_suite::codegen::{self, ProbeListings, Profile};
 
 struct Built {
     profile: Profile,
@@ -199,7 +199,7 @@ fn the_linker_relaxes_thread_locals_and_lto_goes_further() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn side_by_side_shows_both_views() {
-    let l = allocasm::codegen::Listing {
+    let l = allocasm_suite::codegen::Listing {
         name: "f".into(),
         lines: vec![],
     };

@@ -1,0 +1,9 @@
+//! The codegen suite's integration tests, built as one binary: every probe of
+//! the registry found and checked on every profile, the insta snapshots, the
+//! linked view and the `allocasm` command itself.
+
+mod cli;
+mod codegen;
+mod linked;
+mod probes;
+mod rustup;
