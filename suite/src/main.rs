@@ -10,6 +10,7 @@ mod report;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    exit_quietly_on_broken_pipe();
     match cli::run(std::env::args_os()) {
         Ok(status) => ExitCode::from(status.code()),
         Err(error) => {
@@ -17,4 +18,24 @@ fn main() -> ExitCode {
             ExitCode::from(error.code())
         }
     }
+}
+
+/// `allocasm show ... | head` closes the pipe early; std's `println!` then
+/// panics ("failed printing to stdout: Broken pipe"). The reader has what it
+/// wanted, so that one panic ends the process quietly with status 0; every
+/// other panic keeps the default report.
+fn exit_quietly_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use allocasm::probes::PROBES;
+use allocasm_suite::codegen::linked;
 use clap::Args;
 
 use crate::report::{self, BuiltProfile, Compiler, LinkedBuild, Report};
@@ -137,9 +138,28 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     builds.report_failures(ui);
     let linked_failed = builds.linked_failures().count();
     if linked_failed > 0 {
+        let mut wanting: Vec<&allocasm_suite::codegen::Profile> = builds
+            .linked
+            .iter()
+            .filter(|l| l.result.as_ref().is_err_and(linked::missing_tools))
+            .map(|l| &l.profile)
+            .collect();
+        wanting.sort_by(|a, b| a.name.cmp(&b.name));
+        wanting.dedup_by(|a, b| a.name == b.name);
+        let fix = if wanting.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<&str> = wanting.iter().map(|p| p.name.as_str()).collect();
+            format!(
+                "\n  the linked views of {} need the cross linkers and disassemblers: install \
+                 them with `{}` (or run scripts/setup), then run `allocasm report` again",
+                names.join(", "),
+                linked::install_command(&wanting)
+            )
+        };
         eprintln!(
             "{} {linked_failed} linked build(s) failed; the report shows why in place of their \
-             listings (scripts/setup installs the cross linkers and disassemblers)",
+             listings{fix}",
             ui.yellow("warning:")
         );
     }

@@ -103,10 +103,20 @@ pub fn linked_error_message(profile: &Profile, lto: Lto, error: &BuildError) -> 
     let what = match error {
         BuildError::Cargo {
             command, stderr, ..
-        } => format!(
-            "the linked build ({lto}) of profile {} failed: `{command}`\n{stderr}",
-            profile.name
-        ),
+        } => {
+            let hint = if linked::missing_tools(error) {
+                format!(
+                    "\nfix: install the cross linker with `{}` (or run scripts/setup)",
+                    linked::install_command(&[profile])
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "the linked build ({lto}) of profile {} failed: `{command}`\n{stderr}{hint}",
+                profile.name
+            )
+        }
         BuildError::NoAsm { dir, .. } => format!(
             "the linked build ({lto}) of profile {} produced no `{}` executable in {}",
             profile.name,
@@ -114,13 +124,13 @@ pub fn linked_error_message(profile: &Profile, lto: Lto, error: &BuildError) -> 
             dir.display()
         ),
         BuildError::ToolMissing { program, error } if program != "cargo" && program != "rustup" => {
-            let hint = if error.contains("binutils") {
+            let hint = if error.contains("apt-get install") {
                 String::new()
             } else {
                 format!(
-                    "; install Debian's binutils-{} (scripts/setup does, with the cross gcc), or \
-                     set `objdump` in the profile's [linked] table",
-                    linked::gnu_triple(&profile.triple)
+                    "; install it with `{}` (or run scripts/setup), or set `objdump` in the \
+                     profile's [linked] table",
+                    linked::install_command(&[profile])
                 )
             };
             format!(

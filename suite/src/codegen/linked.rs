@@ -174,12 +174,47 @@ pub fn objdump_for(profile: &Profile) -> Result<String, BuildError> {
     Err(BuildError::ToolMissing {
         program: prefixed.clone(),
         error: format!(
-            "no disassembler for {}: install Debian's binutils-{} (scripts/setup does, with the \
-             cross gcc), or set `objdump` in the profile's [linked] table",
+            "no disassembler for {}: install it with `{}` (or run scripts/setup), or set \
+             `objdump` in the profile's [linked] table",
             profile.triple,
-            gnu_triple(&profile.triple)
+            install_command(&[profile])
         ),
     })
+}
+
+/// The Debian packages that link and disassemble a profile's linked view:
+/// the cross gcc (which brings `<gnu-triple>-objdump` with its binutils) and
+/// the target's C library; the host's binutils for a native profile.
+pub fn debian_packages(triple: &str) -> Vec<&'static str> {
+    match gnu_triple(triple).as_str() {
+        "aarch64-linux-gnu" => vec!["gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"],
+        "riscv64-linux-gnu" => vec!["gcc-riscv64-linux-gnu", "libc6-dev-riscv64-cross"],
+        "arm-linux-gnueabihf" => vec!["gcc-arm-linux-gnueabihf", "libc6-dev-armhf-cross"],
+        _ => vec!["binutils"],
+    }
+}
+
+/// One `apt-get install` line for the linked views of `profiles`.
+pub fn install_command(profiles: &[&Profile]) -> String {
+    let mut packages: Vec<&str> = profiles
+        .iter()
+        .flat_map(|p| debian_packages(&p.triple))
+        .collect();
+    packages.sort_unstable();
+    packages.dedup();
+    format!("sudo apt-get install {}", packages.join(" "))
+}
+
+/// Whether a linked build failed for want of something [`install_command`]
+/// installs: the disassembler, or the cross linker.
+pub fn missing_tools(error: &BuildError) -> bool {
+    match error {
+        BuildError::ToolMissing { program, .. } => program.ends_with("objdump"),
+        BuildError::Cargo { stderr, .. } => {
+            stderr.contains("linker `") && stderr.contains("not found")
+        }
+        _ => false,
+    }
 }
 
 /// `<root>/<toolchain>/<profile>-linked` or `...-linked-lto`.

@@ -346,7 +346,9 @@ fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
     assert!(
         stderr(&o).contains("allocasm-no-such-objdump")
             && stderr(&o).contains("warning:")
-            && stderr(&o).contains("scripts/setup"),
+            && stderr(&o).contains("scripts/setup")
+            && stderr(&o).contains("the linked views of x86_64-linux need")
+            && stderr(&o).contains("`sudo apt-get install binutils`"),
         "{}",
         stderr(&o)
     );
@@ -361,7 +363,7 @@ fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
     assert_eq!(view["status"], "not-built", "{view}");
     let why = view["error"].as_str().unwrap();
     assert!(
-        why.contains("allocasm-no-such-objdump") && why.contains("binutils-x86_64-linux-gnu"),
+        why.contains("allocasm-no-such-objdump") && why.contains("`sudo apt-get install binutils`"),
         "the reason, with the fix: {why}"
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -727,4 +729,30 @@ fn missing_rustup_target_names_the_command_and_install_flag() {
     );
     assert!(err.contains("--install"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `allocasm ... | head` closes the pipe before the command has written
+/// everything: it must exit quietly (status 0, no panic message), not panic on
+/// the broken pipe. The read end is closed before the child's first write.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_pipe_ends_the_command_quietly() {
+    use std::process::Stdio;
+    for args in [&["list"][..], &["help", "report"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_allocasm"))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run the allocasm binary");
+        drop(child.stdout.take()); // the reader is gone before anything is written
+        let out = child.wait_with_output().expect("wait for allocasm");
+        let err = stderr(&out);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "allocasm {args:?} with a closed stdout: {err}"
+        );
+        assert_eq!(out.status.code(), Some(0), "allocasm {args:?}: {err}");
+    }
 }
