@@ -425,7 +425,7 @@ def main():
            "above the free cores measure time slicing, not scaling.",
            "- `lock xadd` is a full barrier on x86_64 whatever the ordering asked, so the shared word's "
            "single-thread cost here is the cost of a locked instruction; arm64 with LSE (`ldadd`) "
-           "differs, and arm64 without `+lse` calls an outline-atomics helper (see DESIGN.md).",
+           "differs, and arm64 without `+lse` calls an outline-atomics helper (see docs/design.md).",
            "- The per-thread cursor's private bump pays for thread-local access: `fs:`-relative on "
            "x86_64 Linux in an executable, a `__tlv_get_addr` call on macOS; the bench does not "
            "isolate it (as in the write-up).",

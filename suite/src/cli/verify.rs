@@ -4,8 +4,10 @@
 //! cargo-show-asm always builds with `-C debuginfo=2 -C codegen-units=1`
 //! ([`show_asm::FORCED_FLAGS`]), so the built-in extractor is run on a build
 //! with the same flags: any difference left is an extraction or
-//! normalization difference. The default build (16 codegen units) is also
-//! compared, to show what the unit count alone changes.
+//! normalization difference. Where the default build (the release profile's
+//! codegen units) differs from that build, the cause is checked, not guessed:
+//! the built-in extractor also builds with each forced flag alone, and a
+//! listing's difference is put down to the flag that alone reproduces it.
 
 use allocasm::probes::PROBES;
 use allocasm_suite::codegen::Profile;
@@ -37,17 +39,20 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
     );
     // The built-in extractor on a build with cargo-show-asm's flags, in its
     // own target dirs.
-    let same_flags: Vec<Profile> = profiles
-        .iter()
-        .map(|p| {
-            let mut p = p.clone();
-            p.rustflags
-                .extend(show_asm::FORCED_FLAGS.iter().map(|s| s.to_string()));
-            p
-        })
-        .collect();
-    let mut same_opts = opts.clone();
-    same_opts.target_root = opts.target_root.join("cargo-show-asm-flags");
+    let with_flags = |flags: &[&str], dir: &str| {
+        let profiles: Vec<Profile> = profiles
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                p.rustflags.extend(flags.iter().map(|s| s.to_string()));
+                p
+            })
+            .collect();
+        let mut o = opts.clone();
+        o.target_root = opts.target_root.join(dir);
+        (profiles, o)
+    };
+    let (same_flags, same_opts) = with_flags(show_asm::FORCED_FLAGS, "cargo-show-asm-flags");
     ui.note("building with the built-in extractor (default flags, and cargo-show-asm's flags)");
     let default = session::build_all(ui, &profiles, std::slice::from_ref(&opts), Backend::Builtin)?
         .pop()
@@ -55,6 +60,15 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
     let builtin = session::build_all(ui, &same_flags, &[same_opts], Backend::Builtin)?
         .pop()
         .expect("one toolchain");
+    // Each forced flag alone, to attribute a default-vs-forced difference.
+    let single: Vec<(String, session::Builds)> = show_asm::FORCED_FLAGS
+        .chunks(2)
+        .map(|flag| {
+            let (p, o) = with_flags(flag, &format!("only-{}", flag[1].replace('=', "-")));
+            session::build_all(ui, &p, &[o], Backend::Builtin)
+                .map(|mut b| (flag.join(" "), b.pop().expect("one toolchain")))
+        })
+        .collect::<Result<_, _>>()?;
     ui.note("extracting through `cargo asm`, one run per probe per profile");
     let cargo_asm = session::build_all(ui, &profiles, &[opts], Backend::CargoShowAsm)?
         .pop()
@@ -76,12 +90,26 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
         println!("\n{}", ui.bold(&profile.name));
         for probe in PROBES {
             let (la, lb) = (instructions(a, probe.name), instructions(b, probe.name));
-            let cgu_note = match (d.and_then(|d| instructions(d, probe.name)), &la) {
-                (Some(x), Some(y)) if &x != y => {
+            let default_text = d.and_then(|d| instructions(d, probe.name));
+            let cgu_note = match (&default_text, &la) {
+                (Some(x), Some(y)) if x != y => {
                     cgu_effect += 1;
-                    ui.dim(
-                        "  (the default 16-unit build differs: codegen-units changes this listing)",
-                    )
+                    // The flags that alone change the default listing.
+                    let causes: Vec<&str> = single
+                        .iter()
+                        .filter(|(_, b)| {
+                            b.get(&profile.name)
+                                .and_then(|b| instructions(b, probe.name))
+                                .is_some_and(|t| &t != x)
+                        })
+                        .map(|(flag, _)| flag.as_str())
+                        .collect();
+                    let why = if causes.is_empty() {
+                        "neither flag alone changes it, the two together do".to_string()
+                    } else {
+                        format!("{} alone changes it", causes.join(", and "))
+                    };
+                    ui.dim(&format!("  (the default build differs: {why})"))
                 }
                 _ => String::new(),
             };
@@ -139,7 +167,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
     builtin.report_failures(ui);
     cargo_asm.report_failures(ui);
     let summary = format!(
-        "{same} same, {different} different, {missing} missing under both; {cgu_effect} listing(s) differ between 16 units and 1"
+        "{same} same, {different} different, {missing} missing under both; {cgu_effect} listing(s) of the default build differ from the build with cargo-show-asm's flags (cause above)"
     );
     println!(
         "\n{}",

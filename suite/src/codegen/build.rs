@@ -255,19 +255,25 @@ impl AsmOutput {
             .unwrap_or("unknown")
     }
 
-    /// The codegen-units setting, as said in listing headers: the flag's
-    /// value, or cargo's release default, and how many `.s` files that made.
+    /// The codegen-units setting, as said in listing headers: the count that
+    /// was passed to rustc (the release profile's unless the profile sets
+    /// one), and how many `.s` files that build wrote and the suite read.
     pub fn codegen_units(&self) -> String {
         let joined = self.flags.join(" ");
-        let setting = match joined
+        let setting = joined
             .split("codegen-units=")
             .nth(1)
             .and_then(|r| r.split_whitespace().next())
-        {
-            Some(n) => format!("codegen-units={n}"),
-            None => "codegen-units: cargo release default (16)".to_string(),
+            .unwrap_or("?");
+        let how = if setting == "1" {
+            "local ThinLTO off"
+        } else {
+            "local ThinLTO on, as the release build"
         };
-        format!("{setting}, {} .s file(s) read", self.files.len())
+        format!(
+            "codegen-units={setting} ({how}), {} .s file(s) read",
+            self.files.len()
+        )
     }
 
     /// A header for listings and reports: profile, triple, compiler, flags,
@@ -659,6 +665,40 @@ pub fn prepare(
     Ok((toolchain, rustc_version))
 }
 
+/// The codegen units cargo's release profile builds the library with: the
+/// manifest's `[profile.release] codegen-units`, else cargo's default, 16.
+pub fn release_codegen_units(manifest_path: &Path) -> u32 {
+    std::fs::read_to_string(manifest_path)
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+        .and_then(|t| {
+            t.get("profile")?
+                .get("release")?
+                .get("codegen-units")?
+                .as_integer()
+        })
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(16)
+}
+
+/// The flags after `--emit asm`: the profile's, and `-C codegen-units=N` with
+/// the release profile's N unless the profile sets its own. Without an
+/// explicit count, rustc builds ONE codegen unit with local ThinLTO off
+/// whenever asm output is asked for, which is not what the release build
+/// ships; with it, rustc partitions as the release build does (local ThinLTO
+/// included) and writes one `.s` per unit, all of which are read.
+pub fn asm_flags(profile: &Profile, manifest_path: &Path) -> Vec<String> {
+    let mut flags = profile.build_flags();
+    if profile.codegen_units().is_none() {
+        flags.push("-C".into());
+        flags.push(format!(
+            "codegen-units={}",
+            release_codegen_units(manifest_path)
+        ));
+    }
+    flags
+}
+
 /// Builds one profile's assembly and reads every `.s` of the crate.
 pub fn build_profile(
     profile: &Profile,
@@ -667,7 +707,7 @@ pub fn build_profile(
 ) -> Result<AsmOutput, BuildError> {
     let (toolchain, rustc_version) = prepare(profile, opts, progress)?;
     let dir = target_dir(opts, &toolchain, profile);
-    let flags = profile.build_flags();
+    let flags = asm_flags(profile, &opts.manifest_path);
 
     let mut cmd = tool(&toolchain, "cargo");
     cmd.args([

@@ -2,7 +2,7 @@
 //! call, thread-local access, loop) per line, a note per key instruction, and
 //! how thread-local storage is reached.
 //!
-//! The notes encode the facts of DESIGN.md ("Codegen facts measured"): a
+//! The notes encode the facts of docs/design.md ("Codegen facts measured"): a
 //! `lock`-prefixed x86 read-modify-write is a full barrier whatever ordering
 //! was asked; arm64 LSE spells the ordering in the mnemonic (`ldadd` relaxed,
 //! `ldaddal` acquire-release); `__aarch64_ldadd8_relax` is an outline-atomics
