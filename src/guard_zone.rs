@@ -23,8 +23,8 @@
 //! one page of memory; a table entry per live allocation and per quarantined
 //! range. Failure modes: [`AllocError::ZeroSize`], [`AllocError::TooLarge`]
 //! (alignment above the page size, or a size that overflows),
-//! [`AllocError::Os`]; a bad free is [`AllocError::ForeignPointer`] or
-//! [`AllocError::DoubleFree`] from [`try_dealloc`](GuardZone::try_dealloc)
+//! [`AllocError::Os`]; a bad free is [`AllocError::ForeignPointer`],
+//! [`AllocError::SizeMismatch`] or [`AllocError::DoubleFree`] from [`try_dealloc`](GuardZone::try_dealloc)
 //! (a debug panic from [`dealloc`](GuardZone::dealloc), ignored in release).
 //!
 //! Under Miri the `sys` fallback cannot protect pages: guards do not fault
@@ -189,7 +189,8 @@ impl GuardZone {
 
     /// A checked free: [`AllocError::DoubleFree`] for a pointer freed before
     /// (and still quarantined), [`AllocError::ForeignPointer`] for one this
-    /// allocator does not know or a size that does not match.
+    /// allocator does not know, [`AllocError::SizeMismatch`] (with both
+    /// sizes) for a size other than the one allocated.
     ///
     /// # Safety
     ///
@@ -205,7 +206,10 @@ impl GuardZone {
             });
         };
         if span.size != size {
-            return Err(AllocError::ForeignPointer);
+            return Err(AllocError::SizeMismatch {
+                allocated: span.size,
+                freed: size,
+            });
         }
         t.live.remove(&key);
         let page = sys::page_size();

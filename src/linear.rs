@@ -69,7 +69,18 @@ unsafe impl Send for LinearArena<'_> {}
 impl LinearArena<'static> {
     /// An arena owning a fresh, 16-aligned block of `capacity` bytes from the
     /// global allocator (the chapter's one `malloc` at startup).
+    ///
+    /// Errors: a zero `capacity` is [`AllocError::InvalidConfig`]; one the
+    /// global allocator cannot serve is [`AllocError::TooLarge`] or
+    /// [`AllocError::OutOfMemory`].
     pub fn new(capacity: usize) -> Result<Self, AllocError> {
+        if capacity == 0 {
+            return Err(AllocError::InvalidConfig {
+                field: "capacity",
+                value: 0,
+                expected: "non-zero",
+            });
+        }
         Ok(LinearArena {
             buffer: Buffer::owned(capacity)?,
             offset: Cell::new(0),

@@ -83,13 +83,18 @@ impl<F: RawAllocator> Temp<F> {
     /// A `Temp` with `capacity` bytes (rounded down to a multiple of 64) that
     /// falls back to `fallback` when full.
     ///
-    /// Errors: `capacity < 64` is [`AllocError::ZeroSize`]; the OS refusing
-    /// the buffer is [`AllocError::Os`].
+    /// Errors: `capacity < 64` is [`AllocError::InvalidConfig`] naming
+    /// `capacity`; a capacity no mapping can have is [`AllocError::TooLarge`];
+    /// the OS refusing the buffer is [`AllocError::Os`].
     pub fn new(capacity: usize, fallback: F) -> Result<Self, AllocError> {
-        let capacity = capacity & !(Self::MIN_ALIGN - 1);
-        if capacity == 0 {
-            return Err(AllocError::ZeroSize);
+        if capacity < Self::MIN_ALIGN {
+            return Err(AllocError::InvalidConfig {
+                field: "capacity",
+                value: capacity,
+                expected: "at least 64 bytes",
+            });
         }
+        let capacity = capacity & !(Self::MIN_ALIGN - 1);
         let pages = PageAllocator::new();
         let block = pages.alloc(capacity)?;
         Ok(Temp {

@@ -48,7 +48,7 @@ use std::collections::HashMap;
 
 use crossbeam_utils::CachePadded;
 
-use super::{Leak, LeakHook, LeakReport, MAX_CAPACITY, report_leaks};
+use super::{Leak, LeakHook, LeakReport, MAX_CAPACITY, needs_cas, report_leaks};
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::{AllocError, PageAllocator, RawAllocator, align_up};
 
@@ -144,7 +144,14 @@ struct Overflow {
     blocks: HashMap<usize, OverflowBlock>,
     /// Sum of their sizes.
     bytes: usize,
+    /// Addresses of the last [`RECENT_FREES`] overflow blocks freed (and not
+    /// handed out again since), so that freeing one again is reported as a
+    /// [`AllocError::DoubleFree`] rather than a foreign pointer.
+    recently_freed: std::collections::VecDeque<usize>,
 }
+
+/// How many freed overflow addresses [`Overflow::recently_freed`] keeps.
+const RECENT_FREES: usize = 64;
 
 /// Unity's thread-safe linear allocator with 4-frame lifetimes. See the
 /// [`unity`](crate::unity) overview; the full contract heads
@@ -212,14 +219,18 @@ impl TempJob {
     /// A `TempJob` with a pool of `capacity` bytes (rounded down to a
     /// multiple of 16) and an unlimited overflow.
     ///
-    /// Errors: a capacity under 32 bytes is [`AllocError::ZeroSize`], over
-    /// [`MAX_CAPACITY`] is [`AllocError::TooLarge`]; the OS refusing the pool
-    /// is [`AllocError::Os`].
+    /// Errors: a capacity under 32 bytes is [`AllocError::InvalidConfig`]
+    /// naming `capacity`, over [`MAX_CAPACITY`] is [`AllocError::TooLarge`];
+    /// the OS refusing the pool is [`AllocError::Os`].
     pub fn new(capacity: usize) -> Result<Self, AllocError> {
-        let capacity = capacity & !(Self::MIN_ALIGN - 1);
         if capacity < 2 * RECORD {
-            return Err(AllocError::ZeroSize);
+            return Err(AllocError::InvalidConfig {
+                field: "capacity",
+                value: capacity,
+                expected: "at least 32 bytes",
+            });
         }
+        let capacity = capacity & !(Self::MIN_ALIGN - 1);
         if capacity > MAX_CAPACITY {
             return Err(AllocError::TooLarge {
                 requested: capacity,
@@ -285,6 +296,9 @@ impl TempJob {
         if need > cap || seen > cap - need {
             return Err(out(seen));
         }
+        if needs_cas(need) {
+            return self.try_alloc_cas(size, align, need, seen);
+        }
         let old = self.offset.fetch_add(need, Ordering::Relaxed);
         debug_assert!(
             old.is_multiple_of(Self::MIN_ALIGN),
@@ -300,9 +314,58 @@ impl TempJob {
             }
             return Err(out(old));
         }
+        // SAFETY: `old..old + need` is this caller's reservation, inside the
+        // pool (`old <= cap - need`).
+        Ok(unsafe { self.place(old, size, align, need) })
+    }
+
+    /// A reservation too large for the unconditional `fetch_add` (32-bit
+    /// targets only): a compare-and-swap loop, which never overshoots.
+    #[cold]
+    #[inline(never)]
+    fn try_alloc_cas(
+        &self,
+        size: usize,
+        align: usize,
+        need: usize,
+        mut seen: usize,
+    ) -> Result<NonNull<u8>, AllocError> {
+        let cap = self.capacity;
+        loop {
+            if seen > cap - need {
+                return Err(AllocError::OutOfMemory {
+                    requested: size,
+                    available: cap.saturating_sub(seen),
+                });
+            }
+            // ORDERING: Relaxed, as the fetch_add of `try_alloc`: the
+            // reservation is a range of offsets, it publishes no data.
+            match self.offset.compare_exchange_weak(
+                seen,
+                seen + need,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                // SAFETY: `old..old + need` is this caller's reservation,
+                // inside the pool (`old <= cap - need`).
+                Ok(old) => return Ok(unsafe { self.place(old, size, align, need) }),
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// Writes the records of the block reserved at `old..old + need` and
+    /// returns the block.
+    ///
+    /// # Safety
+    ///
+    /// `old..old + need` is the caller's reservation, inside the pool, with
+    /// `need = 16 + align_up(size, 16) + align.saturating_sub(16)`.
+    #[inline(always)]
+    unsafe fn place(&self, old: usize, size: usize, align: usize, need: usize) -> NonNull<u8> {
         let base = self.base;
         let frame = self.frame as u32;
-        let user = if extra == 0 {
+        let user = if align <= Self::MIN_ALIGN {
             old + RECORD
         } else {
             let addr = base.as_ptr() as usize;
@@ -327,7 +390,7 @@ impl TempJob {
         // reservation.
         unsafe {
             write_record(base, user - RECORD, size, frame, LIVE);
-            Ok(base.add(user))
+            base.add(user)
         }
     }
 
@@ -365,6 +428,15 @@ impl TempJob {
                 requested: size,
                 available: 0,
             })?;
+        // The heap may hand the address of a freed block out again: it is
+        // live now, so freeing it is no longer a double free.
+        if let Some(i) = overflow
+            .recently_freed
+            .iter()
+            .position(|&a| a == ptr.as_ptr() as usize)
+        {
+            overflow.recently_freed.remove(i);
+        }
         overflow.blocks.insert(
             ptr.as_ptr() as usize,
             OverflowBlock {
@@ -382,9 +454,10 @@ impl TempJob {
     /// Frees a block.
     ///
     /// Errors (where detectable): [`AllocError::DoubleFree`] for a pool block
-    /// already freed, [`AllocError::ForeignPointer`] for a pointer that is
-    /// neither a pool block nor a live overflow block (an overflow block
-    /// freed twice is reported this way too).
+    /// already freed, or for one of the last 64 overflow blocks freed (unless
+    /// the heap has handed its address out again);
+    /// [`AllocError::ForeignPointer`] for a pointer that is neither a pool
+    /// block nor a live overflow block.
     ///
     /// # Safety
     ///
@@ -411,9 +484,19 @@ impl TempJob {
         }
         let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
         let Some(block) = overflow.blocks.remove(&(ptr.as_ptr() as usize)) else {
-            return Err(AllocError::ForeignPointer);
+            return Err(
+                if overflow.recently_freed.contains(&(ptr.as_ptr() as usize)) {
+                    AllocError::DoubleFree
+                } else {
+                    AllocError::ForeignPointer
+                },
+            );
         };
         overflow.bytes -= block.layout.size();
+        if overflow.recently_freed.len() == RECENT_FREES {
+            overflow.recently_freed.pop_front();
+        }
+        overflow.recently_freed.push_back(ptr.as_ptr() as usize);
         drop(overflow);
         // SAFETY: the map held it, so it came from `std::alloc::alloc` with
         // this layout and is freed once (it left the map).

@@ -84,7 +84,10 @@ fn bad_input_is_an_error() {
     assert_eq!(
         // SAFETY: the checked free refuses a wrong size without touching memory.
         unsafe { g.try_dealloc(p, 31) },
-        Err(AllocError::ForeignPointer),
+        Err(AllocError::SizeMismatch {
+            allocated: 32,
+            freed: 31
+        }),
         "wrong size"
     );
     let mut local = 0u8;
