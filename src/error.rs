@@ -98,7 +98,10 @@ impl fmt::Display for AllocError {
                 field,
                 value,
                 expected,
-            } => write!(f, "invalid configuration: {field} = {value}, must be {expected}"),
+            } => write!(
+                f,
+                "invalid configuration: {field} = {value}, must be {expected}"
+            ),
             AllocError::SizeMismatch { allocated, freed } => write!(
                 f,
                 "freed with size {freed}, but the block was allocated with size {allocated}"

@@ -540,6 +540,40 @@ unsafe impl allocator_api2::alloc::Allocator for &Rewindable {
     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
 }
 
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Rewindable;
+    use crate::AllocError;
+    use crate::sync::Ordering;
+
+    /// The offset of the current block.
+    fn offset(r: &Rewindable) -> usize {
+        let blocks = r.blocks.lock().unwrap();
+        blocks.get(blocks.current).offset.load(Ordering::Relaxed)
+    }
+
+    /// Failures one after another leave the offset where it was: without
+    /// the pre-check each added its request, so enough of them wrapped the
+    /// offset and a later request landed on a live block.
+    #[test]
+    fn sequential_failures_do_not_move_the_offset() {
+        let r = Rewindable::new(4096, 4096).unwrap();
+        r.try_alloc(4096, 64).unwrap();
+        let full = offset(&r);
+        for _ in 0..1000 {
+            assert!(matches!(
+                r.try_alloc(4096, 64),
+                Err(AllocError::OutOfMemory { .. })
+            ));
+            assert!(matches!(
+                r.try_alloc(64, 64),
+                Err(AllocError::OutOfMemory { .. })
+            ));
+        }
+        assert_eq!(offset(&r), full, "failed requests moved the offset");
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_models {
     use super::Rewindable;

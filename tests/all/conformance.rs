@@ -357,3 +357,148 @@ pub fn check_reset<A: RawAllocator>(spec: &Spec, mut a: A, reset: impl Fn(&mut A
         spec.name
     );
 }
+
+// ---------------------------------------------------------------------------
+// Every bump allocator driven to exhaustion, then failing again and again.
+
+/// One allocation request of the exhaustion harness: `(size, align)`.
+pub type Request = (usize, usize);
+
+/// Drives `alloc` with `requests` (cycled) until it fails, then makes
+/// `failures` more requests of `big` bytes (each must fail: the allocator is
+/// full), then small requests until those fail too, and checks that no two
+/// blocks handed out overlap and that every block still holds what was
+/// written into it.
+///
+/// This is the property an unconditional `fetch_add` that is never undone
+/// breaks: failed reservations pile up on the offset until it wraps and a
+/// later request is handed a live block.
+pub fn exhaust_and_keep_failing(
+    name: &str,
+    mut alloc: impl FnMut(usize, usize) -> Result<NonNull<u8>, AllocError>,
+    requests: &[Request],
+    big: usize,
+    failures: usize,
+) {
+    let mut live: Vec<(NonNull<u8>, usize, u8)> = Vec::new();
+    let mut take = |live: &mut Vec<(NonNull<u8>, usize, u8)>, p: NonNull<u8>, size: usize| {
+        let tag = (live.len() % 251) as u8 + 1;
+        fill(p, size, tag);
+        live.push((p, size, tag));
+    };
+    let mut full = false;
+    for (i, &(size, align)) in requests.iter().cycle().enumerate().take(1 << 16) {
+        match alloc(size, align) {
+            Ok(p) => take(&mut live, p, size),
+            Err(AllocError::OutOfMemory { .. }) => {
+                full = true;
+                break;
+            }
+            Err(e) => panic!("{name}: request {i} ({size}, {align}) failed: {e}"),
+        }
+    }
+    assert!(full, "{name}: never ran out");
+    for i in 0..failures {
+        match alloc(big, 64) {
+            Err(AllocError::OutOfMemory { .. } | AllocError::TooLarge { .. }) => {}
+            Ok(p) => panic!("{name}: failure {i}: a full allocator served {big} bytes at {p:p}"),
+            Err(e) => panic!("{name}: failure {i}: {e}"),
+        }
+    }
+    for _ in 0..1 << 12 {
+        match alloc(64, 64) {
+            Ok(p) => take(&mut live, p, 64),
+            Err(_) => break,
+        }
+    }
+    let mut ranges: Vec<(usize, usize)> = live
+        .iter()
+        .map(|&(p, size, _)| (p.as_ptr() as usize, p.as_ptr() as usize + size))
+        .collect();
+    ranges.sort_unstable();
+    for w in ranges.windows(2) {
+        assert!(
+            w[0].1 <= w[1].0,
+            "{name}: after {failures} failures, live blocks overlap: {:#x}..{:#x} and {:#x}..{:#x}",
+            w[0].0,
+            w[0].1,
+            w[1].0,
+            w[1].1
+        );
+    }
+    for &(ptr, size, tag) in &live {
+        verify(
+            &Spec::new("exhaustion"),
+            &Live {
+                ptr,
+                layout: Layout::from_size_align(size, 1).unwrap(),
+                tag,
+            },
+        );
+    }
+}
+
+mod exhaustion {
+    use super::{Request, exhaust_and_keep_failing};
+    use allocasm::{
+        FrameAllocator, LinearArena, PackedArena, PackedConfig, Rewindable, StackAllocator, Temp,
+        TempJob, ThreadCursorArena, ThreadCursorConfig,
+    };
+    use proptest::prelude::*;
+
+    const CAP: usize = 4096;
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: if cfg!(miri) { 2 } else { 24 },
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    fn requests() -> impl Strategy<Value = Vec<Request>> {
+        prop::collection::vec((1usize..700, 0u32..9).prop_map(|(s, a)| (s, 1 << a)), 1..12)
+    }
+
+    fn failures() -> std::ops::Range<usize> {
+        if cfg!(miri) { 1..40 } else { 1..3000 }
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// Every bump allocator of the crate, full and failing repeatedly,
+        /// never hands out a block that overlaps a live one.
+        #[test]
+        fn bump_allocators_stay_disjoint_under_repeated_failure(
+            reqs in requests(),
+            n in failures(),
+        ) {
+            let a = LinearArena::new(CAP).unwrap();
+            exhaust_and_keep_failing("LinearArena", |s, al| a.alloc(s, al), &reqs, CAP, n);
+            let a = StackAllocator::new(CAP).unwrap();
+            exhaust_and_keep_failing("StackAllocator", |s, al| a.alloc(s, al), &reqs, CAP, n);
+            let a = FrameAllocator::<2>::new(CAP).unwrap();
+            exhaust_and_keep_failing("FrameAllocator", |s, al| a.alloc(s, al), &reqs, CAP, n);
+            let job = TempJob::new(CAP).unwrap().with_overflow_limit(0).on_leak(|_| {});
+            let temp = Temp::new(CAP, &job).unwrap();
+            exhaust_and_keep_failing("Temp", |s, al| temp.try_alloc(s, al), &reqs, CAP, n);
+            exhaust_and_keep_failing("TempJob", |s, al| job.try_alloc(s, al), &reqs, CAP, n);
+            let r = Rewindable::new(CAP, CAP).unwrap();
+            exhaust_and_keep_failing("Rewindable", |s, al| r.try_alloc(s, al), &reqs, CAP, n);
+            let t = ThreadCursorArena::with_config(ThreadCursorConfig {
+                chunk_size: 1024,
+                block_size: CAP,
+                max_blocks: 1,
+            })
+            .unwrap();
+            exhaust_and_keep_failing("ThreadCursorArena", |s, _| t.alloc(s), &reqs, CAP, n);
+            let p = PackedArena::with_config(PackedConfig {
+                max_blocks: 1,
+                ..PackedConfig::new(CAP)
+            })
+            .unwrap();
+            exhaust_and_keep_failing("PackedArena", |s, _| p.alloc(s), &reqs, CAP, n);
+        }
+    }
+}

@@ -920,3 +920,76 @@ fn rewindable_threads_allocate_without_overlap() {
         assert_eq!(r.version(), round + 1);
     }
 }
+
+/// The schedule (on armv7 it wrapped the offset to 0 and handed out
+/// the live block): one block of 64 KiB filled by one allocation, then 65,535
+/// requests of the whole block that fail, then a small one. The small one
+/// must fail too, not land on the live block. On 64-bit targets the wrap
+/// needs 2^34 failures; `rewindable::tests` checks there that the offset
+/// does not move at all.
+#[test]
+fn rewindable_repeated_failures_never_reach_a_live_block() {
+    let r = Rewindable::new(65536, 65536).unwrap();
+    let live = r.alloc(65536, 64).unwrap();
+    let n = if cfg!(miri) { 64 } else { 65535 };
+    for i in 0..n {
+        assert!(
+            matches!(r.try_alloc(65536, 64), Err(AllocError::OutOfMemory { .. })),
+            "failure {i}"
+        );
+    }
+    match r.try_alloc(64, 64) {
+        Err(AllocError::OutOfMemory { .. }) => {}
+        other => panic!(
+            "a full block served a request after {n} failures: {other:?} (live block at {live:p})"
+        ),
+    }
+}
+
+/// The same schedule for TempJob (its pre-check already prevented it).
+#[test]
+fn tempjob_repeated_failures_never_reach_a_live_block() {
+    let job = bounded_job(65536);
+    let live = job.try_alloc(65536 - 16, 16).unwrap();
+    let n = if cfg!(miri) { 64 } else { 65535 };
+    for _ in 0..n {
+        assert!(job.try_alloc(65536 - 16, 16).is_err());
+    }
+    assert!(job.try_alloc(16, 16).is_err(), "live block at {live:p}");
+    // SAFETY: `live` came from `job` and is freed once.
+    unsafe { job.dealloc(live).unwrap() };
+}
+
+/// Unity's default sizes can be built on every target (on 32-bit ones
+/// `MAX_CAPACITY` was about 4 MiB, so none of these could).
+#[test]
+fn unity_default_sizes_are_constructible() {
+    let job = TempJob::new(TempJob::DEFAULT_CAPACITY)
+        .unwrap()
+        .on_leak(|_| {});
+    assert_eq!(job.capacity(), TempJob::DEFAULT_CAPACITY);
+    let small = TempJob::new(TempJob::SMALL_CAPACITY)
+        .unwrap()
+        .on_leak(|_| {});
+    assert_eq!(small.capacity(), TempJob::SMALL_CAPACITY);
+    let r = Rewindable::new(
+        Rewindable::DEFAULT_INITIAL_BLOCK,
+        Rewindable::DEFAULT_MAX_BLOCK,
+    )
+    .unwrap();
+    assert_eq!(r.max_block(), Rewindable::DEFAULT_MAX_BLOCK);
+    // A request larger than the fast path's fetch_add bound (32-bit targets
+    // reserve it with a compare-and-swap) is still served, and disjoint.
+    let big = allocasm::unity::MAX_FAST_RESERVE.min(TempJob::DEFAULT_CAPACITY / 4) + 1;
+    let a = job.try_alloc(big, 16).unwrap();
+    let b = job.try_alloc(16, 16).unwrap();
+    assert!(
+        b.as_ptr() as usize >= a.as_ptr() as usize + big
+            || (b.as_ptr() as usize) < a.as_ptr() as usize
+    );
+    let c = r.alloc(big, 64).unwrap();
+    let d = r.alloc(64, 64).unwrap();
+    assert_ne!(c, d);
+    let temp = Temp::new(Temp::<&TempJob>::EDITOR_MAIN_THREAD_CAPACITY, &job).unwrap();
+    assert!(temp.try_alloc(64, 64).is_ok());
+}
