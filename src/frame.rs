@@ -154,4 +154,33 @@ unsafe impl<const N: usize> allocator_api2::alloc::Allocator for FrameAllocator<
 
     #[inline]
     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+
+    /// In place for the live buffer's last block; a block of an older frame
+    /// moves into the live buffer.
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        let live = self.current();
+        // SAFETY: forwarded: `ptr` is a live block of one of the buffers;
+        // `resize_last` touches it only if it is the live buffer's last.
+        unsafe {
+            crate::linear::bump_grow(live, |p, o, n| live.resize_last(p, o, n), ptr, old, new)
+        }
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        let live = self.current();
+        // SAFETY: as for `grow`.
+        unsafe {
+            crate::linear::bump_shrink(live, |p, o, n| live.resize_last(p, o, n), ptr, old, new)
+        }
+    }
 }

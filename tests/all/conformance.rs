@@ -381,7 +381,7 @@ pub fn exhaust_and_keep_failing(
     failures: usize,
 ) {
     let mut live: Vec<(NonNull<u8>, usize, u8)> = Vec::new();
-    let mut take = |live: &mut Vec<(NonNull<u8>, usize, u8)>, p: NonNull<u8>, size: usize| {
+    let take = |live: &mut Vec<(NonNull<u8>, usize, u8)>, p: NonNull<u8>, size: usize| {
         let tag = (live.len() % 251) as u8 + 1;
         fill(p, size, tag);
         live.push((p, size, tag));
@@ -500,5 +500,155 @@ mod exhaustion {
             .unwrap();
             exhaust_and_keep_failing("PackedArena", |s, _| p.alloc(s), &reqs, CAP, n);
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// One collection workload over every allocator that implements `Allocator`.
+
+/// The same collection workload over one allocator (`allocator_api2`'s
+/// `Vec` and `Box`): a vector grown one push at a time, read back, shrunk;
+/// a box; vectors of vectors; a zeroed block. Every value is read back.
+pub fn collection_workload<A: allocator_api2::alloc::Allocator + Copy>(name: &str, a: A) {
+    use allocator_api2::boxed::Box;
+    use allocator_api2::vec::Vec;
+    let n = if cfg!(miri) { 40 } else { 600 };
+    let mut v: Vec<u64, A> = Vec::new_in(a);
+    for i in 0..n {
+        v.push(i as u64 * 3 + 1);
+    }
+    for (i, &x) in v.iter().enumerate() {
+        assert_eq!(x, i as u64 * 3 + 1, "{name}: Vec element {i} after growth");
+    }
+    v.truncate(n / 3);
+    v.shrink_to_fit();
+    assert!(v.capacity() >= n / 3, "{name}: shrink_to_fit lost elements");
+    for (i, &x) in v.iter().enumerate() {
+        assert_eq!(x, i as u64 * 3 + 1, "{name}: Vec element {i} after shrink");
+    }
+    let b = Box::new_in([0xA5u8; 100], a);
+    let mut nested: Vec<Vec<u32, A>, A> = Vec::new_in(a);
+    for i in 0..12u32 {
+        let mut inner = Vec::with_capacity_in(i as usize, a);
+        inner.extend(0..i * 5);
+        nested.push(inner);
+    }
+    for (i, inner) in nested.iter().enumerate() {
+        assert!(
+            inner.iter().copied().eq(0..i as u32 * 5),
+            "{name}: inner Vec {i} changed"
+        );
+    }
+    assert!(b.iter().all(|&x| x == 0xA5), "{name}: Box contents changed");
+    let layout = Layout::from_size_align(256, 16).unwrap();
+    let z = a
+        .allocate_zeroed(layout)
+        .unwrap_or_else(|_| panic!("{name}: allocate_zeroed failed"));
+    // SAFETY: `allocate_zeroed` handed out at least 256 initialised bytes.
+    let zs = unsafe { std::slice::from_raw_parts(z.cast::<u8>().as_ptr(), 256) };
+    assert!(
+        zs.iter().all(|&x| x == 0),
+        "{name}: allocate_zeroed not zero"
+    );
+    // SAFETY: allocated just above with `layout`.
+    unsafe { a.deallocate(z.cast(), layout) };
+    drop(nested);
+    drop(b);
+    drop(v);
+}
+
+mod collections {
+    use super::collection_workload;
+    use allocasm::{
+        FitPolicy, FrameAllocator, FreeList, GuardZone, Guarded, LinearArena, MemoryTag,
+        MemoryTracker, PackedArena, PageAllocator, Persistent, Rewindable, SegregatedFit,
+        StackAllocator, Temp, TempJob, ThreadCursorArena, Tracked,
+    };
+
+    /// Every allocator of the crate whose contract fits `Allocator` (not
+    /// `Pool`: its blocks have one size, so a growing `Vec` cannot live in
+    /// it) runs the same workload.
+    #[test]
+    fn the_same_collection_workload_runs_over_every_allocator() {
+        const CAP: usize = 1 << 16;
+        let linear = LinearArena::new(CAP).unwrap();
+        collection_workload("LinearArena", &linear);
+        let stack = StackAllocator::new(CAP).unwrap();
+        collection_workload("StackAllocator", &stack);
+        let frames = FrameAllocator::<2>::new(CAP).unwrap();
+        collection_workload("FrameAllocator", &frames);
+        let list = FreeList::new(CAP, FitPolicy::FirstFit).unwrap();
+        collection_workload("FreeList", &list);
+        collection_workload("PageAllocator", PageAllocator::new());
+        let zone = GuardZone::new();
+        collection_workload("GuardZone", &zone);
+        assert_eq!(zone.live(), 0, "GuardZone: the workload freed everything");
+        let guarded = Guarded::new(FreeList::new(CAP, FitPolicy::BestFit).unwrap());
+        collection_workload("Guarded<FreeList>", &guarded);
+        let tracker = MemoryTracker::new();
+        let tracked = Tracked::new(
+            FreeList::new(CAP, FitPolicy::FirstFit).unwrap(),
+            &tracker,
+            MemoryTag::Physics,
+        );
+        collection_workload("Tracked<FreeList>", &tracked);
+        assert_eq!(tracked.live_bytes(), 0, "Tracked: every byte unbooked");
+        let packed = PackedArena::new(CAP).unwrap();
+        collection_workload("PackedArena", &packed);
+        let cursor = ThreadCursorArena::new().unwrap();
+        collection_workload("ThreadCursorArena", &cursor);
+        let seg = SegregatedFit::new();
+        collection_workload("SegregatedFit", &seg);
+        let job = TempJob::new(CAP).unwrap().on_leak(|_| {});
+        collection_workload("TempJob", &job);
+        let temp = Temp::new(CAP, &job).unwrap();
+        collection_workload("Temp", &temp);
+        let persistent = Persistent::new();
+        collection_workload("Persistent", &persistent);
+        let rewindable = Rewindable::new(4096, CAP).unwrap();
+        collection_workload("Rewindable", &rewindable);
+    }
+
+    /// The bump allocators grow and shrink their last block in place: a
+    /// vector pushed one element at a time never moves and uses exactly its
+    /// capacity (before `grow` was overridden every doubling copied into a
+    /// new block and left the old one behind: about twice the bytes).
+    #[test]
+    fn bump_allocators_resize_the_last_block_in_place() {
+        fn check(
+            name: &str,
+            a: impl allocator_api2::alloc::Allocator + Copy,
+            used: impl Fn() -> usize,
+            round: usize,
+        ) {
+            let start = used();
+            let mut v: allocator_api2::vec::Vec<u64, _> =
+                allocator_api2::vec::Vec::with_capacity_in(4, a);
+            let first = v.as_ptr();
+            for i in 0..500u64 {
+                v.push(i);
+            }
+            assert_eq!(v.as_ptr(), first, "{name}: the last block moved on growth");
+            let bytes = (v.capacity() * 8).next_multiple_of(round);
+            assert_eq!(used() - start, bytes, "{name}: growth was not in place");
+            v.truncate(10);
+            v.shrink_to_fit();
+            assert_eq!(v.as_ptr(), first, "{name}: the last block moved on shrink");
+            assert_eq!(
+                used() - start,
+                (v.capacity() * 8).next_multiple_of(round),
+                "{name}: shrink gave nothing back"
+            );
+            assert!(v.iter().copied().eq(0..10), "{name}: contents");
+        }
+        let linear = LinearArena::new(1 << 16).unwrap();
+        check("LinearArena", &linear, || linear.used(), 1);
+        let stack = StackAllocator::new(1 << 16).unwrap();
+        check("StackAllocator", &stack, || stack.used(), 1);
+        let frames = FrameAllocator::<2>::new(1 << 16).unwrap();
+        check("FrameAllocator", &frames, || frames.used(), 1);
+        let job = TempJob::new(1 << 16).unwrap().on_leak(|_| {});
+        let temp = Temp::new(1 << 16, &job).unwrap();
+        check("Temp", &temp, || temp.used(), 64);
     }
 }
