@@ -34,6 +34,10 @@ pub struct Spec {
     /// The smallest alignment every block gets whatever was asked (Unity's
     /// Temp and Rewindable promise 64, TempJob and Persistent 16).
     pub min_align: usize,
+    /// Whether a freed block's address must be handed out again by the next
+    /// allocations of the same layout (false only where the allocator keeps
+    /// freed addresses out of use on purpose: GuardZone's quarantine).
+    pub reuses_addresses: bool,
 }
 
 impl Spec {
@@ -47,6 +51,7 @@ impl Spec {
             bounded: true,
             fixed: None,
             min_align: 1,
+            reuses_addresses: true,
         }
     }
 }
@@ -304,6 +309,7 @@ fn reuse_after_free<A: RawAllocator>(spec: &Spec, a: &A) {
         }
     }
     let n = first.len();
+    let first_addrs: Vec<usize> = first.iter().map(|p| p.as_ptr() as usize).collect();
     for p in first {
         // SAFETY: allocated above with `layout`, not yet freed.
         unsafe { a.deallocate(p, layout) };
@@ -317,6 +323,20 @@ fn reuse_after_free<A: RawAllocator>(spec: &Spec, a: &A) {
                 spec.name
             ),
         }
+    }
+    // The same count fitting again proves nothing for an allocator that
+    // grows: it must hand a freed block out again.
+    if spec.reuses_addresses {
+        let freed: std::collections::HashSet<usize> = first_addrs.iter().copied().collect();
+        let reused = second
+            .iter()
+            .filter(|p| freed.contains(&(p.as_ptr() as usize)))
+            .count();
+        assert!(
+            reused > 0,
+            "{}: none of the {n} freed blocks was handed out again",
+            spec.name
+        );
     }
     for p in second {
         // SAFETY: allocated above with `layout`, not yet freed.
@@ -555,6 +575,32 @@ pub fn collection_workload<A: allocator_api2::alloc::Allocator + Copy>(name: &st
     drop(nested);
     drop(b);
     drop(v);
+}
+
+/// An allocator that claims to free individually but never hands a freed
+/// block out again (it grows instead): `reuse_after_free` must catch it.
+struct NeverReuses(allocasm::LinearArena<'static>);
+
+impl RawAllocator for NeverReuses {
+    const FREES_INDIVIDUALLY: bool = true;
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        self.0.allocate(layout)
+    }
+    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+}
+
+#[test]
+fn reuse_after_free_catches_an_allocator_that_never_reuses() {
+    let spec = Spec {
+        bounded: false,
+        ..Spec::new("NeverReuses")
+    };
+    let a = NeverReuses(allocasm::LinearArena::new(1 << 20).unwrap());
+    let caught =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reuse_after_free(&spec, &a)));
+    let msg = caught.expect_err("a growing allocator that never reuses passed reuse_after_free");
+    let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("handed out again"), "{msg}");
 }
 
 mod collections {
