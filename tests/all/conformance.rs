@@ -698,3 +698,548 @@ mod collections {
         check("Temp", &temp, || temp.used(), 64);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Bad input, allocator by allocator: the error must name what was wrong.
+
+mod bad_input {
+    use std::fmt::Debug;
+    use std::ptr::NonNull;
+
+    use allocasm::{
+        AllocError, FitPolicy, FrameAllocator, FreeList, GuardZone, LinearArena, PageAllocator,
+        Pool, RawAllocator, Rewindable, StackAllocator, Temp, TempJob,
+    };
+
+    /// Collects every row that came out wrong, so one run lists them all.
+    struct Table {
+        rows: usize,
+        wrong: Vec<String>,
+    }
+
+    impl Table {
+        fn row<T: Debug>(
+            &mut self,
+            what: &str,
+            got: Result<T, AllocError>,
+            want: &str,
+            ok: impl Fn(&AllocError) -> bool,
+        ) {
+            self.rows += 1;
+            match &got {
+                Err(e) if ok(e) => {}
+                _ => self.wrong.push(format!("{what}: got {got:?}, want {want}")),
+            }
+        }
+    }
+
+    macro_rules! row {
+        ($t:expr, $what:expr, $got:expr, $($pat:tt)+) => {
+            $t.row($what, $got, stringify!($($pat)+), |e| matches!(e, $($pat)+))
+        };
+    }
+
+    /// The request-side rows every allocator with an `alloc(size, align)`
+    /// answers the same way.
+    fn alloc_rows(
+        t: &mut Table,
+        name: &str,
+        alloc: impl Fn(usize, usize) -> Result<NonNull<u8>, AllocError>,
+        capacity: usize,
+    ) {
+        row!(
+            t,
+            &format!("{name}: size 0"),
+            alloc(0, 8),
+            AllocError::ZeroSize
+        );
+        row!(
+            t,
+            &format!("{name}: align 0"),
+            alloc(8, 0),
+            AllocError::BadAlignment { align: 0 }
+        );
+        row!(
+            t,
+            &format!("{name}: align 3"),
+            alloc(8, 3),
+            AllocError::BadAlignment { align: 3 }
+        );
+        row!(
+            t,
+            &format!("{name}: size usize::MAX"),
+            alloc(usize::MAX, 8),
+            AllocError::TooLarge {
+                requested: usize::MAX,
+                ..
+            } | AllocError::OutOfMemory {
+                requested: usize::MAX,
+                ..
+            }
+        );
+        let huge = isize::MAX as usize / 2;
+        row!(
+            t,
+            &format!("{name}: size isize::MAX / 2"),
+            alloc(huge, 8),
+            AllocError::TooLarge { .. } | AllocError::OutOfMemory { .. } | AllocError::Os { .. }
+        );
+        // An alignment above the whole block: served only where the block
+        // happens to be that aligned, and then aligned; otherwise refused
+        // as too large or out of room.
+        let above = (2 * capacity).next_power_of_two();
+        match alloc(8, above) {
+            Ok(p) if (p.as_ptr() as usize).is_multiple_of(above) => {}
+            got => row!(
+                t,
+                &format!("{name}: align {above}, above the block"),
+                got,
+                AllocError::TooLarge { .. } | AllocError::OutOfMemory { .. }
+            ),
+        }
+    }
+
+    #[test]
+    fn every_constructor_and_free_path_names_the_bad_input() {
+        let mut t = Table {
+            rows: 0,
+            wrong: Vec::new(),
+        };
+        let page = allocasm::sys::page_size();
+        // Sizes no allocation can have; not asked under Miri (its heap
+        // reports exhaustion as a fatal error, not a null).
+        let huge_ctor = !cfg!(miri);
+
+        // --- constructors
+        row!(
+            t,
+            "LinearArena::new(0)",
+            LinearArena::new(0),
+            AllocError::InvalidConfig {
+                field: "capacity",
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "StackAllocator::new(0)",
+            StackAllocator::new(0),
+            AllocError::InvalidConfig {
+                field: "capacity",
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "FrameAllocator::<2>::new(0)",
+            FrameAllocator::<2>::new(0),
+            AllocError::InvalidConfig {
+                field: "capacity",
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "FreeList::new(0)",
+            FreeList::new(0, FitPolicy::FirstFit),
+            AllocError::InvalidConfig {
+                field: "capacity",
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "Pool::new(0, 8, 4)",
+            Pool::new(0, 8, 4),
+            AllocError::InvalidConfig {
+                field: "slot_size",
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "Pool::new(8, 0, 4)",
+            Pool::new(8, 0, 4),
+            AllocError::BadAlignment { align: 0 }
+        );
+        row!(
+            t,
+            "Pool::new(8, 3, 4)",
+            Pool::new(8, 3, 4),
+            AllocError::BadAlignment { align: 3 }
+        );
+        row!(
+            t,
+            "Pool::new(8, 8, 0)",
+            Pool::new(8, 8, 0),
+            AllocError::InvalidConfig {
+                field: "count",
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "Pool::new(8, 8, usize::MAX)",
+            Pool::new(8, 8, usize::MAX),
+            AllocError::TooLarge {
+                requested: usize::MAX,
+                ..
+            }
+        );
+        if huge_ctor {
+            row!(
+                t,
+                "LinearArena::new(usize::MAX)",
+                LinearArena::new(usize::MAX),
+                AllocError::TooLarge {
+                    requested: usize::MAX,
+                    ..
+                }
+            );
+            row!(
+                t,
+                "FreeList::new(usize::MAX)",
+                FreeList::new(usize::MAX, FitPolicy::BestFit),
+                AllocError::TooLarge {
+                    requested: usize::MAX,
+                    ..
+                }
+            );
+        }
+        let job = TempJob::new(1 << 16)
+            .unwrap()
+            .with_overflow_limit(1 << 20)
+            .on_leak(|_| {});
+        row!(
+            t,
+            "Temp::new(0)",
+            Temp::new(0, &job),
+            AllocError::InvalidConfig {
+                field: "capacity",
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "Temp::new(63)",
+            Temp::new(63, &job),
+            AllocError::InvalidConfig {
+                field: "capacity",
+                value: 63,
+                ..
+            }
+        );
+        if huge_ctor {
+            row!(
+                t,
+                "Temp::new(usize::MAX)",
+                Temp::new(usize::MAX, &job),
+                AllocError::TooLarge { .. }
+            );
+        }
+        row!(
+            t,
+            "TempJob::new(0)",
+            TempJob::new(0),
+            AllocError::InvalidConfig {
+                field: "capacity",
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "TempJob::new(31)",
+            TempJob::new(31),
+            AllocError::InvalidConfig {
+                field: "capacity",
+                value: 31,
+                ..
+            }
+        );
+        row!(
+            t,
+            "TempJob::new(usize::MAX)",
+            TempJob::new(usize::MAX),
+            AllocError::TooLarge {
+                requested: _,
+                max: allocasm::unity::MAX_CAPACITY
+            }
+        );
+        row!(
+            t,
+            "Rewindable::new(0, 4096)",
+            Rewindable::new(0, 4096),
+            AllocError::InvalidConfig {
+                field: "initial_block",
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "Rewindable::new(8192, 4096)",
+            Rewindable::new(8192, 4096),
+            AllocError::InvalidConfig {
+                field: "max_block",
+                value: 4096,
+                ..
+            }
+        );
+        row!(
+            t,
+            "Rewindable::new(64, usize::MAX)",
+            Rewindable::new(64, usize::MAX),
+            AllocError::TooLarge {
+                requested: usize::MAX,
+                ..
+            }
+        );
+
+        // --- requests
+        const CAP: usize = 1 << 16;
+        let linear = LinearArena::new(CAP).unwrap();
+        alloc_rows(&mut t, "LinearArena", |s, a| linear.alloc(s, a), CAP);
+        let stack = StackAllocator::new(CAP).unwrap();
+        alloc_rows(&mut t, "StackAllocator", |s, a| stack.alloc(s, a), CAP);
+        let frames = FrameAllocator::<2>::new(CAP).unwrap();
+        alloc_rows(&mut t, "FrameAllocator", |s, a| frames.alloc(s, a), CAP);
+        let list = FreeList::new(CAP, FitPolicy::FirstFit).unwrap();
+        alloc_rows(&mut t, "FreeList", |s, a| list.alloc(s, a), CAP);
+        let temp = Temp::new(CAP, &job).unwrap();
+        alloc_rows(&mut t, "Temp::try_alloc", |s, a| temp.try_alloc(s, a), CAP);
+        let bounded = TempJob::new(CAP)
+            .unwrap()
+            .with_overflow_limit(0)
+            .on_leak(|_| {});
+        alloc_rows(&mut t, "TempJob", |s, a| bounded.alloc(s, a), CAP);
+        let r = Rewindable::new(4096, CAP).unwrap();
+        alloc_rows(&mut t, "Rewindable", |s, a| r.alloc(s, a), CAP);
+        let pool = Pool::new(48, 16, 8).unwrap();
+        let pool_alloc = |s, a| pool.allocate_aligned(s, a).map(|b| b.cast::<u8>());
+        row!(t, "Pool: size 0", pool_alloc(0, 8), AllocError::ZeroSize);
+        row!(
+            t,
+            "Pool: align 3",
+            pool_alloc(8, 3),
+            AllocError::BadAlignment { align: 3 }
+        );
+        row!(
+            t,
+            "Pool: size above the slot",
+            pool_alloc(49, 8),
+            AllocError::TooLarge {
+                requested: 49,
+                max: 48
+            }
+        );
+        row!(
+            t,
+            "Pool: align above the slot",
+            pool_alloc(8, 32),
+            AllocError::TooLarge {
+                requested: 32,
+                max: 16
+            }
+        );
+        let zone = GuardZone::new();
+        row!(
+            t,
+            "GuardZone: size 0",
+            zone.alloc(0, 8),
+            AllocError::ZeroSize
+        );
+        row!(
+            t,
+            "GuardZone: align 0",
+            zone.alloc(8, 0),
+            AllocError::BadAlignment { align: 0 }
+        );
+        row!(
+            t,
+            "GuardZone: align 3",
+            zone.alloc(8, 3),
+            AllocError::BadAlignment { align: 3 }
+        );
+        row!(t, "GuardZone: align above a page", zone.alloc(8, 2 * page),
+            AllocError::TooLarge { requested, max } if *requested == 2 * page && *max == page);
+        row!(
+            t,
+            "GuardZone: size usize::MAX",
+            zone.alloc(usize::MAX, 8),
+            AllocError::TooLarge {
+                requested: usize::MAX,
+                ..
+            }
+        );
+        let pages = PageAllocator::new();
+        row!(
+            t,
+            "PageAllocator: size 0",
+            pages.alloc(0),
+            AllocError::ZeroSize
+        );
+        row!(
+            t,
+            "PageAllocator: size usize::MAX",
+            pages.alloc(usize::MAX),
+            AllocError::TooLarge {
+                requested: usize::MAX,
+                ..
+            }
+        );
+        row!(t, "PageAllocator: align above a page",
+            pages.allocate(std::alloc::Layout::from_size_align(8, 2 * page).unwrap()),
+            AllocError::TooLarge { requested, max } if *requested == 2 * page && *max == page);
+
+        // --- frees
+        let mut local = 0u64;
+        let foreign = NonNull::from(&mut local).cast::<u8>();
+        let p = zone.alloc(32, 8).unwrap();
+        // SAFETY: the checked free refuses a wrong size and a foreign
+        // pointer without touching memory; `p` is freed once, then refused.
+        unsafe {
+            row!(
+                t,
+                "GuardZone: free with the wrong size",
+                zone.try_dealloc(p, 31),
+                AllocError::SizeMismatch {
+                    allocated: 32,
+                    freed: 31
+                }
+            );
+            row!(
+                t,
+                "GuardZone: foreign pointer",
+                zone.try_dealloc(foreign, 8),
+                AllocError::ForeignPointer
+            );
+            zone.try_dealloc(p, 32).unwrap();
+            row!(
+                t,
+                "GuardZone: double free",
+                zone.try_dealloc(p, 32),
+                AllocError::DoubleFree
+            );
+        }
+        let q = pool.alloc().unwrap();
+        // SAFETY: `free_checked` refuses foreign and free slots before
+        // touching them; `q` is freed once, then refused.
+        unsafe {
+            row!(
+                t,
+                "Pool: foreign pointer",
+                pool.free_checked(foreign),
+                AllocError::ForeignPointer
+            );
+            pool.free_checked(q).unwrap();
+            row!(
+                t,
+                "Pool: double free",
+                pool.free_checked(q),
+                AllocError::DoubleFree
+            );
+        }
+        let f = list.alloc(40, 8).unwrap();
+        // SAFETY: `free` checks the pointer against the region and the block
+        // header before writing; `f` is freed once, then refused.
+        unsafe {
+            row!(
+                t,
+                "FreeList: foreign pointer",
+                list.free(foreign),
+                AllocError::ForeignPointer
+            );
+            list.free(f).unwrap();
+            row!(
+                t,
+                "FreeList: double free",
+                list.free(f),
+                AllocError::DoubleFree
+            );
+        }
+        let b = bounded.alloc(40, 16).unwrap();
+        let big = job.alloc(1 << 17, 16).unwrap();
+        assert!(!job.owns(big.as_ptr()), "served by the overflow");
+        // SAFETY: `dealloc` checks the record (pool) or the overflow table
+        // before freeing; each block is freed once, then refused.
+        unsafe {
+            row!(
+                t,
+                "TempJob: foreign pointer",
+                bounded.dealloc(foreign),
+                AllocError::ForeignPointer
+            );
+            row!(
+                t,
+                "TempJob: pointer into a block",
+                bounded.dealloc(b.add(16)),
+                AllocError::ForeignPointer
+            );
+            bounded.dealloc(b).unwrap();
+            row!(
+                t,
+                "TempJob: double free (pool)",
+                bounded.dealloc(b),
+                AllocError::DoubleFree
+            );
+            job.dealloc(big).unwrap();
+            row!(
+                t,
+                "TempJob: double free (overflow)",
+                job.dealloc(big),
+                AllocError::DoubleFree
+            );
+        }
+        let mut other = StackAllocator::new(256).unwrap();
+        let mut s = StackAllocator::new(256).unwrap();
+        let alien = other.marker();
+        row!(
+            t,
+            "StackAllocator: another stack's marker",
+            s.free_to_marker(alien),
+            AllocError::BadMarker
+        );
+        s.alloc(64, 8).unwrap();
+        let high = s.marker();
+        s.reset();
+        row!(
+            t,
+            "StackAllocator: marker above the offset",
+            s.free_to_marker(high),
+            AllocError::BadMarker
+        );
+        other.reset();
+        let mut r = Rewindable::new(4096, 4096).unwrap();
+        let h = r.alloc_handle(64, 8).unwrap();
+        let r2 = Rewindable::new(4096, 4096).unwrap();
+        row!(
+            t,
+            "Rewindable: another allocator's handle",
+            r2.get(h),
+            AllocError::BadMarker
+        );
+        r.rewind();
+        row!(
+            t,
+            "Rewindable: stale handle",
+            r.get(h),
+            AllocError::BadMarker
+        );
+
+        assert!(
+            t.wrong.is_empty(),
+            "{} of {} bad-input rows came out wrong:\n{}",
+            t.wrong.len(),
+            t.rows,
+            t.wrong.join("\n")
+        );
+    }
+}
