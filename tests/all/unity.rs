@@ -280,10 +280,16 @@ fn temp_serves_allocator_api2_collections() {
         }
         assert_eq!(v.iter().sum::<u64>(), 299 * 300 / 2);
         assert_eq!(v.as_ptr() as usize % 64, 0);
-        assert!(
-            temp.fallback_count() > 0,
-            "growing to 2400 bytes through 4 KiB of doubling spills"
+        assert_eq!(
+            temp.fallback_count(),
+            0,
+            "growing to 2400 bytes in place fits in 4 KiB (by copying, the doublings spilled)"
         );
+        for i in 300..1000 {
+            v.push(i);
+        }
+        assert_eq!(v.iter().sum::<u64>(), 999 * 1000 / 2);
+        assert!(temp.fallback_count() > 0, "8000 bytes spill out of 4 KiB");
     }
     temp.end_frame();
     assert_eq!(temp.used(), 0);
