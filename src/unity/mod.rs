@@ -26,7 +26,7 @@ mod temp_job;
 pub use persistent::Persistent;
 pub use rewindable::{Rewindable, RewindableHandle};
 pub use temp::Temp;
-pub use temp_job::{Overdue, TempJob};
+pub use temp_job::{Overdue, OverdueHook, TempJob};
 
 /// One allocation that was still live when its allocator was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

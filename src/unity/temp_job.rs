@@ -5,7 +5,8 @@
 //! `&TempJob`. Every block must be freed explicitly ([`TempJob::dealloc`]);
 //! a block still live more than [`TempJob::MAX_AGE_FRAMES`] frames after the
 //! frame it was made in is reported once by [`TempJob::end_frame`] as an
-//! [`Overdue`] warning and stays valid, as in Unity. Blocks are aligned to at
+//! [`Overdue`] warning, written to stderr (or given to the hook set by
+//! [`TempJob::on_overdue`]), and stays valid, as in Unity. Blocks are aligned to at
 //! least [`TempJob::MIN_ALIGN`] = 16 bytes. When the pool is full, requests
 //! overflow into the system heap (Unity: "overspill allocations in main
 //! memory (malloc)"), counted by [`TempJob::overflow_count`] and capped by an
@@ -28,16 +29,22 @@
 //! (padding for over-aligned blocks is a `PAD` record, a reservation cut by
 //! the end of the pool leaves an `END` record), so [`TempJob::end_frame`],
 //! which holds `&mut self` and therefore runs with no allocation in flight,
-//! walks them: O(blocks made since the pool was last empty). When no pool
-//! block is live at the end of a frame, the offset returns to 0.
+//! looks at what changed: the records live at the previous end of frame and
+//! the records made since (O(live + new), not O(everything since the pool
+//! was last empty); [`TempJob::end_frame_visits`] counts them). It then rolls
+//! the offset back to the end of the last live block (0 when none is live),
+//! so a long-lived block pins only the pool up to its own end.
 //!
 //! **Slow path** (`#[cold]`): the overflow. `std::alloc` plus an entry in a
-//! `Mutex<HashMap>` keyed by address, holding the layout and frame.
+//! `Mutex<HashMap>` keyed by address, holding the layout and frame, and an
+//! entry in an allocation-order queue, so an end of frame looks only at the
+//! overflow blocks reaching the age limit.
 //!
 //! **Costs.** 16 bytes of record per pool block (blocks round to 16); pool
-//! memory comes back only when every pool block is free at an end of frame,
-//! so one long-lived block pins the pool (Unity's "performance degradation":
-//! later requests overflow). Per overflow block, a map entry. Failures:
+//! memory comes back at an end of frame down to the end of the last live
+//! block, so a long-lived block pins the pool below it (Unity's
+//! "performance degradation": with the pool pinned, later requests
+//! overflow). Per overflow block, a map entry. Failures:
 //! zero size, bad alignment, overflow over its limit or refused by the heap
 //! (`OutOfMemory`), a size beyond `isize::MAX` (`TooLarge`).
 
@@ -142,6 +149,10 @@ struct OverflowBlock {
 struct Overflow {
     /// Live overflow blocks by address.
     blocks: HashMap<usize, OverflowBlock>,
+    /// `(frame, address)` of every overflow block in allocation order (freed
+    /// ones too, until they would have become overdue), so that an end of
+    /// frame looks only at the blocks reaching the age limit.
+    by_age: std::collections::VecDeque<(u64, usize)>,
     /// Sum of their sizes.
     bytes: usize,
     /// Addresses of the last [`RECENT_FREES`] overflow blocks freed (and not
@@ -194,7 +205,22 @@ pub struct TempJob {
     overflow_count: AtomicUsize,
     /// Where a leak report goes (stderr when `None`).
     leak_hook: Option<LeakHook>,
+    /// Where overdue warnings go (stderr when `None`).
+    overdue_hook: Option<OverdueHook>,
+    /// Pool offsets of the records live at the last end of frame (`&mut
+    /// self` only).
+    live_records: Vec<usize>,
+    /// Pool offset up to which the last end of frame walked the records;
+    /// records from here on are new.
+    walked: usize,
+    /// See [`TempJob::end_frame_visits`].
+    end_frame_visits: usize,
 }
+
+/// Receives each [`Overdue`] warning of [`TempJob::end_frame`] (instead of
+/// the default: one line on stderr per allocation, as Unity writes a warning
+/// to the console).
+pub type OverdueHook = Box<dyn Fn(&Overdue) + Send + Sync>;
 
 // SAFETY: `base` is the pool this `TempJob` owns; the pool is written only
 // inside reservations that one `fetch_add` gave to one caller, or under
@@ -248,6 +274,10 @@ impl TempJob {
             overflow: Mutex::new(Overflow::default()),
             overflow_count: AtomicUsize::new(0),
             leak_hook: None,
+            overdue_hook: None,
+            live_records: Vec::new(),
+            walked: 0,
+            end_frame_visits: 0,
         })
     }
 
@@ -255,6 +285,13 @@ impl TempJob {
     /// pool is an [`AllocError::OutOfMemory`]).
     pub fn with_overflow_limit(mut self, bytes: usize) -> Self {
         self.overflow_limit = bytes;
+        self
+    }
+
+    /// Sends each overdue warning of [`end_frame`](Self::end_frame) to
+    /// `hook` instead of stderr (each allocation is warned about once).
+    pub fn on_overdue(mut self, hook: impl Fn(&Overdue) + Send + Sync + 'static) -> Self {
+        self.overdue_hook = Some(Box::new(hook));
         self
     }
 
@@ -447,6 +484,9 @@ impl TempJob {
             },
         );
         overflow.bytes += size;
+        overflow
+            .by_age
+            .push_back((self.frame, ptr.as_ptr() as usize));
         self.overflow_count.fetch_add(1, Ordering::Relaxed);
         Ok(ptr)
     }
@@ -516,60 +556,113 @@ impl TempJob {
         self.frame += 1;
         let now = self.frame;
         let mut overdue = Vec::new();
-        let mut live = 0;
-        self.walk(|r, address| match r.state {
-            LIVE | WARNED => {
-                live += 1;
+        let mut visits = 0;
+        let base = self.base;
+        let limit = self.offset.load(Ordering::Relaxed).min(self.capacity);
+        // What changed since the last end of frame: the blocks live then
+        // (some freed since), and the records made since.
+        let mut live = core::mem::take(&mut self.live_records);
+        let mut check = |at: usize, r: &mut Record, keep: &mut Vec<usize>| {
+            visits += 1;
+            if matches!(r.state, LIVE | WARNED) {
+                keep.push(at);
                 let age = u64::from((now as u32).wrapping_sub(r.frame));
                 if r.state == LIVE && age > Self::MAX_AGE_FRAMES {
                     r.state = WARNED;
                     overdue.push(Overdue {
-                        address,
+                        address: base.as_ptr() as usize + at + RECORD,
                         size: r.size,
                         frame: now - age,
                         age,
                     });
                 }
             }
-            _ => {}
-        });
-        if live == 0 {
-            self.offset.store(0, Ordering::Relaxed);
+        };
+        let mut keep = Vec::with_capacity(live.len());
+        for at in live.drain(..) {
+            // SAFETY: `at` is the offset of a record that was live at the
+            // last end of frame; the pool below `walked` was not reused since
+            // (the offset only rolls back to the end of the last live block).
+            let r = unsafe { &mut *base.add(at).cast::<Record>().as_ptr() };
+            check(at, r, &mut keep);
         }
+        let from = self.walked;
+        self.walk_range(from, limit, |r, at| check(at, r, &mut keep));
+        // Roll the pool back to the end of the last live block: everything
+        // after it is free, so one long-lived block pins only itself (and
+        // what was allocated before it), not the whole pool.
+        let end = keep
+            .iter()
+            .map(|&at| {
+                // SAFETY: a live record, as above.
+                let r = unsafe { &*base.add(at).cast::<Record>().as_ptr() };
+                at + RECORD + align_up(r.size, Self::MIN_ALIGN)
+            })
+            .max()
+            .unwrap_or(0);
+        self.offset.store(end, Ordering::Relaxed);
+        self.walked = end;
+        self.live_records = keep;
         let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
-        for (&address, b) in overflow.blocks.iter_mut() {
-            let age = now - b.frame;
-            if !b.warned && age > Self::MAX_AGE_FRAMES {
+        // Overflow blocks in allocation order: only those reaching the age
+        // limit now are looked at (each entry once).
+        while let Some(&(frame, address)) = overflow.by_age.front() {
+            if now - frame <= Self::MAX_AGE_FRAMES {
+                break;
+            }
+            overflow.by_age.pop_front();
+            visits += 1;
+            if let Some(b) = overflow.blocks.get_mut(&address)
+                && b.frame == frame
+                && !b.warned
+            {
                 b.warned = true;
                 overdue.push(Overdue {
                     address,
                     size: b.layout.size(),
                     frame: b.frame,
-                    age,
+                    age: now - frame,
                 });
             }
         }
+        drop(overflow);
         overdue.sort_unstable_by_key(|o| o.address);
+        for o in &overdue {
+            match &self.overdue_hook {
+                Some(h) => h(o),
+                None => eprintln!("warning: {o}"),
+            }
+        }
+        self.end_frame_visits = visits;
         overdue
     }
 
-    /// Visits every block record of the pool (not the padding) with the
-    /// block's address.
-    fn walk(&mut self, mut visit: impl FnMut(&mut Record, usize)) {
-        let limit = self.offset.load(Ordering::Relaxed).min(self.capacity);
-        let mut at = 0;
-        while at < limit {
-            // SAFETY: `at` is a 16-aligned offset below `limit <= capacity`
-            // that starts a record: the chain starts at 0 and every step
-            // below moves to the next record written by a reservation that
-            // completed (`&mut self`: none is in flight).
+    /// Records and overflow entries the last [`end_frame`](Self::end_frame)
+    /// looked at: the blocks live at the end of the frame before, the
+    /// blocks made since, and the overflow blocks that reached the age
+    /// limit; never the blocks freed long ago.
+    pub fn end_frame_visits(&self) -> usize {
+        self.end_frame_visits
+    }
+
+    /// Visits every block record of the pool at offsets `from..to` (`from`
+    /// the start of a record) with the record's offset.
+    fn walk_range(&mut self, from: usize, to: usize, mut visit: impl FnMut(&mut Record, usize)) {
+        let mut at = from;
+        while at < to {
+            // SAFETY: `at` is a 16-aligned offset below `to <= capacity`
+            // that starts a record: the chain starts at `from` (0, or the end
+            // of a block) and every step below moves to the next record
+            // written by a reservation that completed (`&mut self`: none is
+            // in flight).
             let r = unsafe { &mut *self.base.add(at).cast::<Record>().as_ptr() };
             match r.state {
                 PAD => at += RECORD + r.size,
                 END => break,
                 LIVE | WARNED | FREED => {
-                    visit(r, self.base.as_ptr() as usize + at + RECORD);
-                    at += RECORD + align_up(r.size, Self::MIN_ALIGN);
+                    let size = r.size;
+                    visit(r, at);
+                    at += RECORD + align_up(size, Self::MIN_ALIGN);
                 }
                 other => {
                     debug_assert!(
@@ -580,6 +673,14 @@ impl TempJob {
                 }
             }
         }
+    }
+
+    /// Visits every block record of the pool (not the padding) with the
+    /// block's address.
+    fn walk(&mut self, mut visit: impl FnMut(&mut Record, usize)) {
+        let limit = self.offset.load(Ordering::Relaxed).min(self.capacity);
+        let base = self.base.as_ptr() as usize;
+        self.walk_range(0, limit, |r, at| visit(r, base + at + RECORD));
     }
 
     /// What a drop would report now: every live block, pool and overflow.

@@ -999,3 +999,91 @@ fn unity_default_sizes_are_constructible() {
     let temp = Temp::new(Temp::<&TempJob>::EDITOR_MAIN_THREAD_CAPACITY, &job).unwrap();
     assert!(temp.try_alloc(64, 64).is_ok());
 }
+
+/// Unity writes a warning for an allocation older than 4 frames: the hook
+/// gets it once per allocation (pool and overflow), however many frames
+/// pass.
+#[test]
+fn tempjob_warns_once_per_overdue_allocation_through_the_hook() {
+    let seen: Arc<Mutex<Vec<Overdue>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let mut job = TempJob::new(4096)
+        .unwrap()
+        .on_leak(|_| {})
+        .on_overdue(move |o| sink.lock().unwrap().push(*o));
+    let pool = job.alloc(100, 8).unwrap();
+    let overflow = job.alloc(8192, 8).unwrap();
+    assert!(!job.owns(overflow.as_ptr()));
+    for _ in 0..4 {
+        job.end_frame();
+    }
+    assert!(seen.lock().unwrap().is_empty(), "4 frames old is in time");
+    let returned = job.end_frame();
+    for _ in 0..10 {
+        job.end_frame();
+    }
+    let seen = seen.lock().unwrap().clone();
+    let mut addresses: Vec<usize> = seen.iter().map(|o| o.address).collect();
+    addresses.sort_unstable();
+    let mut want = vec![pool.as_ptr() as usize, overflow.as_ptr() as usize];
+    want.sort_unstable();
+    assert_eq!(
+        addresses, want,
+        "each overdue allocation warned exactly once"
+    );
+    assert_eq!(returned, seen, "end_frame returns what it warned about");
+    assert!(seen.iter().all(|o| o.age == 5 && o.frame == 0));
+    // SAFETY: both blocks came from `job` and are freed once.
+    unsafe {
+        job.dealloc(pool).unwrap();
+        job.dealloc(overflow).unwrap();
+    }
+}
+
+/// One long-lived block no longer pins the whole pool: after the blocks
+/// allocated behind it are freed, the end of frame rolls the pool back to
+/// the long-lived block's end and later requests are served from the pool,
+/// not the overflow. And the end of frame looks only at what changed, not at
+/// every block made since the pool was last empty.
+#[test]
+fn tempjob_cost_is_proportional_to_what_changed() {
+    let mut job = TempJob::new(1 << 16).unwrap().on_leak(|_| {});
+    let long_lived = job.alloc(48, 16).unwrap();
+    let n = if cfg!(miri) { 50 } else { 1000 };
+    for _ in 0..3 {
+        let short: Vec<_> = (0..n).map(|_| job.alloc(32, 16).unwrap()).collect();
+        let overflowed = job.overflow_count();
+        for p in short {
+            // SAFETY: each came from `job` and is freed once.
+            unsafe { job.dealloc(p).unwrap() };
+        }
+        job.end_frame();
+        assert_eq!(
+            job.used(),
+            64,
+            "the pool rolls back to the end of the long-lived block"
+        );
+        assert_eq!(job.overflow_count(), overflowed);
+    }
+    // Fill the pool: still no overflow (before, the long-lived block pinned
+    // the pool at its high-water mark and these overflowed).
+    let fill = (job.capacity() - 64) / 48;
+    let again: Vec<_> = (0..fill).map(|_| job.alloc(32, 16).unwrap()).collect();
+    assert_eq!(job.overflow_count(), 0, "served from the pool");
+    for p in again {
+        // SAFETY: as above.
+        unsafe { job.dealloc(p).unwrap() };
+    }
+    job.end_frame();
+    // A frame in which nothing changed looks at the one live block only.
+    job.end_frame();
+    assert_eq!(
+        job.end_frame_visits(),
+        1,
+        "only the live block was looked at"
+    );
+    // SAFETY: from `job`, freed once.
+    unsafe { job.dealloc(long_lived).unwrap() };
+    job.end_frame();
+    assert_eq!(job.used(), 0);
+}
