@@ -579,6 +579,34 @@ mod loom_models {
     use super::Rewindable;
     use loom::sync::Arc;
 
+    /// `rewind` takes `&mut self`, so no allocation can race it in safe
+    /// code; what can race is the hand-off after it: two threads allocate
+    /// right after a rewind that kept two blocks. One gets the first block
+    /// (its offset was reset), the other moves the allocator on to the kept
+    /// second block under the lock (no new block is mapped), and the two
+    /// blocks handed out are the kept blocks' starts.
+    #[test]
+    fn loom_allocations_race_after_a_rewind() {
+        loom::model(|| {
+            let mut r = Rewindable::new(64, 128).unwrap();
+            let first = r.alloc(64, 64).unwrap().as_ptr() as usize;
+            let second = r.alloc(64, 64).unwrap().as_ptr() as usize;
+            r.rewind();
+            assert_eq!(r.used(), 0);
+            let r = Arc::new(r);
+            let r2 = Arc::clone(&r);
+            let t = loom::thread::spawn(move || r2.alloc(64, 64).unwrap().as_ptr() as usize);
+            let a = r.alloc(64, 64).unwrap().as_ptr() as usize;
+            let b = t.join().unwrap();
+            let mut got = [a, b];
+            got.sort_unstable();
+            let mut want = [first, second];
+            want.sort_unstable();
+            assert_eq!(got, want, "the kept blocks, from their starts");
+            assert_eq!(r.block_sizes(), vec![64, 128], "no block was added");
+        });
+    }
+
     /// Two threads race for a block with room for one request: exactly one
     /// wins it, the other installs the next block (doubled) under the lock,
     /// and the two blocks handed out are distinct.
