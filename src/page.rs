@@ -76,6 +76,10 @@ impl PageAllocator {
             let _ = unsafe { sys::release(ptr, len) };
             return Err(e);
         }
+        // Exposed so that `dealloc` can release the whole mapping through a
+        // pointer that only covers a part of it (a `Box<T, PageAllocator>`
+        // hands back a pointer retagged to `size_of::<T>()` bytes).
+        let _ = ptr.as_ptr().expose_provenance();
         Ok(NonNull::slice_from_raw_parts(ptr, len))
     }
 
@@ -87,8 +91,13 @@ impl PageAllocator {
     /// any `n` that rounds to the same length), and nothing uses it afterwards.
     pub unsafe fn dealloc(&self, ptr: NonNull<u8>, n: usize) {
         let len = self.round(n).expect("size was valid when allocated");
+        // The mapping's own provenance (exposed by `alloc`): the caller's
+        // pointer may be valid for only part of it.
+        let whole = core::ptr::with_exposed_provenance_mut::<u8>(ptr.as_ptr().addr());
+        // SAFETY: non-null: `ptr` is.
+        let whole = unsafe { NonNull::new_unchecked(whole) };
         // SAFETY: the caller guarantees this is exactly one reservation.
-        let r = unsafe { sys::release(ptr, len) };
+        let r = unsafe { sys::release(whole, len) };
         debug_assert!(r.is_ok(), "release failed: {r:?}");
     }
 
