@@ -643,16 +643,25 @@ mod collections {
         collection_workload("PackedArena", &packed);
         let cursor = ThreadCursorArena::new().unwrap();
         collection_workload("ThreadCursorArena", &cursor);
-        let seg = SegregatedFit::new();
-        collection_workload("SegregatedFit", &seg);
         let job = TempJob::new(CAP).unwrap().on_leak(|_| {});
         collection_workload("TempJob", &job);
         let temp = Temp::new(CAP, &job).unwrap();
         collection_workload("Temp", &temp);
-        let persistent = Persistent::new();
-        collection_workload("Persistent", &persistent);
+        let persistent = Persistent::with_base(PageAllocator::new()).on_leak(|_| {});
+        collection_workload("Persistent<PageAllocator>", &persistent);
         let rewindable = Rewindable::new(4096, CAP).unwrap();
         collection_workload("Rewindable", &rewindable);
+    }
+
+    /// The same workload over SegregatedFit and Persistent over it (apart,
+    /// so the Miri step can run them without weak-memory emulation; see
+    /// `scripts/test`).
+    #[test]
+    fn the_same_collection_workload_runs_over_segregated_fit() {
+        let seg = SegregatedFit::new();
+        collection_workload("SegregatedFit", &seg);
+        let persistent = Persistent::new().on_leak(|_| {});
+        collection_workload("Persistent<SegregatedFit>", &persistent);
     }
 
     /// The bump allocators grow and shrink their last block in place: a
