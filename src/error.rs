@@ -43,6 +43,27 @@ pub enum AllocError {
     /// A marker or handle that does not belong to this allocator, or that
     /// points above its current position, or that a rewind made stale.
     BadMarker,
+    /// A constructor argument or configuration field that the allocator
+    /// cannot be built with (a capacity too small to hold one block, a block
+    /// size that is not a power of two, an envelope smaller than the largest
+    /// request, ...).
+    InvalidConfig {
+        /// The argument or field, as the constructor names it
+        /// (`"capacity"`, `"block_size"`, `"max_block"`).
+        field: &'static str,
+        /// The value that was given.
+        value: usize,
+        /// What the value must be, in words (`"at least 32"`).
+        expected: &'static str,
+    },
+    /// A free named a size other than the one the block was allocated with
+    /// (for allocators that take the size on free).
+    SizeMismatch {
+        /// The size the block was allocated with.
+        allocated: usize,
+        /// The size the free named.
+        freed: usize,
+    },
     /// The operating system refused to map, protect or release memory.
     Os {
         /// The raw OS error code (`errno` or `GetLastError`).
@@ -73,6 +94,18 @@ impl fmt::Display for AllocError {
             AllocError::ForeignPointer => f.write_str("pointer was not allocated here"),
             AllocError::DoubleFree => f.write_str("block freed twice"),
             AllocError::BadMarker => f.write_str("marker or handle is not valid here"),
+            AllocError::InvalidConfig {
+                field,
+                value,
+                expected,
+            } => write!(
+                f,
+                "invalid configuration: {field} = {value}, must be {expected}"
+            ),
+            AllocError::SizeMismatch { allocated, freed } => write!(
+                f,
+                "freed with size {freed}, but the block was allocated with size {allocated}"
+            ),
             AllocError::Os { code } => write!(f, "the operating system refused (error {code})"),
         }
     }

@@ -9,9 +9,17 @@
 //! `begin_frame` lands on buffer 0. Allocation goes through `&self` into the
 //! live buffer. `Send`, not `Sync`.
 //!
-//! Validity across frames is the caller's to respect with raw pointers:
-//! `begin_frame` needs `&mut self`, so a collection borrowing the allocator
-//! through `allocator_api2` cannot live across a frame boundary at all.
+//! Validity across frames: `begin_frame` needs `&mut self`, so a borrow
+//! (a collection allocating through `allocator_api2`) cannot live across a
+//! frame boundary. What must stay readable into the next frames is kept with
+//! [`keep`](FrameAllocator::keep), which returns a [`FrameHandle`]: a
+//! checked handle that survives `begin_frame` and that
+//! [`get`](FrameAllocator::get) turns back into a slice while its frame is
+//! alive (frames `f ..= f + N - 1`), and refuses with
+//! [`AllocError::BadMarker`] once its buffer was reused. Since `get` and
+//! allocation both take `&self`, frame N-1's data is readable while frame N
+//! is built. Raw pointers from [`alloc`](FrameAllocator::alloc) follow the
+//! same rule, unchecked.
 //!
 //! **Fast path** ([`alloc`](FrameAllocator::alloc)): index the live buffer
 //! (no bounds check: the index is always `< N`), then the arena's bump: align,
@@ -20,9 +28,53 @@
 //! **Costs.** N times the per-frame capacity; one index.
 
 use core::alloc::Layout;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::{AllocError, LinearArena, RawAllocator};
+
+/// Source of frame allocator ids (a unique number per allocator, not part of
+/// any lock-free algorithm).
+static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+/// A slice kept in one frame's buffer by [`FrameAllocator::keep`]: a token
+/// that outlives `begin_frame`, read back with [`FrameAllocator::get`] while
+/// its frame is alive.
+#[derive(Debug)]
+pub struct FrameHandle<T> {
+    ptr: NonNull<T>,
+    len: usize,
+    /// The frame number it was kept in.
+    frame: u64,
+    /// The allocator it belongs to.
+    owner: u64,
+    _values: PhantomData<*const T>,
+}
+
+impl<T> Clone for FrameHandle<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for FrameHandle<T> {}
+
+impl<T> FrameHandle<T> {
+    /// The frame number it was kept in (see [`FrameAllocator::frame_number`]).
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the slice is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
 
 /// N linear arenas used round-robin, one per frame. Its contract, fast path and costs are in the header of `src/frame.rs`.
 ///
@@ -38,12 +90,43 @@ use crate::{AllocError, LinearArena, RawAllocator};
 /// }
 /// assert_eq!(seen, [0, 1, 0, 1]);
 /// ```
+///
+/// Frame N-1's data stays readable while frame N is built: keep it with
+/// [`keep`](Self::keep), read it back with [`get`](Self::get) (which
+/// refuses once the buffer is reused).
+///
+/// ```
+/// use allocasm::{AllocError, FrameAllocator};
+/// use allocator_api2::vec::Vec;
+///
+/// let mut frames = FrameAllocator::<2>::new(4096).unwrap();
+/// frames.begin_frame();
+/// let positions = frames.keep(&[1.0f32, 2.0, 3.0]).unwrap();
+///
+/// frames.begin_frame();
+/// // Frame N reads frame N-1 while it allocates its own data.
+/// let previous = frames.get(positions).unwrap();
+/// let mut next: Vec<f32, _> = Vec::new_in(&frames);
+/// next.extend(previous.iter().map(|p| p + 0.5));
+/// assert_eq!(next, [1.5, 2.5, 3.5]);
+/// let kept = frames.keep(&next).unwrap();
+/// drop(next);
+///
+/// frames.begin_frame(); // frame N-1's buffer is reused now
+/// assert_eq!(frames.get(positions), Err(AllocError::BadMarker));
+/// assert_eq!(frames.get(kept).unwrap(), [1.5, 2.5, 3.5]);
+/// ```
 #[derive(Debug)]
 pub struct FrameAllocator<const N: usize> {
     /// The buffers.
     arenas: [LinearArena<'static>; N],
     /// The live buffer. Invariant: `current < N`.
     current: usize,
+    /// Frames begun so far (plus `N` per `reset_all`): the data of frame
+    /// `f` is alive while `frame - f < N`.
+    frame: u64,
+    /// Distinguishes this allocator's handles from another's.
+    id: u64,
 }
 
 impl<const N: usize> FrameAllocator<N> {
@@ -71,6 +154,8 @@ impl<const N: usize> FrameAllocator<N> {
         FrameAllocator {
             arenas,
             current: N - 1,
+            frame: 0,
+            id: NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -83,6 +168,62 @@ impl<const N: usize> FrameAllocator<N> {
             self.current + 1
         };
         self.arenas[self.current].reset();
+        self.frame += 1;
+    }
+
+    /// The number of the live frame: 0 before the first
+    /// [`begin_frame`](Self::begin_frame), then one more per frame.
+    #[inline]
+    pub fn frame_number(&self) -> u64 {
+        self.frame
+    }
+
+    /// Copies `values` into the live buffer and returns a handle that stays
+    /// valid through the next `N - 1` frames: [`get`](Self::get) reads it
+    /// back until its buffer is reused.
+    pub fn keep<T: Copy>(&self, values: &[T]) -> Result<FrameHandle<T>, AllocError> {
+        let ptr = if values.is_empty() || size_of::<T>() == 0 {
+            NonNull::dangling()
+        } else {
+            let layout = Layout::array::<T>(values.len()).map_err(|_| AllocError::TooLarge {
+                requested: values.len(),
+                max: isize::MAX as usize / size_of::<T>(),
+            })?;
+            let p = self.alloc_layout(layout)?.cast::<T>();
+            // SAFETY: `p` is a fresh block of `values.len()` `T`s, aligned
+            // for `T`, distinct from `values`.
+            unsafe { core::ptr::copy_nonoverlapping(values.as_ptr(), p.as_ptr(), values.len()) };
+            p
+        };
+        Ok(FrameHandle {
+            ptr,
+            len: values.len(),
+            frame: self.frame,
+            owner: self.id,
+            _values: PhantomData,
+        })
+    }
+
+    /// Whether the frame `handle` was kept in is still alive (its buffer not
+    /// yet reused).
+    #[inline]
+    pub fn is_alive<T>(&self, handle: FrameHandle<T>) -> bool {
+        handle.owner == self.id && self.frame - handle.frame < N as u64
+    }
+
+    /// The values behind `handle`, or [`AllocError::BadMarker`] when its
+    /// buffer has been reused (`N` frames later, or a `reset_all`) or it
+    /// belongs to another allocator.
+    pub fn get<T>(&self, handle: FrameHandle<T>) -> Result<&[T], AllocError> {
+        if !self.is_alive(handle) {
+            return Err(AllocError::BadMarker);
+        }
+        // SAFETY: `keep` copied `len` values there; the buffer of frame `f`
+        // is reset only by the `begin_frame` that makes frame `f + N` (or a
+        // `reset_all`, which moves `frame` on by N), both checked above and
+        // both needing `&mut self`, which the returned borrow of `self`
+        // excludes. The values are `Copy` (nothing to drop).
+        Ok(unsafe { core::slice::from_raw_parts(handle.ptr.as_ptr(), handle.len) })
     }
 
     /// The live buffer's index (`0..N`).
@@ -128,6 +269,8 @@ impl<const N: usize> FrameAllocator<N> {
         for arena in &mut self.arenas {
             arena.reset();
         }
+        // Every handle made so far is stale.
+        self.frame += N as u64;
     }
 }
 
@@ -154,4 +297,33 @@ unsafe impl<const N: usize> allocator_api2::alloc::Allocator for FrameAllocator<
 
     #[inline]
     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+
+    /// In place for the live buffer's last block; a block of an older frame
+    /// moves into the live buffer.
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        let live = self.current();
+        // SAFETY: forwarded: `ptr` is a live block of one of the buffers;
+        // `resize_last` touches it only if it is the live buffer's last.
+        unsafe {
+            crate::linear::bump_grow(live, |p, o, n| live.resize_last(p, o, n), ptr, old, new)
+        }
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        let live = self.current();
+        // SAFETY: as for `grow`.
+        unsafe {
+            crate::linear::bump_shrink(live, |p, o, n| live.resize_last(p, o, n), ptr, old, new)
+        }
+    }
 }

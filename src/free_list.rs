@@ -131,7 +131,18 @@ struct UsedHeader {
 impl FreeList<'static> {
     /// A free list owning a fresh, 16-aligned block of `capacity` bytes
     /// (rounded down to a multiple of 16).
+    ///
+    /// Errors: a zero `capacity` is [`AllocError::InvalidConfig`]; one the
+    /// global allocator cannot serve is [`AllocError::TooLarge`] or
+    /// [`AllocError::OutOfMemory`].
     pub fn new(capacity: usize, policy: FitPolicy) -> Result<Self, AllocError> {
+        if capacity == 0 {
+            return Err(AllocError::InvalidConfig {
+                field: "capacity",
+                value: 0,
+                expected: "non-zero",
+            });
+        }
         Ok(FreeList::build(Buffer::owned(capacity)?, policy))
     }
 }

@@ -23,8 +23,8 @@
 //! one page of memory; a table entry per live allocation and per quarantined
 //! range. Failure modes: [`AllocError::ZeroSize`], [`AllocError::TooLarge`]
 //! (alignment above the page size, or a size that overflows),
-//! [`AllocError::Os`]; a bad free is [`AllocError::ForeignPointer`] or
-//! [`AllocError::DoubleFree`] from [`try_dealloc`](GuardZone::try_dealloc)
+//! [`AllocError::Os`]; a bad free is [`AllocError::ForeignPointer`],
+//! [`AllocError::SizeMismatch`] or [`AllocError::DoubleFree`] from [`try_dealloc`](GuardZone::try_dealloc)
 //! (a debug panic from [`dealloc`](GuardZone::dealloc), ignored in release).
 //!
 //! Under Miri the `sys` fallback cannot protect pages: guards do not fault
@@ -189,7 +189,8 @@ impl GuardZone {
 
     /// A checked free: [`AllocError::DoubleFree`] for a pointer freed before
     /// (and still quarantined), [`AllocError::ForeignPointer`] for one this
-    /// allocator does not know or a size that does not match.
+    /// allocator does not know, [`AllocError::SizeMismatch`] (with both
+    /// sizes) for a size other than the one allocated.
     ///
     /// # Safety
     ///
@@ -205,7 +206,10 @@ impl GuardZone {
             });
         };
         if span.size != size {
-            return Err(AllocError::ForeignPointer);
+            return Err(AllocError::SizeMismatch {
+                allocated: span.size,
+                freed: size,
+            });
         }
         t.live.remove(&key);
         let page = sys::page_size();
@@ -254,5 +258,37 @@ impl RawAllocator for GuardZone {
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
         // SAFETY: forwarded contract.
         unsafe { self.dealloc(ptr, layout.size()) }
+    }
+}
+
+// SAFETY: every block is in its own committed pages, aligned to `align <=
+// page` (larger alignments are refused), valid until `deallocate` decommits
+// it; the table behind the mutex makes `&GuardZone` shareable, and copies of
+// `&GuardZone` are the same allocator. Zero-size layouts get a dangling
+// aligned pointer and are not freed.
+unsafe impl allocator_api2::alloc::Allocator for &GuardZone {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if layout.size() == 0 {
+            return Ok(NonNull::slice_from_raw_parts(
+                crate::linear::dangling_for(layout),
+                0,
+            ));
+        }
+        Ok(RawAllocator::allocate(*self, layout)?)
+    }
+
+    /// Every block is in freshly committed pages, which the OS zeroes.
+    fn allocate_zeroed(
+        &self,
+        layout: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        allocator_api2::alloc::Allocator::allocate(self, layout)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        if layout.size() != 0 {
+            // SAFETY: forwarded: `ptr` is a live block of this allocator.
+            unsafe { self.dealloc(ptr, layout.size()) };
+        }
     }
 }

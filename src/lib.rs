@@ -56,7 +56,7 @@ pub use align::{align_up, check_align, checked_align_up};
 pub use error::AllocError;
 pub use raw_allocator::RawAllocator;
 
-pub use frame::FrameAllocator;
+pub use frame::{FrameAllocator, FrameHandle};
 pub use free_list::{FitPolicy, FreeList, FreeListStats};
 pub use guarded::{GUARD_BYTE, GuardPosition, GuardViolation, Guarded, POISON_BYTE};
 pub use linear::LinearArena;

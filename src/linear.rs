@@ -69,7 +69,18 @@ unsafe impl Send for LinearArena<'_> {}
 impl LinearArena<'static> {
     /// An arena owning a fresh, 16-aligned block of `capacity` bytes from the
     /// global allocator (the chapter's one `malloc` at startup).
+    ///
+    /// Errors: a zero `capacity` is [`AllocError::InvalidConfig`]; one the
+    /// global allocator cannot serve is [`AllocError::TooLarge`] or
+    /// [`AllocError::OutOfMemory`].
     pub fn new(capacity: usize) -> Result<Self, AllocError> {
+        if capacity == 0 {
+            return Err(AllocError::InvalidConfig {
+                field: "capacity",
+                value: 0,
+                expected: "non-zero",
+            });
+        }
         Ok(LinearArena {
             buffer: Buffer::owned(capacity)?,
             offset: Cell::new(0),
@@ -188,6 +199,29 @@ impl<'a> LinearArena<'a> {
             .then(|| ptr.as_ptr() as usize - self.base().as_ptr() as usize)
     }
 
+    /// Resizes the block at `ptr` (allocated with `old`) to `new` in place
+    /// when it is the last block handed out, `ptr` is aligned for `new`, and
+    /// the new size fits: the offset moves to the block's new end. `None`
+    /// otherwise (nothing changed).
+    #[inline]
+    pub(crate) fn resize_last(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Option<NonNull<u8>> {
+        let start = self.offset_of(ptr)?;
+        if old.size() == 0
+            || start + old.size() != self.offset.get()
+            || !(ptr.as_ptr() as usize).is_multiple_of(new.align())
+            || new.size() > self.capacity() - start
+        {
+            return None;
+        }
+        self.offset.set(start + new.size());
+        Some(ptr)
+    }
+
     /// Sets the offset back to `offset` (used by the stack allocator's
     /// rollback and by frame allocators).
     #[inline(always)]
@@ -216,6 +250,10 @@ impl RawAllocator for LinearArena<'_> {
 // reuse bytes) needs `&mut self`, which no live block or collection allows, as
 // the allocator is used through `&LinearArena`. Blocks never overlap. A
 // zero-size request gets a dangling, well-aligned pointer, as the trait expects.
+// `grow`/`shrink` resize the last block in place (as bumpalo does): the block
+// stays where it is and the offset moves to its new end, which nothing else
+// was handed out beyond; any other block is moved (allocate + copy) on growth
+// and kept where it is on a shrink.
 unsafe impl allocator_api2::alloc::Allocator for LinearArena<'_> {
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
@@ -228,6 +266,107 @@ unsafe impl allocator_api2::alloc::Allocator for LinearArena<'_> {
 
     #[inline]
     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded: `ptr` is a live block of this arena with `old`.
+        unsafe { bump_grow(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new) }
+    }
+
+    unsafe fn grow_zeroed(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded, as for `grow`.
+        let block = unsafe { allocator_api2::alloc::Allocator::grow(self, ptr, old, new)? };
+        // SAFETY: the block has `new.size() >= old.size()` bytes.
+        unsafe {
+            block
+                .cast::<u8>()
+                .as_ptr()
+                .add(old.size())
+                .write_bytes(0, new.size() - old.size())
+        };
+        Ok(block)
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded: `ptr` is a live block of this arena with `old`.
+        unsafe { bump_shrink(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new) }
+    }
+}
+
+/// `grow` for a bump allocator: in place through `resize` when it can (the
+/// last block), else a new block and a copy (the old one is left to the next
+/// reset, as every freed block of a bump allocator is).
+///
+/// # Safety
+///
+/// As `Allocator::grow`: `ptr` is a live block of `a` allocated with `old`,
+/// `new.size() >= old.size()`; `resize` resizes only a block of `a`.
+#[inline]
+pub(crate) unsafe fn bump_grow<A: allocator_api2::alloc::Allocator + ?Sized>(
+    a: &A,
+    resize: impl FnOnce(NonNull<u8>, Layout, Layout) -> Option<NonNull<u8>>,
+    ptr: NonNull<u8>,
+    old: Layout,
+    new: Layout,
+) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+    debug_assert!(new.size() >= old.size());
+    if let Some(p) = resize(ptr, old, new) {
+        return Ok(NonNull::slice_from_raw_parts(p, new.size()));
+    }
+    let fresh = a.allocate(new)?;
+    // SAFETY: the old block has `old.size()` bytes, the new one at least
+    // that many, and they are distinct live blocks.
+    unsafe {
+        core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), old.size());
+        a.deallocate(ptr, old);
+    }
+    Ok(fresh)
+}
+
+/// `shrink` for a bump allocator: the last block gives its tail back; any
+/// other block aligned for `new` stays where it is; otherwise a new block
+/// and a copy.
+///
+/// # Safety
+///
+/// As `Allocator::shrink`: `ptr` is a live block of `a` allocated with
+/// `old`, `new.size() <= old.size()`; `resize` resizes only a block of `a`.
+#[inline]
+pub(crate) unsafe fn bump_shrink<A: allocator_api2::alloc::Allocator + ?Sized>(
+    a: &A,
+    resize: impl FnOnce(NonNull<u8>, Layout, Layout) -> Option<NonNull<u8>>,
+    ptr: NonNull<u8>,
+    old: Layout,
+    new: Layout,
+) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+    debug_assert!(new.size() <= old.size());
+    if let Some(p) = resize(ptr, old, new) {
+        return Ok(NonNull::slice_from_raw_parts(p, new.size()));
+    }
+    if (ptr.as_ptr() as usize).is_multiple_of(new.align()) {
+        return Ok(NonNull::slice_from_raw_parts(ptr, new.size()));
+    }
+    let fresh = a.allocate(new)?;
+    // SAFETY: both blocks have at least `new.size()` bytes and are distinct.
+    unsafe {
+        core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), new.size());
+        a.deallocate(ptr, old);
+    }
+    Ok(fresh)
 }
 
 /// A non-null pointer aligned to `layout.align()` with no provenance, for

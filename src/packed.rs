@@ -1135,6 +1135,61 @@ mod loom_tests {
         });
     }
 
+    /// The undo at `L` races a drain: the last block is full with the
+    /// position at the limit when one thread's allocation fails while
+    /// another frees the only allocation of the other block. Either the free
+    /// drained the block first and the allocation rotates into it, or the
+    /// allocation found no free block and removed its increment from the
+    /// cursor; in both cases every counter is exactly its block's live bytes.
+    #[test]
+    fn loom_undo_at_the_limit_races_a_drain() {
+        // Which outcomes the schedules reached (plain std atomics: outside
+        // the model).
+        static ROTATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        static UNDONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        loom::model(|| {
+            let mut a = tiny(2);
+            a.limit = 64;
+            let a = Arc::new(a);
+            let x = addr(a.alloc(32).unwrap()); // block 0, full
+            let y = a.alloc(32).unwrap(); // rotates: block 1, position 32
+            assert_eq!(y, a.block_start(1));
+            let free = {
+                let a = a.clone();
+                // SAFETY: `x` is live with 32 bytes, freed once.
+                thread::spawn(move || unsafe { a.dealloc(ptr(x), 32) })
+            };
+            let alloc = {
+                let a = a.clone();
+                thread::spawn(move || a.alloc(32).map(addr))
+            };
+            free.join().unwrap();
+            let got = alloc.join().unwrap();
+            let s = a.snapshot();
+            match got {
+                Ok(p) => {
+                    assert_eq!(p, addr(a.block_start(0)), "rotated into the drained block");
+                    assert_eq!((s.block, s.position), (0, 32));
+                    assert_eq!(a.counter(1), 32, "y is block 1's live bytes");
+                    ROTATED.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Err(AllocError::OutOfMemory { .. }) => {
+                    assert_eq!((s.block, s.position), (1, 32), "the increment was undone");
+                    assert_eq!(a.counter(1), 0);
+                    assert_eq!(a.counter(0), 0);
+                    UNDONE.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Err(e) => panic!("{e}"),
+            }
+            assert_eq!(a.stats().recycled, 1, "block 0 drained once");
+        });
+        assert!(
+            ROTATED.load(std::sync::atomic::Ordering::Relaxed)
+                && UNDONE.load(std::sync::atomic::Ordering::Relaxed),
+            "the model must reach both the rotation and the undo"
+        );
+    }
+
     /// Two frees race the rotation of their block: the counter reaches zero
     /// exactly once, whoever gets there, and the block is recycled once.
     #[test]

@@ -76,6 +76,10 @@ impl PageAllocator {
             let _ = unsafe { sys::release(ptr, len) };
             return Err(e);
         }
+        // Exposed so that `dealloc` can release the whole mapping through a
+        // pointer that only covers a part of it (a `Box<T, PageAllocator>`
+        // hands back a pointer retagged to `size_of::<T>()` bytes).
+        let _ = ptr.as_ptr().expose_provenance();
         Ok(NonNull::slice_from_raw_parts(ptr, len))
     }
 
@@ -87,8 +91,13 @@ impl PageAllocator {
     /// any `n` that rounds to the same length), and nothing uses it afterwards.
     pub unsafe fn dealloc(&self, ptr: NonNull<u8>, n: usize) {
         let len = self.round(n).expect("size was valid when allocated");
+        // The mapping's own provenance (exposed by `alloc`): the caller's
+        // pointer may be valid for only part of it.
+        let whole = core::ptr::with_exposed_provenance_mut::<u8>(ptr.as_ptr().addr());
+        // SAFETY: non-null: `ptr` is.
+        let whole = unsafe { NonNull::new_unchecked(whole) };
         // SAFETY: the caller guarantees this is exactly one reservation.
-        let r = unsafe { sys::release(ptr, len) };
+        let r = unsafe { sys::release(whole, len) };
         debug_assert!(r.is_ok(), "release failed: {r:?}");
     }
 
@@ -148,5 +157,102 @@ impl RawAllocator for PageAllocator {
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
         // SAFETY: the caller guarantees `ptr` came from `allocate(layout)`.
         unsafe { self.dealloc(ptr, layout.size()) }
+    }
+}
+
+// SAFETY: every block is its own mapping of `round(size)` bytes, page-aligned
+// (so aligned to any `align <= page`), valid until `deallocate` releases
+// exactly it; the allocator has no state, so copies are the same allocator.
+// Zero-size layouts get a dangling aligned pointer and are not released.
+unsafe impl allocator_api2::alloc::Allocator for PageAllocator {
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if layout.size() == 0 {
+            return Ok(NonNull::slice_from_raw_parts(
+                crate::linear::dangling_for(layout),
+                0,
+            ));
+        }
+        Ok(RawAllocator::allocate(self, layout)?)
+    }
+
+    /// Fresh mappings are zeroed by the OS: nothing to write.
+    fn allocate_zeroed(
+        &self,
+        layout: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        allocator_api2::alloc::Allocator::allocate(self, layout)
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        if layout.size() != 0 {
+            // SAFETY: `ptr` came from `allocate(layout)`: one mapping of
+            // `round(layout.size())` bytes.
+            unsafe { self.dealloc(ptr, layout.size()) };
+        }
+    }
+
+    /// In place while the new size rounds to the same pages.
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if old.size() != 0
+            && self.round(old.size()) == self.round(new.size())
+            && new.align() <= self.page_size()
+        {
+            return Ok(NonNull::slice_from_raw_parts(ptr, new.size()));
+        }
+        let fresh = allocator_api2::alloc::Allocator::allocate(self, new)?;
+        // SAFETY: distinct live blocks; the old one has `old.size()` bytes,
+        // the new one at least as many; the old one is released once.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), old.size());
+            allocator_api2::alloc::Allocator::deallocate(self, ptr, old);
+        }
+        Ok(fresh)
+    }
+
+    /// In place while the new size rounds to the same pages (a fresh mapping
+    /// is zeroed, and the tail of a kept one too unless it was written: so
+    /// the tail is zeroed here).
+    unsafe fn grow_zeroed(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded, as for `grow`.
+        let block = unsafe { allocator_api2::alloc::Allocator::grow(self, ptr, old, new)? };
+        // SAFETY: the block has at least `new.size()` bytes.
+        unsafe {
+            block
+                .cast::<u8>()
+                .as_ptr()
+                .add(old.size())
+                .write_bytes(0, new.size() - old.size())
+        };
+        Ok(block)
+    }
+
+    /// In place while the new size rounds to the same pages.
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        if new.size() != 0 && self.round(old.size()) == self.round(new.size()) {
+            return Ok(NonNull::slice_from_raw_parts(ptr, new.size()));
+        }
+        let fresh = allocator_api2::alloc::Allocator::allocate(self, new)?;
+        // SAFETY: distinct live blocks, both with at least `new.size()`
+        // bytes; the old one is released once.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), new.size());
+            allocator_api2::alloc::Allocator::deallocate(self, ptr, old);
+        }
+        Ok(fresh)
     }
 }

@@ -92,7 +92,11 @@ unsafe impl Send for Pool<'_> {}
 fn slot_geometry(slot_size: usize, slot_align: usize) -> Result<(usize, usize), AllocError> {
     crate::check_align(slot_align)?;
     if slot_size == 0 {
-        return Err(AllocError::ZeroSize);
+        return Err(AllocError::InvalidConfig {
+            field: "slot_size",
+            value: 0,
+            expected: "non-zero",
+        });
     }
     let align = slot_align.max(align_of::<*mut u8>());
     let size = crate::checked_align_up(slot_size.max(size_of::<*mut u8>()), align)?;
@@ -102,8 +106,20 @@ fn slot_geometry(slot_size: usize, slot_align: usize) -> Result<(usize, usize), 
 impl Pool<'static> {
     /// A pool owning a fresh block of `count` slots, each able to hold
     /// `slot_size` bytes aligned to `slot_align`.
+    ///
+    /// Errors: a `slot_align` that is not a power of two is
+    /// [`AllocError::BadAlignment`]; a zero `slot_size` or `count` is
+    /// [`AllocError::InvalidConfig`]; a block the global allocator cannot
+    /// serve is [`AllocError::TooLarge`] or [`AllocError::OutOfMemory`].
     pub fn new(slot_size: usize, slot_align: usize, count: usize) -> Result<Self, AllocError> {
         let (size, align) = slot_geometry(slot_size, slot_align)?;
+        if count == 0 {
+            return Err(AllocError::InvalidConfig {
+                field: "count",
+                value: 0,
+                expected: "non-zero",
+            });
+        }
         let len = size.checked_mul(count).ok_or(AllocError::TooLarge {
             requested: count,
             max: usize::MAX / size,

@@ -243,6 +243,38 @@ unsafe impl allocator_api2::alloc::Allocator for StackAllocator<'_> {
 
     #[inline]
     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+
+    /// In place for the last block (markers taken since stay valid: rolling
+    /// back to one needs `&mut self`, which ends the collection's borrow).
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded: the arena handed the block out.
+        unsafe { allocator_api2::alloc::Allocator::grow(&self.arena, ptr, old, new) }
+    }
+
+    unsafe fn grow_zeroed(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded: the arena handed the block out.
+        unsafe { allocator_api2::alloc::Allocator::grow_zeroed(&self.arena, ptr, old, new) }
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded: the arena handed the block out.
+        unsafe { allocator_api2::alloc::Allocator::shrink(&self.arena, ptr, old, new) }
+    }
 }
 
 #[cfg(test)]

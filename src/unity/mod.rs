@@ -26,7 +26,7 @@ mod temp_job;
 pub use persistent::Persistent;
 pub use rewindable::{Rewindable, RewindableHandle};
 pub use temp::Temp;
-pub use temp_job::{Overdue, TempJob};
+pub use temp_job::{Overdue, OverdueHook, TempJob};
 
 /// One allocation that was still live when its allocator was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -86,12 +86,48 @@ fn report_leaks(hook: Option<&LeakHook>, report: &LeakReport) {
     }
 }
 
-/// Largest capacity (block, pool or buffer) the atomic allocators accept:
-/// a failed `fetch_add` leaves its increment on the offset, so with at most
-/// [`MAX_ENTRANTS`] threads inside the fast path at once the offset stays
-/// below `capacity * (MAX_ENTRANTS + 2)`, which must not wrap.
-pub const MAX_CAPACITY: usize = usize::MAX / (MAX_ENTRANTS + 2);
+/// Largest capacity (block, pool or buffer) the atomic allocators accept.
+///
+/// A failed `fetch_add` leaves its increment on the offset. Two things bound
+/// that overshoot: a pre-check (a relaxed load of the offset) refuses a
+/// request before it touches the offset when the allocator is already full,
+/// so sequential failures never move it; and only the at most
+/// [`MAX_ENTRANTS`] threads already past their pre-check can push it beyond
+/// the capacity, each by one reservation of at most [`MAX_FAST_RESERVE`]
+/// bytes (larger reservations take a compare-and-swap, which never
+/// overshoots). So the offset stays below `capacity + MAX_ENTRANTS *
+/// MAX_FAST_RESERVE`, which must not wrap.
+///
+/// On 64-bit targets this is `usize::MAX / (MAX_ENTRANTS + 2)` (16 PiB, more
+/// than any address space) and every reservation takes the `fetch_add`. On
+/// 32-bit targets it is 1 GiB, so Unity's default sizes (64 MiB pools and
+/// blocks) can be made there too; the fast path then serves reservations up
+/// to [`MAX_FAST_RESERVE`] (about 3 MiB) with the `fetch_add`.
+pub const MAX_CAPACITY: usize = if usize::BITS >= 64 {
+    usize::MAX / (MAX_ENTRANTS + 2)
+} else {
+    1 << (usize::BITS - 2)
+};
+
+/// Largest reservation the atomic fast paths make with an unconditional
+/// `fetch_add`; larger ones (only on 32-bit targets, where this is below
+/// [`MAX_CAPACITY`]) reserve with a compare-and-swap loop instead. See
+/// [`MAX_CAPACITY`] for the bound this keeps.
+pub const MAX_FAST_RESERVE: usize = if usize::BITS >= 64 {
+    MAX_CAPACITY
+} else {
+    (usize::MAX - MAX_CAPACITY) / (MAX_ENTRANTS + 1)
+};
+
+/// Whether a reservation of `need` bytes must take the compare-and-swap
+/// (never true on 64-bit targets, where the compiler drops the test).
+#[inline(always)]
+pub(crate) const fn needs_cas(need: usize) -> bool {
+    usize::BITS < 64 && need > MAX_FAST_RESERVE
+}
 
 /// Threads that may be inside one atomic fast path at the same moment
 /// (the write-up's `C`): the bound behind [`MAX_CAPACITY`].
 pub const MAX_ENTRANTS: usize = 1024;
+
+const _: () = assert!(MAX_CAPACITY <= usize::MAX - MAX_ENTRANTS * MAX_FAST_RESERVE);

@@ -17,9 +17,13 @@
 //! [`AllocError::TooLarge`].
 //!
 //! **Fast path** ([`Rewindable::try_alloc`]): an acquire load of the current
-//! block pointer (a plain load on x86-64 and with `ldar` on arm64), one
-//! relaxed `fetch_add` on that block's offset, a fit check, an add. One atomic
-//! read-modify-write, no loop, no lock.
+//! block pointer (a plain load on x86-64 and with `ldar` on arm64), a relaxed
+//! load of that block's offset (the pre-check: a full block refuses without
+//! touching the offset, so failures one after another never move it), one
+//! relaxed `fetch_add` on the offset, a fit check, an add. One atomic
+//! read-modify-write, no loop, no lock. (On 32-bit targets a reservation over
+//! [`MAX_FAST_RESERVE`](super::MAX_FAST_RESERVE) takes a compare-and-swap
+//! loop instead, so the overshoot bound of [`MAX_CAPACITY`] holds there.)
 //!
 //! **Slow path** (`#[cold]`): under the block lock, retry on the current
 //! block (another thread may have installed it), else move to the next kept
@@ -29,7 +33,7 @@
 //! block; blocks are page-granular memory from [`PageAllocator`]; no
 //! per-allocation metadata; sizes round to 64. A failed `fetch_add` is not
 //! undone, so the end of a block is wasted when it fills (at most one
-//! request's worth per thread). Failures: zero size, bad alignment, over
+//! request's worth per thread racing past the pre-check). Failures: zero size, bad alignment, over
 //! `max_block` (`TooLarge`), the OS refusing a block (`Os`).
 //!
 //! [`deallocate`]: RawAllocator::deallocate
@@ -42,15 +46,16 @@ use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use super::MAX_CAPACITY;
+use super::{MAX_CAPACITY, needs_cas};
 use crate::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::{AllocError, PageAllocator, RawAllocator, align_up};
 
 /// One block of memory.
 struct Block {
     /// Next free byte. Invariant: a multiple of 64; may pass `capacity`
-    /// (failed reservations are not undone), by at most one request per
-    /// thread in flight.
+    /// (failed reservations are not undone), by at most one reservation per
+    /// thread that passed the pre-check while the block still had room: so
+    /// below `capacity + MAX_ENTRANTS * MAX_FAST_RESERVE`, which never wraps.
     offset: CachePadded<AtomicUsize>,
     /// Page-aligned start. Owned; released when the block is dropped.
     base: NonNull<u8>,
@@ -197,17 +202,28 @@ impl Rewindable {
     /// A rewindable allocator whose first block has `initial_block` bytes,
     /// doubling up to `max_block` bytes (both rounded up to 64).
     ///
-    /// Errors: a zero size is [`AllocError::ZeroSize`];
-    /// `max_block < initial_block` or over [`MAX_CAPACITY`] is
-    /// [`AllocError::TooLarge`]; the OS refusing the first block is
-    /// [`AllocError::Os`].
+    /// Errors: a zero `initial_block`, or a `max_block` below
+    /// `initial_block`, is [`AllocError::InvalidConfig`] naming the field;
+    /// `max_block` over [`MAX_CAPACITY`] is [`AllocError::TooLarge`]; the OS
+    /// refusing the first block is [`AllocError::Os`].
     pub fn new(initial_block: usize, max_block: usize) -> Result<Self, AllocError> {
-        if initial_block == 0 || max_block == 0 {
-            return Err(AllocError::ZeroSize);
+        if initial_block == 0 {
+            return Err(AllocError::InvalidConfig {
+                field: "initial_block",
+                value: 0,
+                expected: "non-zero",
+            });
         }
-        if max_block > MAX_CAPACITY || initial_block > max_block {
+        if max_block < initial_block {
+            return Err(AllocError::InvalidConfig {
+                field: "max_block",
+                value: max_block,
+                expected: "at least initial_block",
+            });
+        }
+        if max_block > MAX_CAPACITY {
             return Err(AllocError::TooLarge {
-                requested: initial_block.max(max_block),
+                requested: max_block,
                 max: MAX_CAPACITY,
             });
         }
@@ -242,8 +258,15 @@ impl Rewindable {
         }
         // No overflow: size, extra <= cap <= MAX_CAPACITY.
         let need = align_up(size, Self::MIN_ALIGN) + extra;
-        if need > cap {
-            return Err(out(0));
+        // The pre-check: a full block refuses before touching the offset,
+        // so failures one after another never move it (only threads already
+        // past this load can push it beyond `cap`; see `MAX_CAPACITY`).
+        let seen = block.offset.load(Ordering::Relaxed);
+        if need > cap || seen > cap - need {
+            return Err(out(seen));
+        }
+        if needs_cas(need) {
+            return Self::bump_cas(block, size, align, need, seen);
         }
         let old = block.offset.fetch_add(need, Ordering::Relaxed);
         debug_assert!(
@@ -253,7 +276,48 @@ impl Rewindable {
         if old > cap - need {
             return Err(out(old));
         }
-        let start = if extra == 0 {
+        Ok(Self::place(block, old, size, align))
+    }
+
+    /// A reservation too large for the unconditional `fetch_add` (32-bit
+    /// targets only): a compare-and-swap loop, which never overshoots.
+    #[cold]
+    #[inline(never)]
+    fn bump_cas(
+        block: &Block,
+        size: usize,
+        align: usize,
+        need: usize,
+        mut seen: usize,
+    ) -> Result<NonNull<u8>, AllocError> {
+        let cap = block.capacity;
+        loop {
+            if seen > cap - need {
+                return Err(AllocError::OutOfMemory {
+                    requested: size,
+                    available: cap.saturating_sub(seen),
+                });
+            }
+            // ORDERING: Relaxed, as the fetch_add of `bump`: the reservation
+            // is a range of offsets, it publishes no data.
+            match block.offset.compare_exchange_weak(
+                seen,
+                seen + need,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(old) => return Ok(Self::place(block, old, size, align)),
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// The block at offset `old` of a reservation `old..old + need` that
+    /// fits in `block`, aligned to `max(align, 64)`.
+    #[inline(always)]
+    fn place(block: &Block, old: usize, size: usize, align: usize) -> NonNull<u8> {
+        let cap = block.capacity;
+        let start = if align <= Self::MIN_ALIGN {
             old
         } else {
             let base = block.base.as_ptr() as usize;
@@ -264,8 +328,8 @@ impl Rewindable {
             "Rewindable: block of {size} at {start} past {cap}"
         );
         // SAFETY: `start + size <= old + need <= cap`: inside the block, in
-        // the range the `fetch_add` reserved for this caller.
-        Ok(unsafe { block.base.add(start) })
+        // the range the reservation gave this caller.
+        unsafe { block.base.add(start) }
     }
 
     /// The fast path: `size` bytes aligned to `max(align, 64)` from the
@@ -476,10 +540,72 @@ unsafe impl allocator_api2::alloc::Allocator for &Rewindable {
     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
 }
 
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Rewindable;
+    use crate::AllocError;
+    use crate::sync::Ordering;
+
+    /// The offset of the current block.
+    fn offset(r: &Rewindable) -> usize {
+        let blocks = r.blocks.lock().unwrap();
+        blocks.get(blocks.current).offset.load(Ordering::Relaxed)
+    }
+
+    /// Failures one after another leave the offset where it was: without
+    /// the pre-check each added its request, so enough of them wrapped the
+    /// offset and a later request landed on a live block.
+    #[test]
+    fn sequential_failures_do_not_move_the_offset() {
+        let r = Rewindable::new(4096, 4096).unwrap();
+        r.try_alloc(4096, 64).unwrap();
+        let full = offset(&r);
+        for _ in 0..1000 {
+            assert!(matches!(
+                r.try_alloc(4096, 64),
+                Err(AllocError::OutOfMemory { .. })
+            ));
+            assert!(matches!(
+                r.try_alloc(64, 64),
+                Err(AllocError::OutOfMemory { .. })
+            ));
+        }
+        assert_eq!(offset(&r), full, "failed requests moved the offset");
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_models {
     use super::Rewindable;
     use loom::sync::Arc;
+
+    /// `rewind` takes `&mut self`, so no allocation can race it in safe
+    /// code; what can race is the hand-off after it: two threads allocate
+    /// right after a rewind that kept two blocks. One gets the first block
+    /// (its offset was reset), the other moves the allocator on to the kept
+    /// second block under the lock (no new block is mapped), and the two
+    /// blocks handed out are the kept blocks' starts.
+    #[test]
+    fn loom_allocations_race_after_a_rewind() {
+        loom::model(|| {
+            let mut r = Rewindable::new(64, 128).unwrap();
+            let first = r.alloc(64, 64).unwrap().as_ptr() as usize;
+            let second = r.alloc(64, 64).unwrap().as_ptr() as usize;
+            r.rewind();
+            assert_eq!(r.used(), 0);
+            let r = Arc::new(r);
+            let r2 = Arc::clone(&r);
+            let t = loom::thread::spawn(move || r2.alloc(64, 64).unwrap().as_ptr() as usize);
+            let a = r.alloc(64, 64).unwrap().as_ptr() as usize;
+            let b = t.join().unwrap();
+            let mut got = [a, b];
+            got.sort_unstable();
+            let mut want = [first, second];
+            want.sort_unstable();
+            assert_eq!(got, want, "the kept blocks, from their starts");
+            assert_eq!(r.block_sizes(), vec![64, 128], "no block was added");
+        });
+    }
 
     /// Two threads race for a block with room for one request: exactly one
     /// wins it, the other installs the next block (doubled) under the lock,

@@ -83,13 +83,18 @@ impl<F: RawAllocator> Temp<F> {
     /// A `Temp` with `capacity` bytes (rounded down to a multiple of 64) that
     /// falls back to `fallback` when full.
     ///
-    /// Errors: `capacity < 64` is [`AllocError::ZeroSize`]; the OS refusing
-    /// the buffer is [`AllocError::Os`].
+    /// Errors: `capacity < 64` is [`AllocError::InvalidConfig`] naming
+    /// `capacity`; a capacity no mapping can have is [`AllocError::TooLarge`];
+    /// the OS refusing the buffer is [`AllocError::Os`].
     pub fn new(capacity: usize, fallback: F) -> Result<Self, AllocError> {
-        let capacity = capacity & !(Self::MIN_ALIGN - 1);
-        if capacity == 0 {
-            return Err(AllocError::ZeroSize);
+        if capacity < Self::MIN_ALIGN {
+            return Err(AllocError::InvalidConfig {
+                field: "capacity",
+                value: capacity,
+                expected: "at least 64 bytes",
+            });
         }
+        let capacity = capacity & !(Self::MIN_ALIGN - 1);
         let pages = PageAllocator::new();
         let block = pages.alloc(capacity)?;
         Ok(Temp {
@@ -269,6 +274,26 @@ impl<F: RawAllocator> Temp<F> {
         &self.fallback
     }
 
+    /// Resizes the buffer block at `ptr` (allocated with `old`) to `new` in
+    /// place when it is the last one handed out, aligned for `new`, and the
+    /// rounded new size fits. `None` otherwise (nothing changed).
+    fn resize_last(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Option<NonNull<u8>> {
+        if old.size() == 0 || !self.owns(ptr.as_ptr()) {
+            return None;
+        }
+        let start = ptr.as_ptr() as usize - self.base.as_ptr() as usize;
+        if start + align_up(old.size(), Self::MIN_ALIGN) != self.offset.get()
+            || !(ptr.as_ptr() as usize).is_multiple_of(new.align())
+            || new.size() > self.capacity - start
+        {
+            return None;
+        }
+        // `capacity - start` is a multiple of 64, so the rounded size fits.
+        self.offset
+            .set(start + align_up(new.size(), Self::MIN_ALIGN));
+        Some(ptr)
+    }
+
     /// Whether `ptr` lies inside this `Temp`'s buffer.
     pub fn owns(&self, ptr: *const u8) -> bool {
         let base = self.base.as_ptr() as usize;
@@ -315,7 +340,9 @@ impl<F: RawAllocator> RawAllocator for Temp<F> {
 // until `end_frame`/`scope` end/drop, each of which needs `&mut Temp` or the
 // `Temp` itself, so no `&Temp` (and no collection allocating through one) can
 // outlive them. Zero-size layouts get a dangling, aligned pointer. Clones of
-// `&Temp` are the same allocator.
+// `&Temp` are the same allocator. `grow`/`shrink` resize the last buffer block
+// in place (the offset moves to its new rounded end, beyond which nothing was
+// handed out); other blocks move on growth.
 unsafe impl<F: RawAllocator> allocator_api2::alloc::Allocator for &Temp<F> {
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
@@ -329,4 +356,28 @@ unsafe impl<F: RawAllocator> allocator_api2::alloc::Allocator for &Temp<F> {
 
     #[inline]
     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded: `ptr` is a live block of this `Temp`.
+        unsafe {
+            crate::linear::bump_grow(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
+        }
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded: `ptr` is a live block of this `Temp`.
+        unsafe {
+            crate::linear::bump_shrink(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
+        }
+    }
 }

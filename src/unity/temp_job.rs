@@ -5,7 +5,8 @@
 //! `&TempJob`. Every block must be freed explicitly ([`TempJob::dealloc`]);
 //! a block still live more than [`TempJob::MAX_AGE_FRAMES`] frames after the
 //! frame it was made in is reported once by [`TempJob::end_frame`] as an
-//! [`Overdue`] warning and stays valid, as in Unity. Blocks are aligned to at
+//! [`Overdue`] warning, written to stderr (or given to the hook set by
+//! [`TempJob::on_overdue`]), and stays valid, as in Unity. Blocks are aligned to at
 //! least [`TempJob::MIN_ALIGN`] = 16 bytes. When the pool is full, requests
 //! overflow into the system heap (Unity: "overspill allocations in main
 //! memory (malloc)"), counted by [`TempJob::overflow_count`] and capped by an
@@ -28,16 +29,22 @@
 //! (padding for over-aligned blocks is a `PAD` record, a reservation cut by
 //! the end of the pool leaves an `END` record), so [`TempJob::end_frame`],
 //! which holds `&mut self` and therefore runs with no allocation in flight,
-//! walks them: O(blocks made since the pool was last empty). When no pool
-//! block is live at the end of a frame, the offset returns to 0.
+//! looks at what changed: the records live at the previous end of frame and
+//! the records made since (O(live + new), not O(everything since the pool
+//! was last empty); [`TempJob::end_frame_visits`] counts them). It then rolls
+//! the offset back to the end of the last live block (0 when none is live),
+//! so a long-lived block pins only the pool up to its own end.
 //!
 //! **Slow path** (`#[cold]`): the overflow. `std::alloc` plus an entry in a
-//! `Mutex<HashMap>` keyed by address, holding the layout and frame.
+//! `Mutex<HashMap>` keyed by address, holding the layout and frame, and an
+//! entry in an allocation-order queue, so an end of frame looks only at the
+//! overflow blocks reaching the age limit.
 //!
 //! **Costs.** 16 bytes of record per pool block (blocks round to 16); pool
-//! memory comes back only when every pool block is free at an end of frame,
-//! so one long-lived block pins the pool (Unity's "performance degradation":
-//! later requests overflow). Per overflow block, a map entry. Failures:
+//! memory comes back at an end of frame down to the end of the last live
+//! block, so a long-lived block pins the pool below it (Unity's
+//! "performance degradation": with the pool pinned, later requests
+//! overflow). Per overflow block, a map entry. Failures:
 //! zero size, bad alignment, overflow over its limit or refused by the heap
 //! (`OutOfMemory`), a size beyond `isize::MAX` (`TooLarge`).
 
@@ -48,7 +55,7 @@ use std::collections::HashMap;
 
 use crossbeam_utils::CachePadded;
 
-use super::{Leak, LeakHook, LeakReport, MAX_CAPACITY, report_leaks};
+use super::{Leak, LeakHook, LeakReport, MAX_CAPACITY, needs_cas, report_leaks};
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::{AllocError, PageAllocator, RawAllocator, align_up};
 
@@ -142,9 +149,20 @@ struct OverflowBlock {
 struct Overflow {
     /// Live overflow blocks by address.
     blocks: HashMap<usize, OverflowBlock>,
+    /// `(frame, address)` of every overflow block in allocation order (freed
+    /// ones too, until they would have become overdue), so that an end of
+    /// frame looks only at the blocks reaching the age limit.
+    by_age: std::collections::VecDeque<(u64, usize)>,
     /// Sum of their sizes.
     bytes: usize,
+    /// Addresses of the last [`RECENT_FREES`] overflow blocks freed (and not
+    /// handed out again since), so that freeing one again is reported as a
+    /// [`AllocError::DoubleFree`] rather than a foreign pointer.
+    recently_freed: std::collections::VecDeque<usize>,
 }
+
+/// How many freed overflow addresses [`Overflow::recently_freed`] keeps.
+const RECENT_FREES: usize = 64;
 
 /// Unity's thread-safe linear allocator with 4-frame lifetimes. See the
 /// [`unity`](crate::unity) overview; the full contract heads
@@ -187,7 +205,22 @@ pub struct TempJob {
     overflow_count: AtomicUsize,
     /// Where a leak report goes (stderr when `None`).
     leak_hook: Option<LeakHook>,
+    /// Where overdue warnings go (stderr when `None`).
+    overdue_hook: Option<OverdueHook>,
+    /// Pool offsets of the records live at the last end of frame (`&mut
+    /// self` only).
+    live_records: Vec<usize>,
+    /// Pool offset up to which the last end of frame walked the records;
+    /// records from here on are new.
+    walked: usize,
+    /// See [`TempJob::end_frame_visits`].
+    end_frame_visits: usize,
 }
+
+/// Receives each [`Overdue`] warning of [`TempJob::end_frame`] (instead of
+/// the default: one line on stderr per allocation, as Unity writes a warning
+/// to the console).
+pub type OverdueHook = Box<dyn Fn(&Overdue) + Send + Sync>;
 
 // SAFETY: `base` is the pool this `TempJob` owns; the pool is written only
 // inside reservations that one `fetch_add` gave to one caller, or under
@@ -212,14 +245,18 @@ impl TempJob {
     /// A `TempJob` with a pool of `capacity` bytes (rounded down to a
     /// multiple of 16) and an unlimited overflow.
     ///
-    /// Errors: a capacity under 32 bytes is [`AllocError::ZeroSize`], over
-    /// [`MAX_CAPACITY`] is [`AllocError::TooLarge`]; the OS refusing the pool
-    /// is [`AllocError::Os`].
+    /// Errors: a capacity under 32 bytes is [`AllocError::InvalidConfig`]
+    /// naming `capacity`, over [`MAX_CAPACITY`] is [`AllocError::TooLarge`];
+    /// the OS refusing the pool is [`AllocError::Os`].
     pub fn new(capacity: usize) -> Result<Self, AllocError> {
-        let capacity = capacity & !(Self::MIN_ALIGN - 1);
         if capacity < 2 * RECORD {
-            return Err(AllocError::ZeroSize);
+            return Err(AllocError::InvalidConfig {
+                field: "capacity",
+                value: capacity,
+                expected: "at least 32 bytes",
+            });
         }
+        let capacity = capacity & !(Self::MIN_ALIGN - 1);
         if capacity > MAX_CAPACITY {
             return Err(AllocError::TooLarge {
                 requested: capacity,
@@ -237,6 +274,10 @@ impl TempJob {
             overflow: Mutex::new(Overflow::default()),
             overflow_count: AtomicUsize::new(0),
             leak_hook: None,
+            overdue_hook: None,
+            live_records: Vec::new(),
+            walked: 0,
+            end_frame_visits: 0,
         })
     }
 
@@ -244,6 +285,13 @@ impl TempJob {
     /// pool is an [`AllocError::OutOfMemory`]).
     pub fn with_overflow_limit(mut self, bytes: usize) -> Self {
         self.overflow_limit = bytes;
+        self
+    }
+
+    /// Sends each overdue warning of [`end_frame`](Self::end_frame) to
+    /// `hook` instead of stderr (each allocation is warned about once).
+    pub fn on_overdue(mut self, hook: impl Fn(&Overdue) + Send + Sync + 'static) -> Self {
+        self.overdue_hook = Some(Box::new(hook));
         self
     }
 
@@ -285,6 +333,9 @@ impl TempJob {
         if need > cap || seen > cap - need {
             return Err(out(seen));
         }
+        if needs_cas(need) {
+            return self.try_alloc_cas(size, align, need, seen);
+        }
         let old = self.offset.fetch_add(need, Ordering::Relaxed);
         debug_assert!(
             old.is_multiple_of(Self::MIN_ALIGN),
@@ -300,9 +351,58 @@ impl TempJob {
             }
             return Err(out(old));
         }
+        // SAFETY: `old..old + need` is this caller's reservation, inside the
+        // pool (`old <= cap - need`).
+        Ok(unsafe { self.place(old, size, align, need) })
+    }
+
+    /// A reservation too large for the unconditional `fetch_add` (32-bit
+    /// targets only): a compare-and-swap loop, which never overshoots.
+    #[cold]
+    #[inline(never)]
+    fn try_alloc_cas(
+        &self,
+        size: usize,
+        align: usize,
+        need: usize,
+        mut seen: usize,
+    ) -> Result<NonNull<u8>, AllocError> {
+        let cap = self.capacity;
+        loop {
+            if seen > cap - need {
+                return Err(AllocError::OutOfMemory {
+                    requested: size,
+                    available: cap.saturating_sub(seen),
+                });
+            }
+            // ORDERING: Relaxed, as the fetch_add of `try_alloc`: the
+            // reservation is a range of offsets, it publishes no data.
+            match self.offset.compare_exchange_weak(
+                seen,
+                seen + need,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                // SAFETY: `old..old + need` is this caller's reservation,
+                // inside the pool (`old <= cap - need`).
+                Ok(old) => return Ok(unsafe { self.place(old, size, align, need) }),
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// Writes the records of the block reserved at `old..old + need` and
+    /// returns the block.
+    ///
+    /// # Safety
+    ///
+    /// `old..old + need` is the caller's reservation, inside the pool, with
+    /// `need = 16 + align_up(size, 16) + align.saturating_sub(16)`.
+    #[inline(always)]
+    unsafe fn place(&self, old: usize, size: usize, align: usize, need: usize) -> NonNull<u8> {
         let base = self.base;
         let frame = self.frame as u32;
-        let user = if extra == 0 {
+        let user = if align <= Self::MIN_ALIGN {
             old + RECORD
         } else {
             let addr = base.as_ptr() as usize;
@@ -327,7 +427,7 @@ impl TempJob {
         // reservation.
         unsafe {
             write_record(base, user - RECORD, size, frame, LIVE);
-            Ok(base.add(user))
+            base.add(user)
         }
     }
 
@@ -365,6 +465,15 @@ impl TempJob {
                 requested: size,
                 available: 0,
             })?;
+        // The heap may hand the address of a freed block out again: it is
+        // live now, so freeing it is no longer a double free.
+        if let Some(i) = overflow
+            .recently_freed
+            .iter()
+            .position(|&a| a == ptr.as_ptr() as usize)
+        {
+            overflow.recently_freed.remove(i);
+        }
         overflow.blocks.insert(
             ptr.as_ptr() as usize,
             OverflowBlock {
@@ -375,6 +484,9 @@ impl TempJob {
             },
         );
         overflow.bytes += size;
+        overflow
+            .by_age
+            .push_back((self.frame, ptr.as_ptr() as usize));
         self.overflow_count.fetch_add(1, Ordering::Relaxed);
         Ok(ptr)
     }
@@ -382,9 +494,10 @@ impl TempJob {
     /// Frees a block.
     ///
     /// Errors (where detectable): [`AllocError::DoubleFree`] for a pool block
-    /// already freed, [`AllocError::ForeignPointer`] for a pointer that is
-    /// neither a pool block nor a live overflow block (an overflow block
-    /// freed twice is reported this way too).
+    /// already freed, or for one of the last 64 overflow blocks freed (unless
+    /// the heap has handed its address out again);
+    /// [`AllocError::ForeignPointer`] for a pointer that is neither a pool
+    /// block nor a live overflow block.
     ///
     /// # Safety
     ///
@@ -411,9 +524,19 @@ impl TempJob {
         }
         let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
         let Some(block) = overflow.blocks.remove(&(ptr.as_ptr() as usize)) else {
-            return Err(AllocError::ForeignPointer);
+            return Err(
+                if overflow.recently_freed.contains(&(ptr.as_ptr() as usize)) {
+                    AllocError::DoubleFree
+                } else {
+                    AllocError::ForeignPointer
+                },
+            );
         };
         overflow.bytes -= block.layout.size();
+        if overflow.recently_freed.len() == RECENT_FREES {
+            overflow.recently_freed.pop_front();
+        }
+        overflow.recently_freed.push_back(ptr.as_ptr() as usize);
         drop(overflow);
         // SAFETY: the map held it, so it came from `std::alloc::alloc` with
         // this layout and is freed once (it left the map).
@@ -433,60 +556,113 @@ impl TempJob {
         self.frame += 1;
         let now = self.frame;
         let mut overdue = Vec::new();
-        let mut live = 0;
-        self.walk(|r, address| match r.state {
-            LIVE | WARNED => {
-                live += 1;
+        let mut visits = 0;
+        let base = self.base;
+        let limit = self.offset.load(Ordering::Relaxed).min(self.capacity);
+        // What changed since the last end of frame: the blocks live then
+        // (some freed since), and the records made since.
+        let mut live = core::mem::take(&mut self.live_records);
+        let mut check = |at: usize, r: &mut Record, keep: &mut Vec<usize>| {
+            visits += 1;
+            if matches!(r.state, LIVE | WARNED) {
+                keep.push(at);
                 let age = u64::from((now as u32).wrapping_sub(r.frame));
                 if r.state == LIVE && age > Self::MAX_AGE_FRAMES {
                     r.state = WARNED;
                     overdue.push(Overdue {
-                        address,
+                        address: base.as_ptr() as usize + at + RECORD,
                         size: r.size,
                         frame: now - age,
                         age,
                     });
                 }
             }
-            _ => {}
-        });
-        if live == 0 {
-            self.offset.store(0, Ordering::Relaxed);
+        };
+        let mut keep = Vec::with_capacity(live.len());
+        for at in live.drain(..) {
+            // SAFETY: `at` is the offset of a record that was live at the
+            // last end of frame; the pool below `walked` was not reused since
+            // (the offset only rolls back to the end of the last live block).
+            let r = unsafe { &mut *base.add(at).cast::<Record>().as_ptr() };
+            check(at, r, &mut keep);
         }
+        let from = self.walked;
+        self.walk_range(from, limit, |r, at| check(at, r, &mut keep));
+        // Roll the pool back to the end of the last live block: everything
+        // after it is free, so one long-lived block pins only itself (and
+        // what was allocated before it), not the whole pool.
+        let end = keep
+            .iter()
+            .map(|&at| {
+                // SAFETY: a live record, as above.
+                let r = unsafe { &*base.add(at).cast::<Record>().as_ptr() };
+                at + RECORD + align_up(r.size, Self::MIN_ALIGN)
+            })
+            .max()
+            .unwrap_or(0);
+        self.offset.store(end, Ordering::Relaxed);
+        self.walked = end;
+        self.live_records = keep;
         let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
-        for (&address, b) in overflow.blocks.iter_mut() {
-            let age = now - b.frame;
-            if !b.warned && age > Self::MAX_AGE_FRAMES {
+        // Overflow blocks in allocation order: only those reaching the age
+        // limit now are looked at (each entry once).
+        while let Some(&(frame, address)) = overflow.by_age.front() {
+            if now - frame <= Self::MAX_AGE_FRAMES {
+                break;
+            }
+            overflow.by_age.pop_front();
+            visits += 1;
+            if let Some(b) = overflow.blocks.get_mut(&address)
+                && b.frame == frame
+                && !b.warned
+            {
                 b.warned = true;
                 overdue.push(Overdue {
                     address,
                     size: b.layout.size(),
                     frame: b.frame,
-                    age,
+                    age: now - frame,
                 });
             }
         }
+        drop(overflow);
         overdue.sort_unstable_by_key(|o| o.address);
+        for o in &overdue {
+            match &self.overdue_hook {
+                Some(h) => h(o),
+                None => eprintln!("warning: {o}"),
+            }
+        }
+        self.end_frame_visits = visits;
         overdue
     }
 
-    /// Visits every block record of the pool (not the padding) with the
-    /// block's address.
-    fn walk(&mut self, mut visit: impl FnMut(&mut Record, usize)) {
-        let limit = self.offset.load(Ordering::Relaxed).min(self.capacity);
-        let mut at = 0;
-        while at < limit {
-            // SAFETY: `at` is a 16-aligned offset below `limit <= capacity`
-            // that starts a record: the chain starts at 0 and every step
-            // below moves to the next record written by a reservation that
-            // completed (`&mut self`: none is in flight).
+    /// Records and overflow entries the last [`end_frame`](Self::end_frame)
+    /// looked at: the blocks live at the end of the frame before, the
+    /// blocks made since, and the overflow blocks that reached the age
+    /// limit; never the blocks freed long ago.
+    pub fn end_frame_visits(&self) -> usize {
+        self.end_frame_visits
+    }
+
+    /// Visits every block record of the pool at offsets `from..to` (`from`
+    /// the start of a record) with the record's offset.
+    fn walk_range(&mut self, from: usize, to: usize, mut visit: impl FnMut(&mut Record, usize)) {
+        let mut at = from;
+        while at < to {
+            // SAFETY: `at` is a 16-aligned offset below `to <= capacity`
+            // that starts a record: the chain starts at `from` (0, or the end
+            // of a block) and every step below moves to the next record
+            // written by a reservation that completed (`&mut self`: none is
+            // in flight).
             let r = unsafe { &mut *self.base.add(at).cast::<Record>().as_ptr() };
             match r.state {
                 PAD => at += RECORD + r.size,
                 END => break,
                 LIVE | WARNED | FREED => {
-                    visit(r, self.base.as_ptr() as usize + at + RECORD);
-                    at += RECORD + align_up(r.size, Self::MIN_ALIGN);
+                    let size = r.size;
+                    visit(r, at);
+                    at += RECORD + align_up(size, Self::MIN_ALIGN);
                 }
                 other => {
                     debug_assert!(
@@ -497,6 +673,14 @@ impl TempJob {
                 }
             }
         }
+    }
+
+    /// Visits every block record of the pool (not the padding) with the
+    /// block's address.
+    fn walk(&mut self, mut visit: impl FnMut(&mut Record, usize)) {
+        let limit = self.offset.load(Ordering::Relaxed).min(self.capacity);
+        let base = self.base.as_ptr() as usize;
+        self.walk_range(0, limit, |r, at| visit(r, base + at + RECORD));
     }
 
     /// What a drop would report now: every live block, pool and overflow.

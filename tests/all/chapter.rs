@@ -912,3 +912,49 @@ proptest! {
         }
     }
 }
+
+/// Frame N-1's data stays readable (through its checked handle) while frame
+/// N allocates, and the handle dies exactly when its buffer is reused.
+fn frame_handles_live_n_minus_1_frames<const N: usize>() {
+    let mut frames = FrameAllocator::<N>::new(4096).unwrap();
+    let other = FrameAllocator::<N>::new(4096).unwrap();
+    let kept = frames.keep(&[7u32, 8, 9]).unwrap();
+    assert_eq!(
+        other.get(kept),
+        Err(AllocError::BadMarker),
+        "another allocator's handle"
+    );
+    for later in 1..N {
+        frames.begin_frame();
+        // Overwrite the live buffer: the kept data is elsewhere.
+        let p = frames.alloc(4096, 8).unwrap();
+        fill(p, 4096, 0xEE);
+        assert_eq!(
+            frames.get(kept).unwrap(),
+            [7, 8, 9],
+            "N={N}, {later} frames later"
+        );
+        assert!(frames.is_alive(kept));
+    }
+    frames.begin_frame();
+    assert!(!frames.is_alive(kept));
+    assert_eq!(
+        frames.get(kept),
+        Err(AllocError::BadMarker),
+        "N={N}: reused after N frames"
+    );
+    let again = frames.keep(&[1u64, 2]).unwrap();
+    frames.reset_all();
+    assert_eq!(
+        frames.get(again),
+        Err(AllocError::BadMarker),
+        "reset_all kills every handle"
+    );
+}
+
+#[test]
+fn frame_handles_stay_readable_for_n_minus_1_frames() {
+    frame_handles_live_n_minus_1_frames::<2>();
+    frame_handles_live_n_minus_1_frames::<3>();
+    frame_handles_live_n_minus_1_frames::<4>();
+}

@@ -5,10 +5,12 @@
 //! block with a byte pattern derived from its address, free some of their
 //! own blocks, hand others to a shared pool from which any thread takes them
 //! and frees (or adopts) them, and verify the pattern of every block they
-//! free. At the end every block is freed and the harness asserts that
-//! nothing was lost (allocations == frees) and nothing was corrupted (every
-//! pattern intact: overlapping blocks or a block handed out twice would
-//! overwrite each other's pattern).
+//! free. At the end every block is freed; the harness asserts that nothing
+//! was corrupted (every pattern intact: the pattern comes from a serial
+//! unique to the allocation, so overlapping blocks or a block handed out
+//! twice overwrite each other's pattern), and each test asserts from the
+//! allocator's own accounting that nothing was lost (bytes or blocks in use
+//! back to zero). Runs use twice as many threads as cores.
 //!
 //! Plug an allocator in with [`run`] (defaults) or [`run_with`] (sizes,
 //! alignments, a fixed layout for pools). Sizes: [`rounds`] scales a native
@@ -74,6 +76,8 @@ pub struct Report {
     pub handed_over: usize,
     /// Allocations refused with `OutOfMemory` (bounded allocators).
     pub refused: usize,
+    /// Bytes requested by the successful allocations.
+    pub bytes: usize,
 }
 
 /// `native` rounds, scaled by `ALLOCASM_STRESS_SCALE` (default 1) and cut
@@ -92,15 +96,19 @@ struct Block {
     ptr: NonNull<u8>,
     layout: Layout,
     owner: usize,
+    /// Unique per allocation of the run (thread and serial): the pattern is
+    /// derived from it, so a block handed out twice (even at the same
+    /// address) or two blocks that overlap overwrite each other's pattern.
+    id: u64,
 }
 
 // SAFETY: a block is owned by exactly one thread at a time (its local list
 // or, under the mutex, the shared pool); the pointer is only a handle.
 unsafe impl Send for Block {}
 
-/// The pattern byte at `offset` of a block at `addr`.
-fn pattern(addr: usize, offset: usize) -> u8 {
-    let h = (addr as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+/// The pattern byte at `offset` of the block with identity `id`.
+fn pattern(id: u64, offset: usize) -> u8 {
+    let h = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     ((h >> 56) as u8)
         .wrapping_add(offset as u8)
         .wrapping_mul(31)
@@ -108,11 +116,10 @@ fn pattern(addr: usize, offset: usize) -> u8 {
 }
 
 fn fill(b: &Block) {
-    let addr = b.ptr.as_ptr() as usize;
     // SAFETY: the block is live, owned by the caller, `layout.size()` bytes.
     let bytes = unsafe { std::slice::from_raw_parts_mut(b.ptr.as_ptr(), b.layout.size()) };
     for (i, byte) in bytes.iter_mut().enumerate() {
-        *byte = pattern(addr, i);
+        *byte = pattern(b.id, i);
     }
 }
 
@@ -123,7 +130,7 @@ fn verify(name: &str, b: &Block) {
     if let Some(i) = bytes
         .iter()
         .enumerate()
-        .position(|(i, &v)| v != pattern(addr, i))
+        .position(|(i, &v)| v != pattern(b.id, i))
     {
         panic!(
             "{name}: block {:#x} ({:?}, allocated by thread {}) corrupted at byte {i}: {:#x}, expected {:#x}",
@@ -131,7 +138,7 @@ fn verify(name: &str, b: &Block) {
             b.layout,
             b.owner,
             bytes[i],
-            pattern(addr, i)
+            pattern(b.id, i)
         );
     }
 }
@@ -167,6 +174,7 @@ pub fn run_with<A: RawAllocator + Sync>(name: &str, a: &A, cfg: &Config) -> Repo
     let frees = AtomicUsize::new(0);
     let handed_over = AtomicUsize::new(0);
     let refused = AtomicUsize::new(0);
+    let bytes = AtomicUsize::new(0);
 
     let free = |b: Block, me: usize| {
         verify(name, &b);
@@ -181,11 +189,12 @@ pub fn run_with<A: RawAllocator + Sync>(name: &str, a: &A, cfg: &Config) -> Repo
 
     std::thread::scope(|s| {
         for me in 0..cfg.threads {
-            let (shared, allocs, refused, free) = (&shared, &allocs, &refused, &free);
+            let (shared, allocs, refused, bytes, free) =
+                (&shared, &allocs, &refused, &bytes, &free);
             s.spawn(move || {
                 let mut rng = Rng::new(0x5EED + me as u64);
                 let mut local: Vec<Block> = Vec::new();
-                for _ in 0..cfg.rounds {
+                for round in 0..cfg.rounds {
                     let op = rng.below(100);
                     if op < 50 || local.is_empty() {
                         let layout = random_layout(cfg, &mut rng);
@@ -205,10 +214,12 @@ pub fn run_with<A: RawAllocator + Sync>(name: &str, a: &A, cfg: &Config) -> Repo
                                     ptr,
                                     layout,
                                     owner: me,
+                                    id: ((me as u64) << 32) | round as u64,
                                 };
                                 fill(&b);
                                 local.push(b);
                                 allocs.fetch_add(1, Ordering::Relaxed);
+                                bytes.fetch_add(layout.size(), Ordering::Relaxed);
                             }
                             Err(AllocError::OutOfMemory { .. }) => {
                                 refused.fetch_add(1, Ordering::Relaxed);
@@ -261,17 +272,24 @@ pub fn run_with<A: RawAllocator + Sync>(name: &str, a: &A, cfg: &Config) -> Repo
         frees: frees.into_inner(),
         handed_over: handed_over.into_inner(),
         refused: refused.into_inner(),
+        bytes: bytes.into_inner(),
     };
     assert!(report.allocs > 0, "{name}: nothing was allocated");
-    assert_eq!(
-        report.allocs, report.frees,
-        "{name}: blocks lost: {report:?}"
-    );
+    // `allocs == frees` would compare the harness's own counters (it frees
+    // every block it made, so it cannot fail); whether the allocator lost a
+    // block is asserted by each test from the allocator's own accounting.
     report
 }
 
+/// Twice as many threads as cores (at least 4, at most 32), so threads are
+/// preempted inside the allocators' fast paths and the windows between a
+/// load and its read-modify-write open; 3 under Miri.
 fn threads() -> usize {
-    if cfg!(miri) { 3 } else { 4 }
+    if cfg!(miri) {
+        return 3;
+    }
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (2 * cores).clamp(4, 32)
 }
 
 #[test]
@@ -287,7 +305,9 @@ fn segregated_fit() {
         "blocks must cross threads: {r:?}"
     );
     // Everything is free again: a second run on the same allocator reuses
-    // the grown spans.
+    // the grown spans. (Asserting it needs `SegregatedFit::stats()`, with
+    // bytes in use back to 0 here and the span count unchanged by the second
+    // run: it is being added on another branch.)
     run("SegregatedFit (second run)", &a, threads(), rounds(5_000));
 }
 
@@ -333,6 +353,13 @@ fn packed_arena() {
         cfg!(miri) || r.handed_over > 0,
         "blocks must cross threads: {r:?}"
     );
+    // The arena's own accounting: every block drained but the current one
+    // (a lost free would keep its block in use).
+    let s = a.stats();
+    assert_eq!(
+        s.blocks_in_use, 1,
+        "PackedArena: blocks still in use: {s:?}"
+    );
 }
 
 #[test]
@@ -345,14 +372,28 @@ fn thread_cursor_arena() {
 fn temp_job() {
     // The pool's size is bounded by the frame record's width (smaller on
     // 32-bit targets).
-    let a = allocasm::TempJob::new(allocasm::unity::MAX_CAPACITY.min(8 << 20)).unwrap();
+    let mut a = allocasm::TempJob::new(8 << 20).unwrap();
     run_with("TempJob", &a, &arena_config(20_000));
+    // The allocator's own accounting: nothing live, so the end of the frame
+    // empties the pool (a lost free would pin it and show up as a leak).
+    assert!(a.end_frame().is_empty());
+    assert_eq!(a.leaks().allocations, 0, "TempJob: blocks still live");
+    assert_eq!(a.used(), 0, "TempJob: the pool did not empty");
 }
 
 #[test]
 fn rewindable() {
-    let a = allocasm::Rewindable::new(64 * 1024, 1 << 20).unwrap();
-    run_with("Rewindable", &a, &arena_config(20_000));
+    let mut a = allocasm::Rewindable::new(64 * 1024, 1 << 20).unwrap();
+    let r = run_with("Rewindable", &a, &arena_config(20_000));
+    // The allocator's own accounting saw every byte handed out.
+    assert!(
+        a.used() >= r.bytes,
+        "Rewindable: used {} < {} bytes handed out",
+        a.used(),
+        r.bytes
+    );
+    a.rewind();
+    assert_eq!(a.used(), 0);
 }
 
 #[test]
@@ -363,6 +404,8 @@ fn rewindable() {
 fn persistent() {
     let a = allocasm::Persistent::new();
     run("Persistent", &a, threads(), rounds(20_000));
+    assert_eq!(a.live_allocations(), 0, "Persistent: blocks still live");
+    assert_eq!(a.live_bytes(), 0, "Persistent: bytes still live");
 }
 
 #[test]
@@ -373,5 +416,77 @@ fn guard_zone() {
         large_every: 0,
         ..Config::new(threads(), rounds(1_000))
     };
-    run_with("GuardZone", &allocasm::GuardZone::new(), &cfg);
+    let a = allocasm::GuardZone::new();
+    run_with("GuardZone", &a, &cfg);
+    assert_eq!(a.live(), 0, "GuardZone: blocks still live");
+}
+
+/// The reduced form of `persistent` that runs under Miri: Persistent over
+/// the page allocator (not SegregatedFit, whose queue's documented stale
+/// link read Miri flags), blocks handed between threads and freed there.
+#[test]
+fn persistent_over_pages_frees_across_threads() {
+    let a = allocasm::Persistent::with_base(PageAllocator::new()).on_leak(|_| {});
+    let cfg = Config {
+        max_size: 4096,
+        large_every: 0,
+        ..Config::new(threads(), rounds(2_000))
+    };
+    let r = run_with("Persistent<PageAllocator>", &a, &cfg);
+    assert!(r.handed_over > 0, "blocks must cross threads: {r:?}");
+    assert_eq!(a.live_allocations(), 0, "Persistent: blocks still live");
+    assert_eq!(a.live_bytes(), 0, "Persistent: bytes still live");
+}
+
+/// `PackedArena` through `alloc_seqcst`, the formally synchronising variant:
+/// small blocks, so frees from other threads drain blocks and the rotation
+/// recycles them while other threads allocate. This is the cross-thread
+/// recycle path in a form Miri's memory model can check (the relaxed fast
+/// path relies on an address dependency Miri does not model).
+struct SeqCstPacked(allocasm::PackedArena);
+
+impl RawAllocator for SeqCstPacked {
+    const FREES_INDIVIDUALLY: bool = true;
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if layout.align() > 16 {
+            return Err(AllocError::TooLarge {
+                requested: layout.align(),
+                max: 16,
+            });
+        }
+        let p = self.0.alloc_seqcst(layout.size())?;
+        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+    }
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded: allocated here with this size.
+        unsafe { self.0.dealloc(ptr, layout.size()) }
+    }
+}
+
+#[test]
+fn packed_arena_recycles_blocks_across_threads() {
+    let a = SeqCstPacked(
+        allocasm::PackedArena::with_config(allocasm::PackedConfig {
+            max_blocks: 64,
+            ..allocasm::PackedConfig::new(1024)
+        })
+        .unwrap(),
+    );
+    let cfg = Config {
+        max_size: 256,
+        max_align: 16,
+        large_every: 0,
+        ..Config::new(threads(), rounds(20_000))
+    };
+    let r = run_with("PackedArena (seqcst)", &a, &cfg);
+    let s = a.0.stats();
+    assert!(
+        cfg!(miri) || r.handed_over > 0,
+        "blocks must cross threads: {r:?}"
+    );
+    assert!(s.recycled > 0, "no block was recycled: {s:?}");
+    assert_eq!(
+        s.blocks_in_use, 1,
+        "PackedArena: blocks still in use: {s:?}"
+    );
 }

@@ -258,7 +258,14 @@ fn temp_bad_input_is_a_clear_error() {
         Err(AllocError::TooLarge { .. })
     ));
     assert_eq!(temp.used(), 0, "refused requests take nothing");
-    assert_eq!(Temp::new(63, &job).err(), Some(AllocError::ZeroSize));
+    assert!(matches!(
+        Temp::new(63, &job),
+        Err(AllocError::InvalidConfig {
+            field: "capacity",
+            value: 63,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -273,10 +280,16 @@ fn temp_serves_allocator_api2_collections() {
         }
         assert_eq!(v.iter().sum::<u64>(), 299 * 300 / 2);
         assert_eq!(v.as_ptr() as usize % 64, 0);
-        assert!(
-            temp.fallback_count() > 0,
-            "growing to 2400 bytes through 4 KiB of doubling spills"
+        assert_eq!(
+            temp.fallback_count(),
+            0,
+            "growing to 2400 bytes in place fits in 4 KiB (by copying, the doublings spilled)"
         );
+        for i in 300..1000 {
+            v.push(i);
+        }
+        assert_eq!(v.iter().sum::<u64>(), 999 * 1000 / 2);
+        assert!(temp.fallback_count() > 0, "8000 bytes spill out of 4 KiB");
     }
     temp.end_frame();
     assert_eq!(temp.used(), 0);
@@ -521,7 +534,14 @@ fn tempjob_bad_input_is_a_clear_error() {
     ));
     assert_eq!(job.used(), 0);
     assert_eq!(job.overflow_count(), 0);
-    assert_eq!(TempJob::new(16).err(), Some(AllocError::ZeroSize));
+    assert!(matches!(
+        TempJob::new(16),
+        Err(AllocError::InvalidConfig {
+            field: "capacity",
+            value: 16,
+            ..
+        })
+    ));
     assert!(matches!(
         TempJob::new(usize::MAX),
         Err(AllocError::TooLarge { .. })
@@ -846,10 +866,20 @@ fn rewindable_bad_input_is_a_clear_error() {
         0,
         "exactly the max fits"
     );
-    assert_eq!(Rewindable::new(0, 4096).err(), Some(AllocError::ZeroSize));
+    assert!(matches!(
+        Rewindable::new(0, 4096),
+        Err(AllocError::InvalidConfig {
+            field: "initial_block",
+            ..
+        })
+    ));
     assert!(matches!(
         Rewindable::new(8192, 4096),
-        Err(AllocError::TooLarge { .. })
+        Err(AllocError::InvalidConfig {
+            field: "max_block",
+            value: 4096,
+            ..
+        })
     ));
 }
 
@@ -895,4 +925,165 @@ fn rewindable_threads_allocate_without_overlap() {
         r.rewind();
         assert_eq!(r.version(), round + 1);
     }
+}
+
+/// The schedule (on armv7 it wrapped the offset to 0 and handed out
+/// the live block): one block of 64 KiB filled by one allocation, then 65,535
+/// requests of the whole block that fail, then a small one. The small one
+/// must fail too, not land on the live block. On 64-bit targets the wrap
+/// needs 2^34 failures; `rewindable::tests` checks there that the offset
+/// does not move at all.
+#[test]
+fn rewindable_repeated_failures_never_reach_a_live_block() {
+    let r = Rewindable::new(65536, 65536).unwrap();
+    let live = r.alloc(65536, 64).unwrap();
+    let n = if cfg!(miri) { 64 } else { 65535 };
+    for i in 0..n {
+        assert!(
+            matches!(r.try_alloc(65536, 64), Err(AllocError::OutOfMemory { .. })),
+            "failure {i}"
+        );
+    }
+    match r.try_alloc(64, 64) {
+        Err(AllocError::OutOfMemory { .. }) => {}
+        other => panic!(
+            "a full block served a request after {n} failures: {other:?} (live block at {live:p})"
+        ),
+    }
+}
+
+/// The same schedule for TempJob (its pre-check already prevented it).
+#[test]
+fn tempjob_repeated_failures_never_reach_a_live_block() {
+    let job = bounded_job(65536);
+    let live = job.try_alloc(65536 - 16, 16).unwrap();
+    let n = if cfg!(miri) { 64 } else { 65535 };
+    for _ in 0..n {
+        assert!(job.try_alloc(65536 - 16, 16).is_err());
+    }
+    assert!(job.try_alloc(16, 16).is_err(), "live block at {live:p}");
+    // SAFETY: `live` came from `job` and is freed once.
+    unsafe { job.dealloc(live).unwrap() };
+}
+
+/// Unity's default sizes can be built on every target (on 32-bit ones
+/// `MAX_CAPACITY` was about 4 MiB, so none of these could).
+#[test]
+fn unity_default_sizes_are_constructible() {
+    let job = TempJob::new(TempJob::DEFAULT_CAPACITY)
+        .unwrap()
+        .on_leak(|_| {});
+    assert_eq!(job.capacity(), TempJob::DEFAULT_CAPACITY);
+    let small = TempJob::new(TempJob::SMALL_CAPACITY)
+        .unwrap()
+        .on_leak(|_| {});
+    assert_eq!(small.capacity(), TempJob::SMALL_CAPACITY);
+    let r = Rewindable::new(
+        Rewindable::DEFAULT_INITIAL_BLOCK,
+        Rewindable::DEFAULT_MAX_BLOCK,
+    )
+    .unwrap();
+    assert_eq!(r.max_block(), Rewindable::DEFAULT_MAX_BLOCK);
+    // A request larger than the fast path's fetch_add bound (32-bit targets
+    // reserve it with a compare-and-swap) is still served, and disjoint.
+    let big = allocasm::unity::MAX_FAST_RESERVE.min(TempJob::DEFAULT_CAPACITY / 4) + 1;
+    let a = job.try_alloc(big, 16).unwrap();
+    let b = job.try_alloc(16, 16).unwrap();
+    assert!(
+        b.as_ptr() as usize >= a.as_ptr() as usize + big
+            || (b.as_ptr() as usize) < a.as_ptr() as usize
+    );
+    let c = r.alloc(big, 64).unwrap();
+    let d = r.alloc(64, 64).unwrap();
+    assert_ne!(c, d);
+    let temp = Temp::new(Temp::<&TempJob>::EDITOR_MAIN_THREAD_CAPACITY, &job).unwrap();
+    assert!(temp.try_alloc(64, 64).is_ok());
+}
+
+/// Unity writes a warning for an allocation older than 4 frames: the hook
+/// gets it once per allocation (pool and overflow), however many frames
+/// pass.
+#[test]
+fn tempjob_warns_once_per_overdue_allocation_through_the_hook() {
+    let seen: Arc<Mutex<Vec<Overdue>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let mut job = TempJob::new(4096)
+        .unwrap()
+        .on_leak(|_| {})
+        .on_overdue(move |o| sink.lock().unwrap().push(*o));
+    let pool = job.alloc(100, 8).unwrap();
+    let overflow = job.alloc(8192, 8).unwrap();
+    assert!(!job.owns(overflow.as_ptr()));
+    for _ in 0..4 {
+        job.end_frame();
+    }
+    assert!(seen.lock().unwrap().is_empty(), "4 frames old is in time");
+    let returned = job.end_frame();
+    for _ in 0..10 {
+        job.end_frame();
+    }
+    let seen = seen.lock().unwrap().clone();
+    let mut addresses: Vec<usize> = seen.iter().map(|o| o.address).collect();
+    addresses.sort_unstable();
+    let mut want = vec![pool.as_ptr() as usize, overflow.as_ptr() as usize];
+    want.sort_unstable();
+    assert_eq!(
+        addresses, want,
+        "each overdue allocation warned exactly once"
+    );
+    assert_eq!(returned, seen, "end_frame returns what it warned about");
+    assert!(seen.iter().all(|o| o.age == 5 && o.frame == 0));
+    // SAFETY: both blocks came from `job` and are freed once.
+    unsafe {
+        job.dealloc(pool).unwrap();
+        job.dealloc(overflow).unwrap();
+    }
+}
+
+/// One long-lived block no longer pins the whole pool: after the blocks
+/// allocated behind it are freed, the end of frame rolls the pool back to
+/// the long-lived block's end and later requests are served from the pool,
+/// not the overflow. And the end of frame looks only at what changed, not at
+/// every block made since the pool was last empty.
+#[test]
+fn tempjob_cost_is_proportional_to_what_changed() {
+    let mut job = TempJob::new(1 << 16).unwrap().on_leak(|_| {});
+    let long_lived = job.alloc(48, 16).unwrap();
+    let n = if cfg!(miri) { 50 } else { 1000 };
+    for _ in 0..3 {
+        let short: Vec<_> = (0..n).map(|_| job.alloc(32, 16).unwrap()).collect();
+        let overflowed = job.overflow_count();
+        for p in short {
+            // SAFETY: each came from `job` and is freed once.
+            unsafe { job.dealloc(p).unwrap() };
+        }
+        job.end_frame();
+        assert_eq!(
+            job.used(),
+            64,
+            "the pool rolls back to the end of the long-lived block"
+        );
+        assert_eq!(job.overflow_count(), overflowed);
+    }
+    // Fill the pool: still no overflow (before, the long-lived block pinned
+    // the pool at its high-water mark and these overflowed).
+    let fill = (job.capacity() - 64) / 48;
+    let again: Vec<_> = (0..fill).map(|_| job.alloc(32, 16).unwrap()).collect();
+    assert_eq!(job.overflow_count(), 0, "served from the pool");
+    for p in again {
+        // SAFETY: as above.
+        unsafe { job.dealloc(p).unwrap() };
+    }
+    job.end_frame();
+    // A frame in which nothing changed looks at the one live block only.
+    job.end_frame();
+    assert_eq!(
+        job.end_frame_visits(),
+        1,
+        "only the live block was looked at"
+    );
+    // SAFETY: from `job`, freed once.
+    unsafe { job.dealloc(long_lived).unwrap() };
+    job.end_frame();
+    assert_eq!(job.used(), 0);
 }
