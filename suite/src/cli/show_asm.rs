@@ -245,6 +245,10 @@ pub fn build_profiles(
     probes: &[Probe],
     progress: &(dyn Fn(BuildEvent) + Sync),
 ) -> Vec<Result<(AsmOutput, ProbeListings), BuildError>> {
+    // Missing targets first, serially (rustup never runs twice at once).
+    if let Err(e) = build::install_targets(profiles, opts, &|e| progress(e)) {
+        return profiles.iter().map(|_| Err(e.clone())).collect();
+    }
     std::thread::scope(|s| {
         let handles: Vec<_> = profiles
             .iter()

@@ -895,12 +895,16 @@ fn read_asm_files(
 }
 
 /// Builds several profiles in parallel, one thread each; results in the
-/// order of `profiles`.
+/// order of `profiles`. Missing targets are installed first, serially
+/// ([`install_targets`]); if that fails, every profile reports it.
 pub fn build_profiles(
     profiles: &[Profile],
     opts: &BuildOptions,
     progress: &(dyn Fn(BuildEvent) + Sync),
 ) -> Vec<Result<AsmOutput, BuildError>> {
+    if let Err(e) = install_targets(profiles, opts, &|e| progress(e)) {
+        return profiles.iter().map(|_| Err(e.clone())).collect();
+    }
     std::thread::scope(|s| {
         let handles: Vec<_> = profiles
             .iter()

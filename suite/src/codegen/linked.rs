@@ -339,6 +339,19 @@ pub fn build_all_linked(
         .filter(|p| p.linked.is_some())
         .flat_map(|p| Lto::ALL.map(|l| (p, l)))
         .collect();
+    // Missing targets first, serially, so the parallel builds never run
+    // rustup side by side.
+    let linked: Vec<Profile> = profiles
+        .iter()
+        .filter(|p| p.linked.is_some())
+        .cloned()
+        .collect();
+    if let Err(e) = build::install_targets(&linked, opts, &|e| progress(e)) {
+        return jobs
+            .iter()
+            .map(|&(p, l)| (p.name.clone(), l, Err(e.clone())))
+            .collect();
+    }
     std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()
