@@ -4,6 +4,7 @@ mod chapter;
 mod cli;
 mod codegen;
 mod conformance;
+mod executed;
 mod guard_zone;
 mod linked;
 mod packed;
