@@ -961,9 +961,13 @@ pub fn measure(
         bias,
         only: None,
     }];
-    // What the probes call through the PLT (`__tls_get_addr`) runs in the
-    // dynamic loader: trace those functions of it too.
-    let through_plt = plt_callees(&driver.disassembly, &driver.symbols, &arch, &names);
+    // What the executable calls through the PLT (`__tls_get_addr`, from a
+    // probe or a callee) runs in the dynamic loader when the loader defines
+    // it: trace those functions of it too.
+    let through_plt: BTreeSet<String> = plt_stubs(&driver.disassembly)
+        .into_keys()
+        .filter_map(|n| n.strip_suffix("@plt").map(str::to_string))
+        .collect();
     let loader = if through_plt.is_empty() {
         None
     } else {
@@ -1033,7 +1037,7 @@ pub fn measure(
         .map(|n| n.to_string())
         .collect();
     let method = format!(
-        "{qemu}{} -singlestep -d exec,nochain -dfilter <probes and callees> {DRIVER} all {} \
+        "{qemu}{} -singlestep -d exec,nochain -dfilter <the executable's code, the loader's PLT targets> {DRIVER} all {} \
          (first {} calls of each probe dropped)",
         opts.cpu
             .as_ref()

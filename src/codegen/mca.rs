@@ -92,6 +92,10 @@ pub struct Mca {
     pub bottleneck: String,
     /// Lines llvm-mca could not assemble, dropped from the block.
     pub dropped: Vec<String>,
+    /// Instructions the CPU's model has no scheduling information for:
+    /// assembled but left out of the figures (llvm-mca's
+    /// `-skip-unsupported-instructions=lack-sched`).
+    pub skipped: Vec<String>,
     /// Whether the CPU's model is indicative only (Apple).
     pub indicative: bool,
 }
@@ -191,6 +195,11 @@ pub fn analyze(lines: &[String], triple: &str, arch: &Arch, cpu: &str) -> anyhow
             .args(&extra)
             .arg(format!("-iterations={ITERATIONS}"))
             .arg("-bottleneck-analysis")
+            // Instructions a model has no scheduling for (LLVM 22's
+            // neoverse-v2 and apple-m4 lack LSE's `ldadd`, cortex-a15 the
+            // register-list `push`/`pop`) are skipped and listed in
+            // `skipped`, not an error.
+            .arg("-skip-unsupported-instructions=lack-sched")
             .arg("-")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -210,6 +219,7 @@ pub fn analyze(lines: &[String], triple: &str, arch: &Arch, cpu: &str) -> anyhow
             r.cpu = cpu.to_string();
             r.triple = mtriple.clone();
             r.dropped = dropped;
+            r.skipped = skipped_instructions(&stderr);
             r.indicative = indicative(cpu);
             return Ok(r);
         }
@@ -317,8 +327,27 @@ pub fn parse(text: &str) -> anyhow::Result<Mca> {
         top_resource: top,
         bottleneck,
         dropped: Vec::new(),
+        skipped: Vec::new(),
         indicative: false,
     })
+}
+
+/// The instructions llvm-mca says it skipped (`note: instruction: \t...`
+/// after a warning about an unsupported instruction).
+fn skipped_instructions(stderr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut after_unsupported = false;
+    for l in stderr.lines() {
+        if l.starts_with("warning:") || l.starts_with("error:") {
+            after_unsupported =
+                l.contains("unsupported instruction") || l.contains("scheduling class");
+        } else if let Some(i) = l.strip_prefix("note: instruction:")
+            && after_unsupported
+        {
+            out.push(i.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -416,5 +445,39 @@ Resource pressure per iteration:
         assert_eq!(m.dropped, ["bl allocasm::x::y"]);
         assert_eq!(m.instructions, 4);
         assert!(m.block_rthroughput > 0.0);
+        assert!(m.skipped.is_empty(), "{m:?}");
+    }
+
+    /// LLVM 22's Neoverse V2 model has no scheduling for LSE's `ldadd`: it
+    /// is skipped and the result says so (the report must not present the
+    /// figure as the atomic's cost).
+    #[test]
+    fn an_instruction_without_scheduling_is_listed_as_skipped() {
+        if llvm_mca().is_none() {
+            eprintln!("llvm-mca {LLVM_MAJOR} missing: skipped");
+            return;
+        }
+        let lines = vec![
+            "ldadd x1, x2, [x0]".to_string(),
+            "add x0, x0, #1".to_string(),
+        ];
+        let m = analyze(
+            &lines,
+            "aarch64-unknown-linux-gnu",
+            &Arch::Aarch64,
+            "neoverse-v2",
+        )
+        .unwrap();
+        assert_eq!(m.skipped, ["ldadd x1, x2, [x0]"]);
+        assert_eq!(m.instructions, 1);
+    }
+
+    #[test]
+    fn skipped_notes_are_read() {
+        let stderr = "warning: found a return instruction in the input assembly sequence.\n\
+            note: program counter updates are ignored.\n\
+            warning: found an unsupported instruction in the input assembly sequence, skipping\n\
+            note: instruction: \tldadd\tx1, x2, [x0]\n";
+        assert_eq!(skipped_instructions(stderr), ["ldadd x1, x2, [x0]"]);
     }
 }
