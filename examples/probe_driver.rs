@@ -242,7 +242,10 @@ fn main() {
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_else(|| usage());
     // Where the executable was loaded: the tracer maps the symbol table's
     // addresses to the run's with it.
-    println!("base probe_linear_alloc {:#x}", probe_linear_alloc as usize);
+    println!(
+        "base probe_linear_alloc {:#x}",
+        probe_linear_alloc as *const () as usize
+    );
     // And where the dynamic loader is (its `__tls_get_addr` is called
     // through the PLT on some targets): qemu-user emulates the maps file.
     if let Ok(maps) = std::fs::read_to_string("/proc/self/maps")
