@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! qemu-<arch> [-cpu <cpu>] -L /usr/<gnu-triple> -singlestep -d exec,nochain \
-//!     -dfilter <each probe's range>,<each callee's range> -D <log> probe_driver all <calls>
+//!     -dfilter <the executable's code>,<the loader's PLT targets> -D <log> probe_driver all <calls>
 //! ```
 //!
 //! (`qemu-x86_64` for x86_64: the same method on every profile). With
@@ -18,17 +18,19 @@
 //! `nochain` every execution of a block goes through the loop that logs
 //! `Trace ...: [.../<pc>/...]`, so the log is the exact sequence of executed
 //! instructions inside the filtered ranges. qemu 7.2 (Debian 12) has no TCG
-//! plugins; this needs none.
+//! plugins; this needs none. A first, untraced run (`probe_driver base`)
+//! tells where qemu loaded the executable and the dynamic loader.
 //!
 //! Each call is one *window* of that sequence: from the probe's entry to its
-//! unconditional return, callees included (an outline-atomics helper such as
+//! taken return, callees included (an outline-atomics helper such as
 //! `__aarch64_ldadd8_relax`, armv7's `__aeabi_read_tp`, riscv64's
-//! not-inlined `LocalKey::with`). Callees are the functions a probe calls
-//! directly and what those call in turn (two levels), found in the
-//! disassembly; a call whose callee is not traced (through the GOT or a PLT
-//! stub) is counted in [`Executed::untraced_calls`] so a short count never
-//! passes silently. The driver's set-up between calls uses the library's
-//! API inlined into the driver, outside every window.
+//! not-inlined `LocalKey::with`, a PLT stub and the loader's
+//! `__tls_get_addr` behind it). Every function of the executable is traced,
+//! and of the dynamic loader the functions the executable's PLT names; a
+//! call that comes back without any return executing in between (into code
+//! that was not traced) is counted in [`Executed::untraced_calls`], so a
+//! short count never passes silently. The driver's set-up between calls uses
+//! the library's API inlined into the driver, outside every window.
 //!
 //! The first [`MeasureOptions::warmup`] calls of each probe are dropped (the
 //! first call of the thread cursor refills it); [`Executed::instructions`]
@@ -101,8 +103,9 @@ pub struct Executed {
     pub max: u64,
     /// Calls measured (after the warm-up).
     pub calls: usize,
-    /// Calls (per call) to a function that was not traced (through the GOT
-    /// or a PLT stub): its instructions are missing from `instructions`.
+    /// Calls (per call) into code that was not traced (a shared library
+    /// other than the loader): their instructions are missing from
+    /// `instructions`. 0 on every profile measured so far.
     pub untraced_calls: u64,
     /// The probe's listing lines (the executable's listing, normalized) in
     /// the order one call executed them; empty when the disassembly and the
@@ -506,7 +509,7 @@ impl CodeMap {
     pub fn new(objects: &[Object<'_>], arch: &Arch) -> CodeMap {
         let mut functions: Vec<(String, u64, u64)> = Vec::new();
         let mut texts: Vec<BTreeMap<u64, String>> = Vec::new();
-        for (k, o) in objects.iter().enumerate() {
+        for o in objects {
             let mut all: BTreeMap<u64, String> = BTreeMap::new();
             for line in o.disassembly.lines() {
                 let Some((addr, text)) = line.trim_start().split_once(":\t") else {
@@ -534,7 +537,6 @@ impl CodeMap {
                 }
                 let a = a.wrapping_add_signed(o.bias);
                 functions.push((name, a, a + size));
-                let _ = k;
             }
         }
         functions.sort_by_key(|f| (f.1, std::cmp::Reverse(f.2)));
@@ -601,7 +603,7 @@ impl CodeMap {
     }
 }
 
-/// One call of a probe: the addresses (symbol-table addresses) it executed.
+/// One call of a probe: the addresses (the run's) it executed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Window {
     /// The probe.
