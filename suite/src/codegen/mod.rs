@@ -56,9 +56,11 @@
 //! [`default_target_root`].
 
 pub mod build;
+pub mod executed;
 pub mod expect;
 pub mod linked;
 pub mod listing;
+pub mod mca;
 pub mod normalize;
 pub mod parse;
 pub mod profile;

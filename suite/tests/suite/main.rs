@@ -4,6 +4,7 @@
 
 mod cli;
 mod codegen;
+mod executed;
 mod linked;
 mod probes;
 mod rustup;

@@ -1,0 +1,231 @@
+//! Instruction counts of the fast paths on x86_64 Linux, under valgrind's
+//! callgrind through gungraun (the successor of iai-callgrind): one call of
+//! each probe, counted from its entry to its return (callgrind's
+//! `--toggle-collect=<probe>`, gungraun's `EntryPoint::Custom`), callees
+//! included. The count does not depend on the machine's load, so CI can gate
+//! on it where wall-clock benches cannot: each bench has a hard limit on
+//! `Ir` (instructions executed) at the count this commit executes, and a PR
+//! that adds an instruction to a fast path fails `cargo bench --bench
+//! fastpaths`.
+//!
+//! The limits are the counts measured on rustc 1.95.0 for
+//! x86_64-unknown-linux-gnu: callgrind's count here and the suite's
+//! qemu-user count of the linked probe driver (`allocasm::codegen::executed`,
+//! profile x86_64-linux) agree on every one of them. A change of compiler
+//! that changes them is a codegen change to read (`cargo run --release --
+//! show <probe> -p x86_64-linux`); the limit moves with it in the same
+//! commit. Lowering a limit below the count fails the run ("Performance has
+//! regressed: Instructions (21) exceeds limit by 1"), exit status 3.
+//!
+//! The set-up (building the allocator, the warm-up that fills the thread's
+//! cursor, the allocation a free gives back) runs in gungraun's `setup`
+//! functions through the library's inlined API, never through a probe, so
+//! nothing of it is counted.
+//!
+//! Run: `cargo bench --bench fastpaths` (needs valgrind and
+//! `gungraun-runner` at the version of the `gungraun` crate; scripts/setup
+//! installs both). x86_64 Linux only; elsewhere the bench is an empty program.
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod linux {
+    use std::alloc::Layout;
+    use std::hint::black_box;
+
+    use allocasm::probes::*;
+    use allocasm::{
+        FitPolicy, FrameAllocator, FreeList, LinearArena, PackedArena, Pool, SegregatedFit,
+        StackAllocator, Temp, TempJob, ThreadCursorArena,
+    };
+    use gungraun::{
+        Callgrind, EntryPoint, EventKind, LibraryBenchmarkConfig, library_benchmark,
+        library_benchmark_group,
+    };
+
+    const SIZE: usize = 16;
+
+    /// Callgrind counting one probe, inclusive, with a hard limit on the
+    /// instructions it may execute.
+    pub fn counting(probe: &str, max_ir: u64) -> LibraryBenchmarkConfig {
+        let mut tool = Callgrind::default();
+        tool.entry_point(EntryPoint::Custom(probe.to_string()))
+            .hard_limits([(EventKind::Ir, max_ir)]);
+        let mut config = LibraryBenchmarkConfig::default();
+        config.tool(tool);
+        config
+    }
+
+    fn linear() -> LinearArena<'static> {
+        let a = LinearArena::new(1 << 16).unwrap();
+        a.alloc(SIZE, 8).unwrap();
+        a
+    }
+
+    #[library_benchmark(config = counting("probe_linear_alloc", 21))]
+    #[bench::warm(setup = linear)]
+    fn linear_alloc(a: LinearArena<'static>) -> LinearArena<'static> {
+        black_box(probe_linear_alloc(black_box(&a), black_box(SIZE)));
+        a
+    }
+
+    fn stack() -> StackAllocator<'static> {
+        StackAllocator::new(1 << 16).unwrap()
+    }
+
+    #[library_benchmark(config = counting("probe_stack_alloc", 21))]
+    #[bench::warm(setup = stack)]
+    fn stack_alloc(s: StackAllocator<'static>) -> StackAllocator<'static> {
+        black_box(probe_stack_alloc(black_box(&s), black_box(SIZE)));
+        s
+    }
+
+    fn pool() -> Pool<'static> {
+        Pool::new(SIZE, 8, 64).unwrap()
+    }
+
+    #[library_benchmark(config = counting("probe_pool_alloc", 7))]
+    #[bench::warm(setup = pool)]
+    fn pool_alloc(p: Pool<'static>) -> Pool<'static> {
+        black_box(probe_pool_alloc(black_box(&p)));
+        p
+    }
+
+    fn pool_with_slot() -> (Pool<'static>, *mut u8) {
+        let p = pool();
+        let slot = p.alloc().unwrap().as_ptr();
+        (p, slot)
+    }
+
+    #[library_benchmark(config = counting("probe_pool_free", 8))]
+    #[bench::warm(setup = pool_with_slot)]
+    fn pool_free(input: (Pool<'static>, *mut u8)) -> Pool<'static> {
+        let (p, slot) = input;
+        // SAFETY: `slot` is a live slot of `p`, freed once.
+        black_box(unsafe { probe_pool_free(black_box(&p), black_box(slot)) });
+        p
+    }
+
+    fn free_list() -> FreeList<'static> {
+        FreeList::new(1 << 16, FitPolicy::FirstFit).unwrap()
+    }
+
+    #[library_benchmark(config = counting("probe_freelist_alloc", 74))]
+    #[bench::warm(setup = free_list)]
+    fn freelist_alloc(l: FreeList<'static>) -> FreeList<'static> {
+        black_box(probe_freelist_alloc(black_box(&l), black_box(SIZE)));
+        l
+    }
+
+    fn frames() -> FrameAllocator<2> {
+        FrameAllocator::<2>::new(1 << 16).unwrap()
+    }
+
+    #[library_benchmark(config = counting("probe_frame_alloc", 24))]
+    #[bench::warm(setup = frames)]
+    fn frame_alloc(f: FrameAllocator<2>) -> FrameAllocator<2> {
+        black_box(probe_frame_alloc(black_box(&f), black_box(SIZE)));
+        f
+    }
+
+    fn packed() -> PackedArena {
+        let a = PackedArena::new(1 << 16).unwrap();
+        a.alloc(SIZE).unwrap();
+        a
+    }
+
+    #[library_benchmark(config = counting("probe_packed_alloc_relaxed", 32))]
+    #[bench::warm(setup = packed)]
+    fn packed_alloc_relaxed(a: PackedArena) -> PackedArena {
+        black_box(probe_packed_alloc_relaxed(black_box(&a), black_box(SIZE)));
+        a
+    }
+
+    fn thread_cursor() -> ThreadCursorArena {
+        let a = ThreadCursorArena::new().unwrap();
+        // The first allocation of the thread takes the refill.
+        a.alloc(SIZE).unwrap();
+        a
+    }
+
+    #[library_benchmark(config = counting("probe_thread_cursor_alloc", 33))]
+    #[bench::warm(setup = thread_cursor)]
+    fn thread_cursor_alloc(a: ThreadCursorArena) -> ThreadCursorArena {
+        black_box(probe_thread_cursor_alloc(black_box(&a), black_box(SIZE)));
+        a
+    }
+
+    #[library_benchmark(config = counting("probe_segregated_size_class", 22))]
+    #[bench::small(SIZE)]
+    fn segregated_size_class(size: usize) -> usize {
+        black_box(probe_segregated_size_class(black_box(size)))
+    }
+
+    fn segregated() -> SegregatedFit {
+        let a = SegregatedFit::new();
+        let layout = Layout::from_size_align(SIZE, 8).unwrap();
+        let ps: Vec<_> = (0..8).map(|_| a.alloc(layout).unwrap()).collect();
+        for p in ps {
+            // SAFETY: allocated above with `layout`, freed once.
+            unsafe { a.dealloc(p, layout) };
+        }
+        a
+    }
+
+    #[library_benchmark(config = counting("probe_segregated_alloc", 58))]
+    #[bench::warm(setup = segregated)]
+    fn segregated_alloc(a: SegregatedFit) -> SegregatedFit {
+        black_box(probe_segregated_alloc(black_box(&a), black_box(SIZE)));
+        a
+    }
+
+    fn temp_job() -> TempJob {
+        TempJob::new(1 << 16).unwrap().on_leak(|_| {})
+    }
+
+    #[library_benchmark(config = counting("probe_tempjob_alloc", 25))]
+    #[bench::warm(setup = temp_job)]
+    fn tempjob_alloc(j: TempJob) -> TempJob {
+        black_box(probe_tempjob_alloc(black_box(&j), black_box(SIZE)));
+        j
+    }
+
+    fn temp() -> Temp<&'static TempJob> {
+        let job: &'static TempJob = Box::leak(Box::new(temp_job()));
+        Temp::new(1 << 16, job).unwrap()
+    }
+
+    #[library_benchmark(config = counting("probe_temp_alloc", 13))]
+    #[bench::warm(setup = temp)]
+    fn temp_alloc(t: Temp<&'static TempJob>) -> Temp<&'static TempJob> {
+        black_box(probe_temp_alloc(black_box(&t), black_box(SIZE)));
+        t
+    }
+
+    library_benchmark_group!(
+        name = fast_paths,
+        benchmarks = [
+            linear_alloc,
+            stack_alloc,
+            pool_alloc,
+            pool_free,
+            freelist_alloc,
+            frame_alloc,
+            packed_alloc_relaxed,
+            thread_cursor_alloc,
+            segregated_size_class,
+            segregated_alloc,
+            tempjob_alloc,
+            temp_alloc
+        ]
+    );
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+use linux::fast_paths;
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+gungraun::main!(library_benchmark_groups = fast_paths);
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn main() {
+    eprintln!("fastpaths: the callgrind benches run on x86_64 Linux only");
+}

@@ -1,0 +1,280 @@
+//! Calls every probe in its warm fast case many times, for the codegen
+//! suite's executed-instruction counts (`allocasm::codegen::executed`): run
+//! under `qemu-<arch> -singlestep -d exec,nochain -dfilter <probe ranges>`,
+//! each call of a probe is one window of the trace from the probe's entry to
+//! its return, so what the CPU executed per call is counted exactly, helpers
+//! (`__aarch64_ldadd8_relax`, `__aeabi_read_tp`) included.
+//!
+//! - `probe_driver all <calls>`: every probe of `allocasm::probes::PROBES`
+//!   in registry order, `calls` times each.
+//! - `probe_driver <probe> <calls>`: one probe.
+//! - `probe_driver list`: the probes it drives, one a line.
+//! - `probe_driver base`: only the lines every command prints first,
+//!   `base probe_linear_alloc <address>` (where the run loaded the probe)
+//!   and `interp <address> <path>` (where it loaded the dynamic loader).
+//!
+//! "Warm fast case": the arena or block has room for every call, the
+//! thread's cursor is filled (its first call takes the refill; later ones
+//! are the fast path), the pool has free slots, the class queue holds more
+//! than one block. The first calls of each probe are the warm-up; the
+//! analysis drops them. Set-up between calls (an allocation for a free to
+//! give back) uses the library's API, inlined here, never a probe, so it is
+//! outside every probe's window.
+//!
+//! A probe added to `allocasm::probes::PROBES` must get a case here: the
+//! codegen tests fail naming it otherwise (`list` is compared to the
+//! registry).
+
+use core::alloc::Layout;
+use core::hint::black_box;
+use core::ptr::NonNull;
+
+use allocasm::probes::*;
+use allocasm::{
+    FitPolicy, FrameAllocator, FreeList, LinearArena, PackedArena, Pool, Rewindable, SegregatedFit,
+    StackAllocator, Temp, TempJob, ThreadCursorArena, ThreadCursorConfig,
+};
+
+/// The request size every allocating probe gets: small enough for every
+/// fast path (a size class, a packed block, a thread chunk).
+const SIZE: usize = 16;
+
+/// The probes this driver runs, in registry order.
+const DRIVEN: &[&str] = &[
+    "probe_linear_alloc",
+    "probe_stack_alloc",
+    "probe_stack_free_to_marker",
+    "probe_pool_alloc",
+    "probe_pool_free",
+    "probe_freelist_alloc",
+    "probe_frame_alloc",
+    "probe_packed_alloc_relaxed",
+    "probe_packed_alloc_seqcst",
+    "probe_packed_dealloc",
+    "probe_thread_cursor_alloc",
+    "probe_segregated_size_class",
+    "probe_segregated_alloc",
+    "probe_segregated_dealloc",
+    "probe_rewindable_alloc",
+    "probe_temp_alloc",
+    "probe_tempjob_alloc",
+];
+
+fn usage() -> ! {
+    eprintln!("usage: probe_driver all <calls> | <probe> <calls> | list");
+    std::process::exit(2)
+}
+
+/// Room for `calls` requests of [`SIZE`] bytes aligned to 64, and some.
+fn room(calls: usize) -> usize {
+    (calls + 16) * 128 + 4096
+}
+
+fn nonnull(p: *mut u8, probe: &str) -> NonNull<u8> {
+    NonNull::new(p).unwrap_or_else(|| panic!("{probe}: the fast case failed (null)"))
+}
+
+/// Runs `probe` `calls` times in its warm fast case; returns a checksum of
+/// the results so nothing is optimized away.
+fn drive(probe: &str, calls: usize) -> usize {
+    let mut sum = 0usize;
+    let bytes = room(calls);
+    match probe {
+        "probe_linear_alloc" => {
+            let arena = LinearArena::new(bytes).expect("arena");
+            for _ in 0..calls {
+                sum ^=
+                    nonnull(probe_linear_alloc(&arena, black_box(SIZE)), probe).as_ptr() as usize;
+            }
+        }
+        "probe_stack_alloc" => {
+            let stack = StackAllocator::new(bytes).expect("stack");
+            for _ in 0..calls {
+                sum ^= nonnull(probe_stack_alloc(&stack, black_box(SIZE)), probe).as_ptr() as usize;
+            }
+        }
+        "probe_stack_free_to_marker" => {
+            let mut stack = StackAllocator::new(bytes).expect("stack");
+            for _ in 0..calls {
+                let marker = stack.marker();
+                stack.alloc(SIZE, 8).expect("stack alloc");
+                let ok = probe_stack_free_to_marker(&mut stack, black_box(marker));
+                assert_eq!(ok, 1, "{probe}: the marker was refused");
+                sum += ok;
+            }
+        }
+        "probe_pool_alloc" => {
+            let pool = Pool::new(SIZE, 8, calls + 16).expect("pool");
+            for _ in 0..calls {
+                sum ^= nonnull(probe_pool_alloc(&pool), probe).as_ptr() as usize;
+            }
+        }
+        "probe_pool_free" => {
+            let pool = Pool::new(SIZE, 8, 64).expect("pool");
+            for _ in 0..calls {
+                let p = pool.alloc().expect("pool alloc");
+                // SAFETY: `p` is a live slot of `pool`, not used afterwards.
+                let ok = unsafe { probe_pool_free(&pool, black_box(p.as_ptr())) };
+                assert_eq!(ok, 1, "{probe}: the free was refused");
+                sum += ok;
+            }
+        }
+        "probe_freelist_alloc" => {
+            let list = FreeList::new(bytes, FitPolicy::FirstFit).expect("free list");
+            for _ in 0..calls {
+                sum ^=
+                    nonnull(probe_freelist_alloc(&list, black_box(SIZE)), probe).as_ptr() as usize;
+            }
+        }
+        "probe_frame_alloc" => {
+            let frames = FrameAllocator::<2>::new(bytes).expect("frames");
+            for _ in 0..calls {
+                sum ^=
+                    nonnull(probe_frame_alloc(&frames, black_box(SIZE)), probe).as_ptr() as usize;
+            }
+        }
+        "probe_packed_alloc_relaxed" | "probe_packed_alloc_seqcst" => {
+            let arena = PackedArena::new(bytes.next_power_of_two()).expect("packed arena");
+            let f = if probe == "probe_packed_alloc_relaxed" {
+                probe_packed_alloc_relaxed
+            } else {
+                probe_packed_alloc_seqcst
+            };
+            for _ in 0..calls {
+                sum ^= nonnull(f(&arena, black_box(SIZE)), probe).as_ptr() as usize;
+            }
+        }
+        "probe_packed_dealloc" => {
+            let arena = PackedArena::new(bytes.next_power_of_two()).expect("packed arena");
+            // One block stays live, so no free brings the counter to zero
+            // (the recycle is the slow path).
+            let pin = arena.alloc(SIZE).expect("packed alloc");
+            for _ in 0..calls {
+                let p = arena.alloc(SIZE).expect("packed alloc");
+                // SAFETY: `p` is a live allocation of `SIZE` bytes from
+                // `arena`, freed once, not used afterwards.
+                unsafe { probe_packed_dealloc(&arena, black_box(p.as_ptr()), SIZE) };
+                sum += 1;
+            }
+            sum ^= pin.as_ptr() as usize;
+        }
+        "probe_thread_cursor_alloc" => {
+            let arena = ThreadCursorArena::with_config(ThreadCursorConfig {
+                chunk_size: bytes.next_power_of_two(),
+                block_size: bytes.next_power_of_two() * 2,
+                max_blocks: 4,
+            })
+            .expect("thread cursor arena");
+            for _ in 0..calls {
+                sum ^= nonnull(probe_thread_cursor_alloc(&arena, black_box(SIZE)), probe).as_ptr()
+                    as usize;
+            }
+        }
+        "probe_segregated_size_class" => {
+            for _ in 0..calls {
+                sum ^= probe_segregated_size_class(black_box(SIZE));
+            }
+        }
+        "probe_segregated_alloc" => {
+            let a = SegregatedFit::new();
+            let layout = Layout::from_size_align(SIZE, 8).expect("layout");
+            // Grow the class once and give most of it back, so every
+            // measured pop finds several blocks queued.
+            let warm: Vec<NonNull<u8>> = (0..8).map(|_| a.alloc(layout).expect("alloc")).collect();
+            for p in warm {
+                // SAFETY: allocated above with `layout`, freed once.
+                unsafe { a.dealloc(p, layout) };
+            }
+            for _ in 0..calls {
+                let p = nonnull(probe_segregated_alloc(&a, black_box(SIZE)), probe);
+                sum ^= p.as_ptr() as usize;
+                // SAFETY: allocated just above with `layout`, freed once.
+                unsafe { a.dealloc(p, layout) };
+            }
+        }
+        "probe_segregated_dealloc" => {
+            let a = SegregatedFit::new();
+            let layout = Layout::from_size_align(SIZE, 8).expect("layout");
+            let warm: Vec<NonNull<u8>> = (0..8).map(|_| a.alloc(layout).expect("alloc")).collect();
+            // Keep one of them live and the rest queued: the queue is never
+            // empty when the probe pushes.
+            for &p in &warm[1..] {
+                // SAFETY: allocated above with `layout`, freed once.
+                unsafe { a.dealloc(p, layout) };
+            }
+            for _ in 0..calls {
+                let p = a.alloc(layout).expect("alloc");
+                // SAFETY: `p` was allocated by `a` with `SIZE` and alignment
+                // 8, freed once here, not used afterwards.
+                unsafe { probe_segregated_dealloc(&a, black_box(p.as_ptr()), SIZE) };
+                sum += 1;
+            }
+            sum ^= warm[0].as_ptr() as usize;
+        }
+        "probe_rewindable_alloc" => {
+            let r = Rewindable::new(bytes, bytes).expect("rewindable");
+            for _ in 0..calls {
+                sum ^=
+                    nonnull(probe_rewindable_alloc(&r, black_box(SIZE)), probe).as_ptr() as usize;
+            }
+        }
+        "probe_temp_alloc" => {
+            let job = TempJob::new(4096).expect("temp job").on_leak(|_| {});
+            let t = Temp::new(bytes, &job).expect("temp");
+            for _ in 0..calls {
+                sum ^= nonnull(probe_temp_alloc(&t, black_box(SIZE)), probe).as_ptr() as usize;
+            }
+        }
+        "probe_tempjob_alloc" => {
+            // The blocks stay live to the end: no leak report for them.
+            let j = TempJob::new(bytes).expect("temp job").on_leak(|_| {});
+            for _ in 0..calls {
+                sum ^= nonnull(probe_tempjob_alloc(&j, black_box(SIZE)), probe).as_ptr() as usize;
+            }
+        }
+        _ => usage(),
+    }
+    sum
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_else(|| usage());
+    // Where the executable was loaded: the tracer maps the symbol table's
+    // addresses to the run's with it.
+    println!(
+        "base probe_linear_alloc {:#x}",
+        probe_linear_alloc as *const () as usize
+    );
+    // And where the dynamic loader is (its `__tls_get_addr` is called
+    // through the PLT on some targets): qemu-user emulates the maps file.
+    if let Ok(maps) = std::fs::read_to_string("/proc/self/maps")
+        && let Some(line) = maps.lines().find(|l| l.contains("/ld-linux"))
+        && let (Some(range), Some(path)) = (
+            line.split_whitespace().next(),
+            line.split_whitespace().last(),
+        )
+        && let Some((start, _)) = range.split_once('-')
+    {
+        println!("interp 0x{start} {path}");
+    }
+    match arg(0) {
+        "list" => {
+            DRIVEN.iter().for_each(|p| println!("{p}"));
+            return;
+        }
+        "base" => return,
+        _ => {}
+    }
+    let calls: usize = arg(1).parse().unwrap_or_else(|_| usage());
+    let probes: Vec<&str> = if arg(0) == "all" {
+        DRIVEN.to_vec()
+    } else {
+        vec![arg(0)]
+    };
+    let mut sum = 0usize;
+    for p in probes {
+        sum ^= black_box(drive(p, calls));
+    }
+    println!("probe_driver checksum {sum:x}");
+}

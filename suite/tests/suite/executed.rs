@@ -1,0 +1,266 @@
+//! What the CPU executes (`allocasm_suite::codegen::executed`): the probe driver
+//! linked for every Linux profile, run under qemu-user with one-instruction
+//! blocks and exec tracing, each call of each probe counted.
+//!
+//! Linux hosts with qemu-user and Debian's cross tools only (scripts/setup
+//! installs them); skipped under Miri (they spawn cargo and qemu).
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use allocasm::probes::PROBES;
+use allocasm_suite::codegen::build::BuildOptions;
+use allocasm_suite::codegen::executed::{self, Driver, ExecutedSet, MeasureOptions};
+use allocasm_suite::codegen::linked::Lto;
+use allocasm_suite::codegen::{self, ProbeListings, Profile};
+
+struct Measured {
+    profile: Profile,
+    driver: Driver,
+    set: ExecutedSet,
+    listings: ProbeListings,
+}
+
+type All = (Vec<Measured>, Vec<String>);
+
+fn measured() -> &'static All {
+    static ALL: OnceLock<All> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let profiles = codegen::load_profiles().unwrap_or_else(|e| panic!("{e:#}"));
+        let opts = BuildOptions {
+            install_missing_target: std::env::var_os("ALLOCASM_INSTALL_TARGETS").is_some(),
+            ..BuildOptions::default()
+        };
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        for profile in executed::measured_profiles(&profiles) {
+            let driver = match executed::build_driver(profile, &opts, Lto::Off, &|_| {}) {
+                Ok(d) => d,
+                Err(e) => {
+                    errors.push(format!("profile {}: {e}", profile.name));
+                    continue;
+                }
+            };
+            match executed::measure(profile, &driver, PROBES, &MeasureOptions::default()) {
+                Ok(set) => {
+                    let listings = executed::driver_listings(profile, &driver, PROBES);
+                    out.push(Measured {
+                        profile: profile.clone(),
+                        driver,
+                        set,
+                        listings,
+                    });
+                }
+                Err(e) => errors.push(format!("profile {}: {e:#}", profile.name)),
+            }
+        }
+        (out, errors)
+    })
+}
+
+/// The drivers are cross-built with Debian's x86_64-hosted tools and run
+/// under qemu-user: x86_64 Linux hosts only.
+fn linux_host() -> bool {
+    if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        return true;
+    }
+    eprintln!("executed counts: skipped, they need an x86_64 Linux host with qemu-user");
+    false
+}
+
+fn get<'a>(profile: &str, probe: &str) -> &'a executed::Executed {
+    let m = measured()
+        .0
+        .iter()
+        .find(|m| m.profile.name == profile)
+        .unwrap_or_else(|| panic!("{profile} was not measured: {:?}", measured().1));
+    m.set
+        .probes
+        .get(probe)
+        .unwrap_or_else(|| panic!("{probe} not measured on {profile}"))
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_five_linux_executable_profiles_are_measured() {
+    let profiles = codegen::load_profiles().unwrap();
+    let names: BTreeSet<&str> = executed::measured_profiles(&profiles)
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        BTreeSet::from([
+            "aarch64-linux",
+            "aarch64-linux-lse",
+            "armv7-linux",
+            "riscv64-linux",
+            "x86_64-linux"
+        ])
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn every_probe_executes_on_every_linux_profile() {
+    if !linux_host() {
+        return;
+    }
+    let (all, errors) = measured();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    assert_eq!(all.len(), 5);
+    let mut problems = Vec::new();
+    for m in all {
+        for probe in &m.set.missing {
+            problems.push(format!(
+                "{probe}: no call measured on {} ({}): add a case to examples/probe_driver.rs",
+                m.profile.name,
+                m.driver.executable.display()
+            ));
+        }
+        for e in m.set.probes.values() {
+            if e.calls < 32 || e.instructions == 0 {
+                problems.push(format!("{} on {}: {e:?}", e.probe, e.profile));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The equality the report relies on: a probe whose listing is straight
+/// line executes exactly its listing's lines, one each, in order. Until the
+/// hot path exists the expected lines are the whole listing up to its
+/// return (`executed::straight_line`).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn straight_line_probes_execute_exactly_their_listing() {
+    if !linux_host() {
+        return;
+    }
+    let mut checked = Vec::new();
+    let mut failures = Vec::new();
+    for m in &measured().0 {
+        for (name, listing) in m.listings.probes.iter().map(|(n, p)| (n, &p.listing)) {
+            let Some(expected) =
+                executed::straight_line(listing, &m.profile.classes.branch, &m.profile.arch())
+            else {
+                continue;
+            };
+            let Some(e) = m.set.probes.get(name) else {
+                failures.push(format!("{name} on {}: not measured", m.profile.name));
+                continue;
+            };
+            checked.push(format!("{name} on {}", m.profile.name));
+            if let Err(mismatch) = executed::compare_path(&expected, e) {
+                failures.push(mismatch.to_string());
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Not vacuous: armv7's free-to-marker is branch-free (predicated
+    // `streq`), and riscv64's release thread cursor calls
+    // `LocalKey::with` out of line without a branch of its own.
+    assert!(
+        checked.len() >= 2,
+        "straight-line probes checked: {checked:?}"
+    );
+}
+
+/// Every executed path is a path of the listing: each line one call ran is
+/// a line of the probe's listing, so the report's two columns count the
+/// same code.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn every_executed_line_is_a_line_of_the_listing() {
+    if !linux_host() {
+        return;
+    }
+    let mut failures = Vec::new();
+    for m in &measured().0 {
+        for e in m.set.probes.values() {
+            let Some(listing) = m.listings.listing(&e.probe) else {
+                continue;
+            };
+            let lines: BTreeSet<String> = listing.instructions().map(|i| i.text()).collect();
+            if e.listing_path.is_empty() {
+                failures.push(format!(
+                    "{} on {}: the disassembly and the listing do not match line for line",
+                    e.probe, e.profile
+                ));
+            }
+            for l in &e.listing_path {
+                if !lines.contains(l) {
+                    failures.push(format!(
+                        "{} on {}: `{l}` is not in\n{listing}",
+                        e.probe, e.profile
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The measured price of the default aarch64 target: the relaxed add is a
+/// call into `__aarch64_ldadd8_relax` (which picks LSE at run time) where
+/// `+lse` executes one `ldadd` inline.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn outline_atomics_add_the_helper_and_lse_does_not() {
+    if !linux_host() || !measured().1.is_empty() {
+        return; // the test above names the failed profiles
+    }
+    let p = "probe_packed_alloc_relaxed";
+    let outline = get("aarch64-linux", p);
+    let helper = outline
+        .helpers
+        .iter()
+        .find(|h| h.function == "__aarch64_ldadd8_relax")
+        .unwrap_or_else(|| panic!("no helper executed: {outline:#?}"));
+    assert!(helper.instructions >= 3, "{outline:#?}");
+    assert_eq!(
+        outline.instructions,
+        outline.in_probe + outline.helper_instructions()
+    );
+    let lse = get("aarch64-linux-lse", p);
+    assert!(lse.helpers.is_empty(), "{lse:#?}");
+    assert!(
+        lse.sequence.iter().any(|l| l.starts_with("ldadd")),
+        "{lse:#?}"
+    );
+    assert!(
+        lse.instructions < outline.instructions,
+        "{lse:#?}\n{outline:#?}"
+    );
+    // x86_64: one `lock xadd` inline, no helper.
+    let x86 = get("x86_64-linux", p);
+    assert!(
+        x86.helpers.is_empty() && x86.untraced_calls == 0,
+        "{x86:#?}"
+    );
+    assert!(
+        x86.sequence.iter().any(|l| l.starts_with("lock xadd")),
+        "{x86:#?}"
+    );
+}
+
+/// The per-thread cursor's fast path executes no atomic read-modify-write
+/// on any profile, and costs no more instructions than the shared word
+/// where neither calls out (x86_64, +lse).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_thread_cursor_executes_no_atomic() {
+    if !linux_host() || !measured().1.is_empty() {
+        return;
+    }
+    for m in &measured().0 {
+        let e = get(&m.profile.name, "probe_thread_cursor_alloc");
+        let rmw = &m.profile.classes.atomic_rmw;
+        let atomics: Vec<&String> = e
+            .sequence
+            .iter()
+            .filter(|l| rmw.is_match(l.rsplit(": ").next().unwrap_or(l)))
+            .collect();
+        assert!(atomics.is_empty(), "{}: {atomics:?}", m.profile.name);
+    }
+}
