@@ -229,6 +229,7 @@ pub fn build_profile(
         profile: profile.name.clone(),
         probes: found,
         missing,
+        cold_functions: Default::default(),
     };
     Ok((output, listings))
 }

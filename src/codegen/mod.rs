@@ -56,6 +56,7 @@
 //! [`default_target_root`].
 
 pub mod build;
+pub mod cfg;
 pub mod expect;
 pub mod linked;
 pub mod listing;
@@ -65,7 +66,7 @@ pub mod profile;
 pub mod summary;
 pub mod symbols;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use build::{AsmOutput, BuildError, BuildEvent, BuildOptions};
@@ -121,12 +122,22 @@ pub struct ProbeListings {
     pub probes: BTreeMap<String, ProbeListing>,
     /// Probes of the registry that no `.s` file defines (nor aliases).
     pub missing: Vec<String>,
+    /// Functions the build marks cold (ELF's `.text.unlikely.*`), named as
+    /// listings name callees (demangled): calls to them are off the hot path
+    /// ([`cfg`]).
+    pub cold_functions: BTreeSet<String>,
 }
 
 impl ProbeListings {
     /// The normalized listing of one probe, if it was found.
     pub fn listing(&self, probe: &str) -> Option<&Listing> {
         self.probes.get(probe).map(|p| &p.listing)
+    }
+
+    /// The control-flow graph and hot path of one probe on `profile`.
+    pub fn hot_path(&self, profile: &Profile, probe: &str) -> Option<cfg::HotPath> {
+        let listing = self.listing(probe)?;
+        Some(cfg::analyze(listing, profile, &self.cold_functions).hot_path())
     }
 }
 
@@ -142,6 +153,11 @@ pub fn extract_probes(profile: &Profile, asm: &AsmOutput, probes: &[Probe]) -> P
         .files
         .iter()
         .map(|f| parse::parse_asm(&f.text, format))
+        .collect();
+    let cold_functions = assemblies
+        .iter()
+        .flat_map(|a| a.cold.iter())
+        .map(|n| normalize::normalize_symbols(n, format))
         .collect();
     let mut found = BTreeMap::new();
     let mut missing = Vec::new();
@@ -160,6 +176,7 @@ pub fn extract_probes(profile: &Profile, asm: &AsmOutput, probes: &[Probe]) -> P
         profile: profile.name.clone(),
         probes: found,
         missing,
+        cold_functions,
     }
 }
 

@@ -233,6 +233,14 @@ impl Format for Markdown {
                         c.loops,
                         tls.how
                     );
+                    if let Some(h) = &res.hot_path {
+                        let _ = writeln!(s, "{}\n", h.line());
+                        let _ = writeln!(
+                            s,
+                            "<details><summary>hot path</summary>\n\n```asm\n{}\n```\n\n</details>\n",
+                            h.lines.join("\n")
+                        );
+                    }
                     match &res.linked {
                         Some(linked) => linked_block(&mut s, &probe.name, res, linked),
                         None => {

@@ -58,6 +58,21 @@ impl Format for Text {
                             c.instructions, c.atomic_rmw, c.calls, c.loops
                         ));
                     }
+                    if let Some(h) = &res.hot_path {
+                        lines.push(format!(
+                            "hot {} of {}, fit check {}, {} atomics",
+                            h.instructions,
+                            h.function_instructions,
+                            h.to_fit_check.map_or("-".to_string(), |n| n.to_string()),
+                            h.atomics
+                        ));
+                        lines.push(format!(
+                            "hot calls: {}; {} stack, {} loops",
+                            if h.calls.is_empty() { "none".to_string() } else { h.calls.join(", ") },
+                            h.stack_accesses,
+                            h.loops
+                        ));
+                    }
                     if let Some(t) = &res.tls {
                         lines.push(format!("TLS: {}", t.how));
                     }
