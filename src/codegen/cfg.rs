@@ -160,9 +160,8 @@ fn is_conditional(arch: &Arch, mnemonic: &str) -> bool {
             matches!(m, "cbz" | "cbnz")
                 || (m.len() == 3 && m.starts_with('b') && is_cond_code(&m[1..]))
                 || (m.len() == 5 && m.starts_with("bx") && is_cond_code(&m[2..]))
-                || m.strip_suffix(".w").is_some_and(|b| {
-                    b.len() == 3 && b.starts_with('b') && is_cond_code(&b[1..])
-                })
+                || m.strip_suffix(".w")
+                    .is_some_and(|b| b.len() == 3 && b.starts_with('b') && is_cond_code(&b[1..]))
         }
         Arch::Riscv64 => {
             m.starts_with('b')
@@ -286,11 +285,18 @@ fn is_stack_access(arch: &Arch, i: &Instruction) -> bool {
                 || (m.starts_with("pop") && !m.starts_with("popcnt"))
                 || ((m.starts_with("ld") || m.starts_with("st"))
                     && ARM
-                        .get_or_init(|| Regex::new(r"(\[(sp|r7|r11|fp)\b|^(sp|r7|r11)!?,)").expect("regex"))
+                        .get_or_init(|| {
+                            Regex::new(r"(\[(sp|r7|r11|fp)\b|^(sp|r7|r11)!?,)").expect("regex")
+                        })
                         .is_match(ops))
         }
         Arch::Riscv64 => {
-            (m.starts_with('l') || m.starts_with('s') || m.starts_with("c.l") || m.starts_with("c.s") || m.starts_with("fl") || m.starts_with("fs"))
+            (m.starts_with('l')
+                || m.starts_with('s')
+                || m.starts_with("c.l")
+                || m.starts_with("c.s")
+                || m.starts_with("fl")
+                || m.starts_with("fs"))
                 && RV
                     .get_or_init(|| Regex::new(r"\((sp|s0|fp)\)").expect("regex"))
                     .is_match(ops)
@@ -353,21 +359,22 @@ impl<'a> Cfg<'a> {
         let mut start: Option<usize> = None;
         let mut instrs: Vec<usize> = Vec::new();
         let mut blocks = Vec::new();
-        let close = |blocks: &mut Vec<Block>, start: &mut Option<usize>, end, instrs: &mut Vec<usize>| {
-            if let Some(s) = start.take() {
-                blocks.push(Block {
-                    start: s,
-                    end,
-                    instructions: std::mem::take(instrs),
-                    succs: Vec::new(),
-                    exit: Exit::Flow,
-                    returns: false,
-                    cold_call: false,
-                    cold: false,
-                    reachable: false,
-                });
-            }
-        };
+        let close =
+            |blocks: &mut Vec<Block>, start: &mut Option<usize>, end, instrs: &mut Vec<usize>| {
+                if let Some(s) = start.take() {
+                    blocks.push(Block {
+                        start: s,
+                        end,
+                        instructions: std::mem::take(instrs),
+                        succs: Vec::new(),
+                        exit: Exit::Flow,
+                        returns: false,
+                        cold_call: false,
+                        cold: false,
+                        reachable: false,
+                    });
+                }
+            };
         for (n, line) in lines.iter().enumerate() {
             match line {
                 Line::Label(_) => {
@@ -597,12 +604,17 @@ impl<'a> Cfg<'a> {
                 Line::Label(_) => None,
             })
             .collect();
-        let tlv = before
-            .iter()
-            .rev()
-            .find_map(|t| t.split(['[', ' ', ',']).find(|w| w.contains("@TLVP")).map(str::to_string));
+        let tlv = before.iter().rev().find_map(|t| {
+            t.split(['[', ' ', ','])
+                .find(|w| w.contains("@TLVP"))
+                .map(str::to_string)
+        });
         if let Some(w) = tlv {
-            let sym = w.split('@').next().unwrap_or(&w).trim_matches(|c| c == '[' || c == ']');
+            let sym = w
+                .split('@')
+                .next()
+                .unwrap_or(&w)
+                .trim_matches(|c| c == '[' || c == ']');
             return Some(format!("tlv_get_addr (TLV thunk of {sym}, via {target})"));
         }
         if before.iter().any(|t| t.contains("tlsdesc")) {
@@ -763,7 +775,10 @@ impl<'a> Cfg<'a> {
                 })
                 .map(|b| a + 1 + b + 1)
         });
-        let calls = line_indices.iter().filter_map(|&n| self.callee(n)).collect();
+        let calls = line_indices
+            .iter()
+            .filter_map(|&n| self.callee(n))
+            .collect();
         let cold_lines = self
             .blocks
             .iter()

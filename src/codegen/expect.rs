@@ -130,7 +130,10 @@ impl fmt::Display for Failure {
             FailureKind::Check(step) => write!(f, " — the sequence fails at `{step}`")?,
             FailureKind::Budget { what, max, found } => match found {
                 Some(n) => write!(f, " — {what} is {n} instructions, over {max}")?,
-                None => write!(f, " — no {what}: no conditional branch after an atomic read-modify-write")?,
+                None => write!(
+                    f,
+                    " — no {what}: no conditional branch after an atomic read-modify-write"
+                )?,
             },
             FailureKind::MissingProbe => {
                 write!(f, " — the probe is not in the profile's assembly")?
@@ -159,9 +162,18 @@ pub fn evaluate(profile: &Profile, listing: &Listing, probe: &Probe) -> Vec<Outc
 
 /// [`evaluate`] for a probe of a built profile, with the build's cold
 /// functions; `None` when the probe is missing.
-pub fn evaluate_in(profile: &Profile, listings: &ProbeListings, probe: &Probe) -> Option<Vec<Outcome>> {
+pub fn evaluate_in(
+    profile: &Profile,
+    listings: &ProbeListings,
+    probe: &Probe,
+) -> Option<Vec<Outcome>> {
     let listing = listings.listing(probe.name)?;
-    Some(evaluate_with(profile, listing, probe, &listings.cold_functions))
+    Some(evaluate_with(
+        profile,
+        listing,
+        probe,
+        &listings.cold_functions,
+    ))
 }
 
 /// The lines a rule looks at, with the hot path.
@@ -425,26 +437,42 @@ pub fn evaluate_with(
         }
         for (&c, &want) in &rule.count {
             let (n, first) = sc.count(scope, c);
-            let name = if c == Class::BackwardBranch { "loop".to_string() } else { c.to_string() };
+            let name = if c == Class::BackwardBranch {
+                "loop".to_string()
+            } else {
+                c.to_string()
+            };
             push(
                 format!("{scope}: count {name} = {want}{origin}"),
                 c.to_string(),
-                FailureKind::Count { class: c, expected: want, found: n },
+                FailureKind::Count {
+                    class: c,
+                    expected: want,
+                    found: n,
+                },
                 scope,
                 (n != want).then_some(first),
             );
         }
         if let Some(want) = &rule.calls {
             let got = sc.callees(scope);
-            let ok = got.len() == want.len()
-                && got.iter().zip(want).all(|((_, c), p)| p.is_match(c));
+            let ok =
+                got.len() == want.len() && got.iter().zip(want).all(|((_, c), p)| p.is_match(c));
             let off = got
                 .iter()
                 .zip(want.iter().map(Some).chain(std::iter::repeat(None)))
                 .find(|((_, c), p)| !p.is_some_and(|p| p.is_match(c)))
                 .map(|((n, _), _)| *n);
-            let want_text = want.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
-            let got_text = got.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>().join(", ");
+            let want_text = want
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let got_text = got
+                .iter()
+                .map(|(_, c)| c.clone())
+                .collect::<Vec<_>>()
+                .join(", ");
             push(
                 format!("{scope}: calls [{want_text}]{origin}"),
                 want_text.clone(),
@@ -460,7 +488,13 @@ pub fn evaluate_with(
                 Ok(()) => (FailureKind::Check(String::new()), None),
                 Err((k, off)) => (FailureKind::Check(rule.check[k].to_string()), Some(off)),
             };
-            push(format!("{scope}: check [{text}]{origin}"), text, kind, scope, failed);
+            push(
+                format!("{scope}: check [{text}]{origin}"),
+                text,
+                kind,
+                scope,
+                failed,
+            );
         }
     }
     if let Some(e) = expect {
@@ -468,7 +502,11 @@ pub fn evaluate_with(
             push(
                 format!("hot_max {max}"),
                 max.to_string(),
-                FailureKind::Budget { what: "hot path", max, found: Some(hot.instructions) },
+                FailureKind::Budget {
+                    what: "hot path",
+                    max,
+                    found: Some(hot.instructions),
+                },
                 Scope::Hot,
                 (hot.instructions > max).then_some(None),
             );
@@ -478,9 +516,15 @@ pub fn evaluate_with(
             push(
                 format!("to_fit_check_max {max}"),
                 max.to_string(),
-                FailureKind::Budget { what: "entry to fit check", max, found },
+                FailureKind::Budget {
+                    what: "entry to fit check",
+                    max,
+                    found,
+                },
                 Scope::Hot,
-                found.is_none_or(|f| f > max).then_some(found.map(|f| hot.line_indices[f - 1])),
+                found
+                    .is_none_or(|f| f > max)
+                    .then_some(found.map(|f| hot.line_indices[f - 1])),
             );
         }
     }

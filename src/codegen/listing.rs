@@ -77,8 +77,8 @@ impl Data {
 
 /// The directives kept as [`Line::Data`].
 pub const DATA_DIRECTIVES: &[&str] = &[
-    ".byte", ".short", ".hword", ".2byte", ".long", ".word", ".4byte", ".int", ".quad",
-    ".8byte", ".xword", ".dword",
+    ".byte", ".short", ".hword", ".2byte", ".long", ".word", ".4byte", ".int", ".quad", ".8byte",
+    ".xword", ".dword",
 ];
 
 impl fmt::Display for Line {

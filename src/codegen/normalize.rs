@@ -48,7 +48,7 @@ pub fn base_mnemonic(mnemonic: &str) -> &str {
     let mut m = mnemonic;
     loop {
         match m.split_once(' ') {
-            Some((p, rest)) if matches!(p, "data16" | "rex64" | "notrack") => m = rest,
+            Some(("data16" | "rex64" | "notrack", rest)) => m = rest,
             _ => return m,
         }
     }

@@ -218,7 +218,12 @@ pub fn parse_asm(text: &str, format: ObjectFormat) -> Assembly {
                 ".section" => {
                     finish(&mut current, &mut asm);
                     in_text = is_text_section(args, format);
-                    let name = args.split(',').next().unwrap_or("").trim().trim_matches('"');
+                    let name = args
+                        .split(',')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .trim_matches('"');
                     in_unlikely = name.starts_with(".text.unlikely.") || name == ".text.unlikely";
                 }
                 ".def" if format == ObjectFormat::Coff => {

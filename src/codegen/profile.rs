@@ -685,7 +685,11 @@ fn parse_class(s: &str, path: &Path, probe: &str) -> anyhow::Result<Class> {
         anyhow::anyhow!(
             "{}: probe {probe}: unknown instruction class {s:?} (expected {})",
             path.display(),
-            Class::ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+            Class::ALL
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     })
 }
@@ -697,7 +701,13 @@ fn matcher(s: &str, text: &str, path: &Path, probe: &str) -> anyhow::Result<Matc
     }
 }
 
-fn build_rule(r: &RawRule, origin: &str, text: &str, path: &Path, probe: &str) -> anyhow::Result<Rule> {
+fn build_rule(
+    r: &RawRule,
+    origin: &str,
+    text: &str,
+    path: &Path,
+    probe: &str,
+) -> anyhow::Result<Rule> {
     let scope = match r.scope.as_deref() {
         None | Some("hot") => Scope::Hot,
         Some("function") => Scope::Function,
@@ -714,8 +724,16 @@ fn build_rule(r: &RawRule, origin: &str, text: &str, path: &Path, probe: &str) -
     let mut rule = Rule::empty(scope, origin);
     rule.has = pats(&r.has, "has")?;
     rule.lacks = pats(&r.lacks, "lacks")?;
-    rule.forbid = r.forbid.iter().map(|c| parse_class(c, path, probe)).collect::<Result<_, _>>()?;
-    rule.require = r.require.iter().map(|c| parse_class(c, path, probe)).collect::<Result<_, _>>()?;
+    rule.forbid = r
+        .forbid
+        .iter()
+        .map(|c| parse_class(c, path, probe))
+        .collect::<Result<_, _>>()?;
+    rule.require = r
+        .require
+        .iter()
+        .map(|c| parse_class(c, path, probe))
+        .collect::<Result<_, _>>()?;
     for step in &r.check {
         rule.check.push(match step {
             RawStep::Check(s) => Step::Check(matcher(s, text, path, probe)?),
@@ -988,7 +1006,10 @@ impl Profile {
             ProbeKind::SingleThreaded => "single-threaded",
             ProbeKind::Concurrent => "concurrent",
         };
-        let own: &[Rule] = self.expect.get(probe.name).map_or(&[], |e| e.rules.as_slice());
+        let own: &[Rule] = self
+            .expect
+            .get(probe.name)
+            .map_or(&[], |e| e.rules.as_slice());
         let mut rules: Vec<Rule> = Vec::new();
         for d in self.kind_rules.get(kind).into_iter().flatten() {
             let mut d = d.clone();

@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use super::text::join_or_none;
 use super::{
-    Annotation, Counts, CrossSummary, Format, HotPathReport, ListingLine, ProbeReport, Report, SummaryCell,
-    TlsAccess,
+    Annotation, Counts, CrossSummary, Format, HotPathReport, ListingLine, ProbeReport, Report,
+    SummaryCell, TlsAccess,
 };
 
 /// `report.html`.
@@ -173,7 +173,11 @@ fn view_html(
         );
     }
     if let Some(h) = hot {
-        let _ = writeln!(s, "<div class=\"counts hotline\">{}</div>", escape(&h.line()));
+        let _ = writeln!(
+            s,
+            "<div class=\"counts hotline\">{}</div>",
+            escape(&h.line())
+        );
     }
     s.push_str(&listing_html(name, lines));
     if !annotations.is_empty() {

@@ -9,10 +9,10 @@ pub mod json;
 pub mod markdown;
 pub mod text;
 
+use allocasm::codegen::cfg::HotPath;
 use allocasm::codegen::expect;
 use allocasm::codegen::linked::{LinkedOutput, Lto};
 use allocasm::codegen::summary::{self, CrossProfile};
-use allocasm::codegen::cfg::HotPath;
 use allocasm::codegen::{AsmOutput, Listing, ProbeListings, Profile, Summary};
 use allocasm::probes::{Probe, ProbeKind};
 use serde::Serialize;
@@ -425,9 +425,9 @@ impl HotPathReport {
     /// `32 of 44 instructions, 20 to the fit check, 1 atomic, calls: none,
     /// 0 stack accesses`.
     pub fn line(&self) -> String {
-        let fit = self
-            .to_fit_check
-            .map_or("no fit check".to_string(), |n| format!("{n} to the fit check"));
+        let fit = self.to_fit_check.map_or("no fit check".to_string(), |n| {
+            format!("{n} to the fit check")
+        });
         let calls = if self.calls.is_empty() {
             "none".to_string()
         } else {
@@ -440,7 +440,11 @@ impl HotPathReport {
             self.atomics,
             self.loops,
             self.stack_accesses,
-            if self.no_hot_return { " (no return is hot: longest path shown)" } else { "" }
+            if self.no_hot_return {
+                " (no return is hot: longest path shown)"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -828,7 +832,11 @@ fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe
                 .as_ref()
                 .map(HotPathReport::from),
             tls: Some(annotate::tls_access(listing)),
-            lines: listing_lines(listing, profile, listings.hot_path(profile, probe.name).as_ref()),
+            lines: listing_lines(
+                listing,
+                profile,
+                listings.hot_path(profile, probe.name).as_ref(),
+            ),
             annotations: annotate::annotations(listing),
         },
         None => empty("missing", None),

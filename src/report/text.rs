@@ -68,7 +68,11 @@ impl Format for Text {
                         ));
                         lines.push(format!(
                             "hot calls: {}; {} stack, {} loops",
-                            if h.calls.is_empty() { "none".to_string() } else { h.calls.join(", ") },
+                            if h.calls.is_empty() {
+                                "none".to_string()
+                            } else {
+                                h.calls.join(", ")
+                            },
                             h.stack_accesses,
                             h.loops
                         ));
