@@ -86,7 +86,7 @@ pre.error { white-space: pre-wrap; font-size: 11.5px; color: var(--fail); backgr
 fn marks(c: &SummaryCell) -> String {
     let mut s = String::new();
     for (on, class, mark, title) in [
-        (c.atomic, "a", "A", "atomic instruction on the hot path"),
+        (c.atomic, "a", "A", "atomic instruction"),
         (c.call, "c", "C", "call on the hot path"),
         (c.looped, "l", "L", "loop on the hot path"),
     ] {
