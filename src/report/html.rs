@@ -422,6 +422,39 @@ impl Format for Html {
             })
             .collect();
         let _ = writeln!(s, "<p class=\"muted\">{}</p>", legend.join(" · "));
+        if let Some(m) = &r.mutations {
+            let _ = writeln!(
+                s,
+                "<h3>What this suite can and cannot see</h3><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p><table class=\"summary\"><tr><th>mutation</th>{}</tr>",
+                escape(&m.commit[..m.commit.len().min(12)]),
+                escape(super::MUTATION_LEGEND),
+                m.profiles
+                    .iter()
+                    .map(|p| format!("<th>{}</th>", escape(p)))
+                    .collect::<String>()
+            );
+            for row in &m.rows {
+                let _ = writeln!(
+                    s,
+                    "<tr><td><code>{}</code></td>{}</tr>",
+                    escape(&row.mutation),
+                    row.cells
+                        .iter()
+                        .map(|c| {
+                            let class = if c == "caught" {
+                                "pass"
+                            } else if c.contains("MISSED") {
+                                "fail"
+                            } else {
+                                "none"
+                            };
+                            format!("<td class=\"{class}\">{}</td>", escape(c))
+                        })
+                        .collect::<String>()
+                );
+            }
+            s.push_str("</table>\n");
+        }
         let linked = summary_table(&r.summary, |v| v != "asm");
         if !linked.is_empty() {
             let _ = writeln!(

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::text::{join_or_none, side_by_side_fit};
-use super::{CrossSummary, Format, LinkedViews, ProbeResult, Report, SummaryCell};
+use super::{CrossSummary, Format, LinkedViews, MUTATION_LEGEND, ProbeResult, Report, SummaryCell};
 
 /// `report.md`.
 pub struct Markdown;
@@ -181,6 +181,20 @@ impl Format for Markdown {
             s.push('\n');
         } else if !r.linked_views {
             let _ = writeln!(s, "Linked views left out (`--no-linked`).\n");
+        }
+        if let Some(m) = &r.mutations {
+            let _ = writeln!(
+                s,
+                "### What this suite can and cannot see\n\nThe mutation self-test (`scripts/test mutate`, commit `{}`): each mutation applied to a scratch copy, every profile rebuilt and checked. {}.\n",
+                &m.commit[..m.commit.len().min(12)],
+                MUTATION_LEGEND
+            );
+            let _ = writeln!(s, "| mutation | {} |", m.profiles.join(" | "));
+            let _ = writeln!(s, "| --- |{}", " --- |".repeat(m.profiles.len()));
+            for row in &m.rows {
+                let _ = writeln!(s, "| {} | {} |", row.mutation, row.cells.join(" | "));
+            }
+            s.push('\n');
         }
         let t = r.totals;
         let _ = writeln!(

@@ -66,6 +66,9 @@ pub struct Report {
     pub summary: CrossSummary,
     /// Every probe of the registry with its result on every profile.
     pub probes: Vec<ProbeReport>,
+    /// What this suite can and cannot see: the table of the last mutation
+    /// self-test (`scripts/test mutate`), `null` when it has not run here.
+    pub mutations: Option<MutationTable>,
     /// Counts.
     pub totals: Totals,
 }
@@ -146,6 +149,76 @@ pub struct SummaryCell {
     /// which have no expectations).
     pub passed: Option<bool>,
 }
+
+/// The mutation self-test's table (`target/mutate/mutations.json`, written
+/// by `scripts/test mutate`): mutations down, profiles across.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutationTable {
+    /// The commit the self-test ran on.
+    pub commit: String,
+    /// The columns.
+    pub profiles: Vec<String>,
+    /// One row per mutation.
+    pub rows: Vec<MutationRow>,
+}
+
+/// One mutation on every profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutationRow {
+    /// `relaxed-to-seqcst`, `cold-removed`, ...
+    pub mutation: String,
+    /// Per profile: `caught`, `blind` (same listing), `cold-only` (only
+    /// cold blocks changed), `MISSED` (the hot path changed and `check`
+    /// passed), or several of them (`blind/caught`) when the mutation's
+    /// probes differ.
+    pub cells: Vec<String>,
+}
+
+impl MutationTable {
+    /// Reads `target/mutate/mutations.json`, if the self-test has run.
+    pub fn load() -> Option<MutationTable> {
+        let path = allocasm::codegen::manifest_dir().join("target/mutate/mutations.json");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        let profiles: Vec<String> = v["profiles"]
+            .as_array()?
+            .iter()
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect();
+        let rows = v["mutations"]
+            .as_array()?
+            .iter()
+            .filter_map(|m| m.as_str())
+            .map(|m| MutationRow {
+                mutation: m.to_string(),
+                cells: profiles
+                    .iter()
+                    .map(|prof| {
+                        let mut verdicts: Vec<String> = v["table"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter(|r| r["mutation"] == m && r["profile"] == prof.as_str())
+                            .flat_map(|r| r["probes"].as_array().cloned().unwrap_or_default())
+                            .filter_map(|p| p["verdict"].as_str().map(str::to_string))
+                            .collect();
+                        verdicts.sort();
+                        verdicts.dedup();
+                        verdicts.join("/")
+                    })
+                    .collect(),
+            })
+            .collect();
+        Some(MutationTable {
+            commit: v["commit"].as_str().unwrap_or("").to_string(),
+            profiles,
+            rows,
+        })
+    }
+}
+
+/// What the mutation table's verdicts mean.
+pub const MUTATION_LEGEND: &str = "caught: `check` failed naming the probe; blind: the listing did not change; cold-only: only cold blocks changed (the hot path is the same); MISSED: the hot path changed and `check` passed";
 
 /// The legend of the summary's marks.
 pub const LEGEND: &[LegendEntry] = &[
@@ -679,6 +752,7 @@ impl Report {
             linked_views: linked.is_some(),
             summary,
             probes,
+            mutations: MutationTable::load(),
             totals,
         }
     }

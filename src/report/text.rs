@@ -38,6 +38,21 @@ impl Format for Text {
                 p.status
             );
         }
+        if let Some(m) = &r.mutations {
+            let _ = writeln!(
+                s,
+                "\nwhat this suite can and cannot see (scripts/test mutate):"
+            );
+            for row in &m.rows {
+                let cells: Vec<String> = m
+                    .profiles
+                    .iter()
+                    .zip(&row.cells)
+                    .map(|(p, c)| format!("{p}={c}"))
+                    .collect();
+                let _ = writeln!(s, "  {}: {}", row.mutation, cells.join(" "));
+            }
+        }
         for probe in &r.probes {
             let _ = writeln!(
                 s,
