@@ -110,6 +110,9 @@ pub struct LinkedOutput {
     pub disassembly: String,
     /// `objdump -t` of the executable.
     pub symbols: String,
+    /// `objdump -R` of the executable (its dynamic relocations: what each
+    /// GOT slot holds), empty when it has none.
+    pub dynamic_relocs: String,
 }
 
 impl LinkedOutput {
@@ -277,6 +280,10 @@ pub fn build_linked(
     }
     let disassembly = run_objdump(&objdump, &args, &executable)?;
     let symbols = run_objdump(&objdump, &["-t".to_string()], &executable)?;
+    // A static executable has no dynamic relocations: `-R` fails, nothing
+    // to name.
+    let dynamic_relocs =
+        run_objdump(&objdump, &["-R".to_string()], &executable).unwrap_or_default();
     Ok(LinkedOutput {
         profile: profile.name.clone(),
         triple: profile.triple.clone(),
@@ -288,6 +295,7 @@ pub fn build_linked(
         objdump: format!("{objdump} {}", args.join(" ")),
         disassembly,
         symbols,
+        dynamic_relocs,
     })
 }
 
@@ -385,6 +393,73 @@ pub fn parse_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
     map
 }
 
+/// What each GOT slot of the executable holds, from `objdump -R`: slot
+/// address → callee symbol. An `R_*_RELATIVE` slot holds an address of the
+/// executable itself (the symbol starting there, from `symtab`); a
+/// `GLOB_DAT`/`JUMP_SLOT` slot names its symbol (`__tls_get_addr@GLIBC_2.3`
+/// → `__tls_get_addr`).
+pub fn got_slots(relocs: &str, symtab: &str) -> BTreeMap<u64, String> {
+    let by_addr: BTreeMap<u64, String> = parse_symbols(symtab)
+        .into_iter()
+        .map(|(name, (addr, _))| (addr, name))
+        .collect();
+    let mut slots = BTreeMap::new();
+    for line in relocs.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(offset), Some(kind), Some(value)) = (words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        let Ok(offset) = u64::from_str_radix(offset, 16) else {
+            continue;
+        };
+        if !kind.starts_with("R_") {
+            continue;
+        }
+        let name = if kind.ends_with("_RELATIVE") {
+            value
+                .strip_prefix("*ABS*+0x")
+                .and_then(|a| u64::from_str_radix(a, 16).ok())
+                .and_then(|a| by_addr.get(&a).cloned())
+        } else if kind.contains("GLOB_DAT") || kind.contains("JUMP_SLOT") {
+            let v = value.split('@').next().unwrap_or(value);
+            let v = v.split('+').next().unwrap_or(v);
+            (!v.is_empty() && v != "*ABS*").then(|| v.to_string())
+        } else {
+            None
+        };
+        if let Some(n) = name {
+            slots.insert(offset, n);
+        }
+    }
+    slots
+}
+
+/// objdump's aarch64 condition spellings as LLVM writes them: `b.cc` is
+/// `b.lo`, `b.cs` is `b.hs` (also as the last operand of `csel`, `cset`,
+/// `ccmp`, …), so a pattern fits both views.
+fn aarch64_conditions(code: &str) -> String {
+    let (m, ops) = code.split_once(char::is_whitespace).unwrap_or((code, ""));
+    let m = match m {
+        "b.cc" => "b.lo",
+        "b.cs" => "b.hs",
+        other => other,
+    };
+    let ops = ops.trim();
+    let ops = if let Some(rest) = ops.strip_suffix(", cc") {
+        format!("{rest}, lo")
+    } else if let Some(rest) = ops.strip_suffix(", cs") {
+        format!("{rest}, hs")
+    } else {
+        ops.to_string()
+    };
+    if ops.is_empty() {
+        m.to_string()
+    } else {
+        format!("{m}\t{ops}")
+    }
+}
+
 fn addr_sym_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| Regex::new(r"\b(?:0x)?([0-9a-f]+) <([^>]+)>").expect("regex"))
@@ -476,6 +551,20 @@ pub fn parse_objdump(
     arch: &Arch,
     names: &[&str],
 ) -> Vec<Function> {
+    parse_objdump_with(disassembly, symtab, "", arch, names)
+}
+
+/// [`parse_objdump`] with the executable's dynamic relocations (`objdump
+/// -R`): a call or load through a GOT slot is written as the `.s` writes it,
+/// `[rip + callee@GOTPCREL]`, instead of `[rip + _DYNAMIC+OFF]`.
+pub fn parse_objdump_with(
+    disassembly: &str,
+    symtab: &str,
+    relocs: &str,
+    arch: &Arch,
+    names: &[&str],
+) -> Vec<Function> {
+    let got = got_slots(relocs, symtab);
     let symbols = parse_symbols(symtab);
     let ranges: Vec<(&str, u64, u64)> = names
         .iter()
@@ -506,10 +595,17 @@ pub fn parse_objdump(
             let comment = comment.as_deref();
             let code = anon_constants(code);
             let code = code.as_str();
-            let code = if *arch == Arch::X86_64 {
-                x86_operands(code, comment)
-            } else {
-                code.to_string()
+            let got_name = comment
+                .and_then(|c| addr_sym_re().captures(c))
+                .and_then(|c| u64::from_str_radix(&c[1], 16).ok())
+                .and_then(|a| got.get(&a));
+            let code = match arch {
+                Arch::X86_64 => match got_name {
+                    Some(name) => x86_operands(code, Some(&format!("0 <{name}@GOTPCREL>"))),
+                    None => x86_operands(code, comment),
+                },
+                Arch::Aarch64 => aarch64_conditions(code),
+                _ => code.to_string(),
             };
             let rewritten = addr_sym_re().replace_all(&code, |c: &regex::Captures| {
                 let target = u64::from_str_radix(&c[1], 16).unwrap_or(u64::MAX);
@@ -572,7 +668,13 @@ fn split_comment<'a>(text: &'a str, marker: &Regex) -> (&'a str, Option<&'a str>
 pub fn extract_linked(profile: &Profile, out: &LinkedOutput, probes: &[Probe]) -> ProbeListings {
     let arch = profile.arch();
     let names: Vec<&str> = probes.iter().map(|p| p.name).collect();
-    let functions = parse_objdump(&out.disassembly, &out.symbols, &arch, &names);
+    let functions = parse_objdump_with(
+        &out.disassembly,
+        &out.symbols,
+        &out.dynamic_relocs,
+        &arch,
+        &names,
+    );
     let mut found = BTreeMap::new();
     for f in functions {
         let listing = normalize::normalize(&f, &arch);
@@ -695,6 +797,64 @@ mod tests {
             "probe_y:\n  ldr r0, [pc, #164]\n  bl __tls_get_addr\n  bx lr\n",
             "`@` starts an Arm comment for the normalizer, so `@plt` goes like in the .s view"
         );
+    }
+
+    #[test]
+    fn got_slots_are_named_after_their_callee() {
+        // Real `objdump -R` lines of the x86_64-linux release executable's
+        // kind: a RELATIVE slot (a function of the executable) and a
+        // GLOB_DAT slot (a dynamic symbol).
+        let relocs = "\
+DYNAMIC RELOCATION RECORDS
+OFFSET           TYPE              VALUE
+0000000000015310 R_X86_64_RELATIVE  *ABS*+0x11880
+0000000000015fd8 R_X86_64_GLOB_DAT  __tls_get_addr@GLIBC_2.3
+";
+        let syms = "0000000000011880 g     F .text\t0000000000000100              _ZN8allocasm13thread_cursor17ThreadCursorArena6refill17hd0d4a2dda0eb498dE\n00000000000125e0 g     F .text\t000000000000000d              probe_got\n";
+        let got = got_slots(relocs, syms);
+        assert_eq!(
+            got.get(&0x15310).map(String::as_str),
+            Some("_ZN8allocasm13thread_cursor17ThreadCursorArena6refill17hd0d4a2dda0eb498dE")
+        );
+        assert_eq!(
+            got.get(&0x15fd8).map(String::as_str),
+            Some("__tls_get_addr")
+        );
+        let dis = "\
+00000000000125e0 <probe_got>:
+   125e0:\tcall   QWORD PTR [rip+0x2d2a]        # 15310 <_DYNAMIC+0x308>
+   125e6:\tcall   QWORD PTR [rip+0x39ec]        # 15fd8 <_DYNAMIC+0xfd0>
+   125ec:\tret
+";
+        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_got"])[0];
+        let l = normalize::normalize(f, &Arch::X86_64);
+        assert_eq!(
+            l.text(),
+            "probe_got:\n  call qword ptr [rip + allocasm::thread_cursor::ThreadCursorArena::refill@GOTPCREL]\n  call qword ptr [rip + __tls_get_addr@GOTPCREL]\n  ret\n"
+        );
+        // Without the relocations the slot stays masked.
+        let f = &parse_objdump(dis, syms, &Arch::X86_64, &["probe_got"])[0];
+        assert!(
+            normalize::normalize(f, &Arch::X86_64)
+                .text()
+                .contains("[rip + _DYNAMIC+OFF]")
+        );
+    }
+
+    #[test]
+    fn aarch64_conditions_are_spelled_like_llvm() {
+        assert_eq!(
+            aarch64_conditions("b.cc\t1264b <x+0x6b>"),
+            "b.lo\t1264b <x+0x6b>"
+        );
+        assert_eq!(aarch64_conditions("b.cs\t10"), "b.hs\t10");
+        assert_eq!(
+            aarch64_conditions("csel\tx0, x1, x2, cc"),
+            "csel\tx0, x1, x2, lo"
+        );
+        assert_eq!(aarch64_conditions("cset\tw0, cs"), "cset\tw0, hs");
+        assert_eq!(aarch64_conditions("b.ne\t10"), "b.ne\t10");
+        assert_eq!(aarch64_conditions("ret"), "ret");
     }
 
     #[test]
