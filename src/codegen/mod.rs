@@ -12,7 +12,7 @@
 //!        │                                  extract_probes ─► parse::parse_asm ─► normalize::normalize
 //!        │                                               │
 //!        ▼                                               ▼ ProbeListings (raw Function + Listing per probe)
-//!  expect::evaluate / expect::check  ◄───────────────────┘
+//!  expect::evaluate / expect::check  ◄── cfg::analyze ───┘  (hot path)
 //! ```
 //!
 //! # Stable API (used by the CLI)
@@ -35,7 +35,12 @@
 //! - [`expect::evaluate`] (every expectation with its result, for reports and
 //!   diffs) and [`expect::check`] (the failures only), plus
 //!   [`expect::check_all`] (every probe, including missing ones).
-//! - [`listing::Listing::summary`]: instruction, atomic, call and loop counts.
+//! - [`listing::Listing::summary`]: instruction, atomic, call and loop counts
+//!   of the whole function.
+//! - [`cfg::analyze`] / [`ProbeListings::hot_path`]: the control-flow graph
+//!   of a listing, its cold blocks and its hot path (entry to return through
+//!   non-cold blocks) with the counts reports and `hot`-scoped expectations
+//!   use.
 //! - [`summary::cross_profile`]: the cross-profile table (probes down,
 //!   profiles across, instruction count and A/C/L marks per cell) with
 //!   [`summary::CrossProfile::markdown`].
