@@ -129,7 +129,7 @@ pub struct ProbeListings {
     pub missing: Vec<String>,
     /// Functions the build marks cold (ELF's `.text.unlikely.*`), named as
     /// listings name callees (demangled): calls to them are off the hot path
-    /// ([`cfg`]).
+    /// ([`cfg`](mod@cfg)).
     pub cold_functions: BTreeSet<String>,
 }
 
