@@ -518,6 +518,123 @@ fn x86_operands(code: &str, comment: Option<&str>) -> String {
     s
 }
 
+/// objdump's hex operands spelled as LLVM's Intel printer writes them, so
+/// one pattern fits both views: memory operands `[rdx+rax*8+0x8]` →
+/// `[rdx + 8*rax + 8]` (a zero displacement dropped), `fs:0x0` →
+/// `fs:[0]`, immediates `0x18` → `24` (negative where the operand's width
+/// makes it so: `and rbx, 0xfffffffffffffff0` → `-16`). Branch targets
+/// (`1264b <sym>`) carry no `0x` and are left to the symbolizer.
+fn x86_llvm_spelling(code: &str) -> String {
+    static MEM: OnceLock<Regex> = OnceLock::new();
+    static IMM: OnceLock<Regex> = OnceLock::new();
+    static SEG: OnceLock<Regex> = OnceLock::new();
+    let mem = MEM.get_or_init(|| Regex::new(r"\[([^\]]+)\]").expect("regex"));
+    let seg = SEG.get_or_init(|| Regex::new(r"\b([cdefgs]s):(-?0x[0-9a-f]+)\b").expect("regex"));
+    let imm = IMM.get_or_init(|| Regex::new(r"(^|,\s*)(-?)0x([0-9a-f]+)$").expect("regex"));
+    let code = seg.replace_all(code, |c: &regex::Captures| {
+        format!("{}:[{}]", &c[1], hex_to_decimal(&c[2], 64))
+    });
+    let code = mem.replace_all(&code, |c: &regex::Captures| {
+        let inner = &c[1];
+        if inner.contains(' ') {
+            return c[0].to_string(); // already `[rip + sym]`
+        }
+        let mut base = None;
+        let mut index = None;
+        let mut disp: i128 = 0;
+        let mut other = Vec::new();
+        let mut rest = inner;
+        let mut sign = 1i128;
+        while !rest.is_empty() {
+            let end = rest[1..].find(['+', '-']).map_or(rest.len(), |i| i + 1);
+            let (term, tail) = rest.split_at(end);
+            let term = match term.strip_prefix('+') {
+                Some(t) => {
+                    sign = 1;
+                    t
+                }
+                None => match term.strip_prefix('-') {
+                    Some(t) => {
+                        sign = -1;
+                        t
+                    }
+                    None => term,
+                },
+            };
+            if let Some(h) = term.strip_prefix("0x") {
+                match i128::from_str_radix(h, 16) {
+                    Ok(v) => disp += sign * v,
+                    Err(_) => other.push(term.to_string()),
+                }
+            } else if let Some((reg, scale)) = term.split_once('*') {
+                // LLVM leaves a scale of 1 out: `[rdi + rdx]`.
+                index = Some(if scale == "1" {
+                    reg.to_string()
+                } else {
+                    format!("{scale}*{reg}")
+                });
+            } else if base.is_none() && index.is_none() && sign == 1 {
+                base = Some(term.to_string());
+            } else {
+                other.push(term.to_string());
+            }
+            rest = tail;
+        }
+        let mut parts: Vec<String> = base.into_iter().chain(index).chain(other).collect();
+        let mut s = parts.join(" + ");
+        if parts.is_empty() {
+            s = disp.to_string();
+        } else if disp > 0 {
+            s.push_str(&format!(" + {disp}"));
+        } else if disp < 0 {
+            s.push_str(&format!(" - {}", -disp));
+        }
+        parts.clear();
+        format!("[{s}]")
+    });
+    let width = if code
+        .split_once(char::is_whitespace)
+        .map(|(_, ops)| ops.trim_start())
+        .is_some_and(|ops| {
+            ops.starts_with('e') || ops.split(',').next().is_some_and(|r| r.ends_with('d'))
+        }) {
+        32
+    } else {
+        64
+    };
+    imm.replace(&code, |c: &regex::Captures| {
+        format!(
+            "{}{}",
+            &c[1],
+            hex_to_decimal(&format!("{}0x{}", &c[2], &c[3]), width)
+        )
+    })
+    .into_owned()
+}
+
+/// `0x18` → `24`; a value with the top bit of `width` set is negative
+/// (two's complement), as LLVM prints it.
+fn hex_to_decimal(hex: &str, width: u32) -> String {
+    let (neg, digits) = match hex.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, hex),
+    };
+    let Ok(v) = u64::from_str_radix(digits.trim_start_matches("0x"), 16) else {
+        return hex.to_string();
+    };
+    if neg {
+        return format!("-{v}");
+    }
+    let top = 1u64 << (width - 1);
+    if width == 64 && v & top != 0 {
+        (v as i64).to_string()
+    } else if width == 32 && v <= u32::MAX as u64 && v & top != 0 {
+        (v as u32 as i32).to_string()
+    } else {
+        v.to_string()
+    }
+}
+
 /// Masks what depends on where the linker put things rather than on the
 /// code: offsets from linker-made symbols (`_DYNAMIC+0x308`, a GOT slot;
 /// `GCC_except_table0+0xd2d8`) become `+OFF`, and on arm64 the low twelve
@@ -600,10 +717,10 @@ pub fn parse_objdump_with(
                 .and_then(|c| u64::from_str_radix(&c[1], 16).ok())
                 .and_then(|a| got.get(&a));
             let code = match arch {
-                Arch::X86_64 => match got_name {
+                Arch::X86_64 => x86_llvm_spelling(&match got_name {
                     Some(name) => x86_operands(code, Some(&format!("0 <{name}@GOTPCREL>"))),
                     None => x86_operands(code, comment),
-                },
+                }),
                 Arch::Aarch64 => aarch64_conditions(code),
                 _ => code.to_string(),
             };
@@ -767,10 +884,10 @@ mod tests {
         assert_eq!(
             l.text(),
             "probe_thread_cursor_alloc:
-  sub rsp, 0x18
+  sub rsp, 24
 .LBB1:
-  mov rdx, qword ptr fs:0x0
-  cmp qword ptr fs:[rax*8-0xe0], rdi
+  mov rdx, qword ptr fs:[0]
+  cmp qword ptr fs:[8*rax - 224], rdi
   jne .LBB2
   ret
 .LBB2:
@@ -778,7 +895,7 @@ mod tests {
   call allocasm::thread_cursor::ThreadCursorArena::refill
   jmp .LBB1
 ",
-            "the padding after the symbol's extent is cut, in-function targets become labels"
+            "the padding after the symbol's extent is cut, in-function targets become labels, operands spelled like LLVM's"
         );
         let x86 = crate::codegen::InstructionClasses::for_arch(&Arch::X86_64).unwrap();
         assert_eq!(l.summary(&x86).backward_branches, 1);
@@ -839,6 +956,45 @@ OFFSET           TYPE              VALUE
                 .text()
                 .contains("[rip + _DYNAMIC+OFF]")
         );
+    }
+
+    #[test]
+    fn x86_operands_are_spelled_like_llvm() {
+        for (objdump, llvm) in [
+            (
+                "mov r15, qword ptr [rdi+0x188]",
+                "mov r15, qword ptr [rdi + 392]",
+            ),
+            ("lea rax, [r12+r12*2]", "lea rax, [r12 + 2*r12]"),
+            ("lea r8, [rdi+rdx*1]", "lea r8, [rdi + rdx]"),
+            (
+                "cmp qword ptr [rdx+rax*8], r15",
+                "cmp qword ptr [rdx + 8*rax], r15",
+            ),
+            (
+                "mov rax, qword ptr [rdx+rax*8+0x8]",
+                "mov rax, qword ptr [rdx + 8*rax + 8]",
+            ),
+            ("lea rax, [rax-0xf0]", "lea rax, [rax - 240]"),
+            (
+                "cmp qword ptr fs:[rax*8-0xe0], rdi",
+                "cmp qword ptr fs:[8*rax - 224], rdi",
+            ),
+            ("mov rax, qword ptr fs:0x0", "mov rax, qword ptr fs:[0]"),
+            ("sub rsp, 0x18", "sub rsp, 24"),
+            ("and rbx, 0xfffffffffffffff0", "and rbx, -16"),
+            ("and r12d, 0x7", "and r12d, 7"),
+            ("cmp ecx, 0xfffffff0", "cmp ecx, -16"),
+            (
+                "movabs rax, 0x7fffffffffffff",
+                "movabs rax, 36028797018963967",
+            ),
+            ("mov qword ptr [rcx+0x0], rbx", "mov qword ptr [rcx], rbx"),
+            ("lea rdi, [rip + .Lanon.1]", "lea rdi, [rip + .Lanon.1]"),
+            ("jne 1264b <probe_x+0x6b>", "jne 1264b <probe_x+0x6b>"),
+        ] {
+            assert_eq!(x86_llvm_spelling(objdump), llvm, "{objdump}");
+        }
     }
 
     #[test]
