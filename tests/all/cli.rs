@@ -280,7 +280,7 @@ fn show_linked_prints_the_linked_listings() {
         ".s first: {out}"
     );
     assert!(
-        release < lto && out[release..].contains("fs:0x0"),
+        release < lto && out[release..].contains("fs:[0]"),
         "the linker's local-exec access: {out}"
     );
 
