@@ -232,6 +232,7 @@ pub fn build_profile(
         profile: profile.name.clone(),
         probes: found,
         missing,
+        cold_functions: Default::default(),
     };
     Ok((output, listings))
 }

@@ -1151,6 +1151,9 @@ pub fn driver_listings(profile: &Profile, driver: &Driver, probes: &[Probe]) -> 
         objdump: String::new(),
         disassembly: driver.disassembly.clone(),
         symbols: driver.symbols.clone(),
+        // The driver's GOT calls keep their slot form: the executed trace
+        // and these listings come from the same disassembly, so they agree.
+        dynamic_relocs: String::new(),
     };
     linked::extract_linked(profile, &out, probes)
 }

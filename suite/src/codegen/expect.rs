@@ -1,20 +1,28 @@
 //! The expectations checker: a probe's listing on a profile against the
 //! profile's `[probe.X]` table and the suite-wide rules.
 //!
-//! Suite-wide: every [`ProbeKind::SingleThreaded`] probe, on every profile,
-//! has no atomic instruction and no call ([`Profile::suite_forbid`]).
+//! Every rule has a scope: `hot` (the hot path of [`super::cfg`]) or
+//! `function`. A rule holds `has`/`lacks` patterns, `forbid`/`require`
+//! classes, exact `count`s, the expected `calls` and an ordered `check`
+//! sequence (FileCheck's CHECK / CHECK-NEXT / CHECK-NOT); a probe's table
+//! adds the budgets `hot_max` and `to_fit_check_max`. Defaults per probe kind
+//! come from `targets/suite.toml` and the profile's `[kind.X]`
+//! ([`Profile::rules_for`]).
 //!
 //! [`evaluate`] returns every expectation with its result (reports and
 //! `diff` show them all); [`check`] returns the failures only. A
 //! [`Failure`] names the probe, the profile and the pattern or rule, and its
 //! `Display` shows the listing.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use super::ProbeListings;
-use super::listing::Listing;
-use super::profile::{Class, Pattern, Profile};
-use allocasm::probes::{Probe, ProbeKind};
+use super::cfg::{Cfg, HotPath};
+use super::listing::{Line, Listing};
+use super::normalize::base_mnemonic;
+use super::profile::{Class, Matcher, Profile, Scope, Step};
+use allocasm::probes::Probe;
 
 /// What kind of expectation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,16 +32,33 @@ pub enum FailureKind {
     /// A `lacks` pattern matched (the offending instruction is in
     /// [`Failure::offending`]).
     ForbiddenPattern,
-    /// An instruction of a forbidden class is present (a `forbid` entry, or
-    /// the suite-wide rule for single-threaded probes).
+    /// An instruction of a forbidden class is present.
     ForbiddenClass(Class),
     /// No instruction of a required class.
     MissingClass(Class),
-    /// A backward branch (a loop) before the first instruction matching the
-    /// pattern.
-    BackwardBranchBefore,
-    /// `no_backward_branch_before`'s pattern matched no instruction.
-    MissingAnchor,
+    /// A class's count in the scope is not the one expected.
+    Count {
+        /// The class.
+        class: Class,
+        /// Expected.
+        expected: usize,
+        /// Found.
+        found: usize,
+    },
+    /// The scope's callees are not the ones expected (what was found).
+    Calls(String),
+    /// A `check` sequence failed at this step.
+    Check(String),
+    /// A budget (`hot_max`, `to_fit_check_max`) is exceeded, or there is no
+    /// fit check to measure.
+    Budget {
+        /// `hot path` / `entry to fit check`.
+        what: &'static str,
+        /// The budget.
+        max: usize,
+        /// What was measured (`None`: no fit check).
+        found: Option<usize>,
+    },
     /// The probe is not in the profile's assembly at all.
     MissingProbe,
 }
@@ -98,14 +123,18 @@ impl fmt::Display for Failure {
             FailureKind::ForbiddenPattern => write!(f, " — {} matches", self.pattern)?,
             FailureKind::ForbiddenClass(c) => write!(f, " — found a {c} instruction")?,
             FailureKind::MissingClass(c) => write!(f, " — no {c} instruction")?,
-            FailureKind::BackwardBranchBefore => write!(
-                f,
-                " — a backward branch (loop) comes before {}",
-                self.pattern
-            )?,
-            FailureKind::MissingAnchor => {
-                write!(f, " — no instruction matches the anchor {}", self.pattern)?
-            }
+            FailureKind::Count {
+                expected, found, ..
+            } => write!(f, " — found {found}, expected {expected}")?,
+            FailureKind::Calls(got) => write!(f, " — the calls are [{got}]")?,
+            FailureKind::Check(step) => write!(f, " — the sequence fails at `{step}`")?,
+            FailureKind::Budget { what, max, found } => match found {
+                Some(n) => write!(f, " — {what} is {n} instructions, over {max}")?,
+                None => write!(
+                    f,
+                    " — no {what}: no conditional branch after an atomic read-modify-write"
+                )?,
+            },
             FailureKind::MissingProbe => {
                 write!(f, " — the probe is not in the profile's assembly")?
             }
@@ -118,119 +147,385 @@ impl fmt::Display for Failure {
             writeln!(f, "  why: {why}")?;
         }
         for line in self.listing.lines() {
-            writeln!(f, "  | {line}")?;
+            writeln!(f, "  |{line}")?;
         }
         Ok(())
     }
 }
 
-/// Evaluates every expectation of `probe` on `profile` against `listing`.
+/// Evaluates every expectation of `probe` on `profile` against `listing`
+/// (no callee known cold but panics and the profile's `cold_calls`; see
+/// [`evaluate_in`] for a built profile's listings).
 pub fn evaluate(profile: &Profile, listing: &Listing, probe: &Probe) -> Vec<Outcome> {
-    let text = listing.instruction_text();
+    evaluate_with(profile, listing, probe, &BTreeSet::new())
+}
+
+/// [`evaluate`] for a probe of a built profile, with the build's cold
+/// functions; `None` when the probe is missing.
+pub fn evaluate_in(
+    profile: &Profile,
+    listings: &ProbeListings,
+    probe: &Probe,
+) -> Option<Vec<Outcome>> {
+    let listing = listings.listing(probe.name)?;
+    Some(evaluate_with(
+        profile,
+        listing,
+        probe,
+        &listings.cold_functions,
+    ))
+}
+
+/// The lines a rule looks at, with the hot path.
+struct Scoped<'c, 'a> {
+    cfg: &'c Cfg<'a>,
+    hot: &'c HotPath,
+    function_lines: Vec<usize>,
+    function_loops: BTreeSet<usize>,
+    hot_loops: BTreeSet<usize>,
+}
+
+impl Scoped<'_, '_> {
+    fn lines(&self, scope: Scope) -> &[usize] {
+        match scope {
+            Scope::Hot => &self.hot.line_indices,
+            Scope::Function => &self.function_lines,
+        }
+    }
+
+    fn text(&self, n: usize) -> String {
+        match &self.cfg.listing.lines[n] {
+            Line::Instruction(i) => i.text(),
+            other => other.to_string(),
+        }
+    }
+
+    fn in_class(&self, scope: Scope, n: usize, class: Class) -> bool {
+        match class {
+            Class::BackwardBranch => match scope {
+                Scope::Hot => self.hot_loops.contains(&n),
+                Scope::Function => self.function_loops.contains(&n),
+            },
+            other => self.cfg.in_class(n, other),
+        }
+    }
+
+    /// Whether pattern `p` matches line `n`: its text, or its text without
+    /// the padding prefixes (`data16 data16 rex64 call x` is also `call x`).
+    fn is_match(&self, p: &super::profile::Pattern, n: usize) -> bool {
+        let text = self.text(n);
+        if p.is_match(&text) {
+            return true;
+        }
+        match &self.cfg.listing.lines[n] {
+            Line::Instruction(i) if base_mnemonic(&i.mnemonic) != i.mnemonic => {
+                let base = format!("{} {}", base_mnemonic(&i.mnemonic), i.operands);
+                p.is_match(base.trim_end())
+            }
+            _ => false,
+        }
+    }
+
+    fn matches(&self, scope: Scope, n: usize, m: &Matcher) -> bool {
+        match m {
+            Matcher::Pattern(p) => self.is_match(p, n),
+            Matcher::Class(c) => self.in_class(scope, n, *c),
+        }
+    }
+
+    fn count(&self, scope: Scope, class: Class) -> (usize, Option<usize>) {
+        if scope == Scope::Hot && class == Class::BackwardBranch {
+            // The branch closing a loop on the hot path may lie off it (the
+            // retry edge of a compare-exchange): counted per loop head.
+            return (self.hot.loops, self.hot.loop_lines.first().copied());
+        }
+        let hits: Vec<usize> = self
+            .lines(scope)
+            .iter()
+            .copied()
+            .filter(|&n| self.in_class(scope, n, class))
+            .collect();
+        (hits.len(), hits.first().copied())
+    }
+
+    fn callees(&self, scope: Scope) -> Vec<(usize, String)> {
+        self.lines(scope)
+            .iter()
+            .filter_map(|&n| self.cfg.callee(n).map(|c| (n, c)))
+            .collect()
+    }
+
+    /// The scope's lines as text, the offending one marked `>>`.
+    fn show(&self, scope: Scope, offending: Option<usize>) -> String {
+        let mut s = match scope {
+            Scope::Hot => format!(
+                "hot path ({} of {} instructions):\n",
+                self.hot.instructions, self.hot.function_instructions
+            ),
+            Scope::Function => String::from("function:\n"),
+        };
+        let lines: Vec<usize> = match scope {
+            Scope::Hot => self.hot.line_indices.clone(),
+            Scope::Function => (0..self.cfg.listing.lines.len()).collect(),
+        };
+        for n in lines {
+            let mark = if Some(n) == offending { ">> " } else { "   " };
+            s.push_str(mark);
+            s.push_str(&self.cfg.listing.lines[n].to_string());
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Runs a FileCheck-style sequence over `lines`: `Ok(())` or the failing
+/// step's index with the offending line, if one is to blame.
+fn run_check(
+    sc: &Scoped<'_, '_>,
+    scope: Scope,
+    steps: &[Step],
+) -> Result<(), (usize, Option<usize>)> {
+    let lines = sc.lines(scope);
+    let mut pos = 0usize; // next line to look at
+    let mut pending_not: Vec<(usize, &Matcher)> = Vec::new();
+    let check_nots = |from: usize, to: usize, nots: &[(usize, &Matcher)]| {
+        for &(k, m) in nots {
+            if let Some(&n) = lines[from..to].iter().find(|&&n| sc.matches(scope, n, m)) {
+                return Err((k, Some(n)));
+            }
+        }
+        Ok(())
+    };
+    for (k, step) in steps.iter().enumerate() {
+        match step {
+            Step::Not(m) => pending_not.push((k, m)),
+            Step::Check(m) => {
+                let found = lines[pos..].iter().position(|&n| sc.matches(scope, n, m));
+                let Some(off) = found else {
+                    return Err((k, None));
+                };
+                // The next match itself is inside the `not` range: a retry
+                // branch that is also the fit-check branch is caught.
+                check_nots(pos, pos + off + 1, &pending_not)?;
+                pending_not.clear();
+                pos += off + 1;
+            }
+            Step::Next(m) => {
+                check_nots(pos, (pos + 1).min(lines.len()), &pending_not)?;
+                pending_not.clear();
+                match lines.get(pos) {
+                    Some(&n) if sc.matches(scope, n, m) => pos += 1,
+                    Some(&n) => return Err((k, Some(n))),
+                    None => return Err((k, None)),
+                }
+            }
+        }
+    }
+    check_nots(pos, lines.len(), &pending_not)
+}
+
+fn steps_text(steps: &[Step]) -> String {
+    steps
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// [`evaluate`] with the callees known cold.
+pub fn evaluate_with(
+    profile: &Profile,
+    listing: &Listing,
+    probe: &Probe,
+    cold: &BTreeSet<String>,
+) -> Vec<Outcome> {
+    let cfg = super::cfg::analyze(listing, profile, cold);
+    let hot = cfg.hot_path();
     let classes = &profile.classes;
+    let sc = Scoped {
+        cfg: &cfg,
+        hot: &hot,
+        function_lines: listing
+            .lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| matches!(l, Line::Instruction(_)))
+            .map(|(n, _)| n)
+            .collect(),
+        function_loops: listing
+            .matching(Class::BackwardBranch, classes)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect(),
+        hot_loops: hot.loop_lines.iter().copied().collect(),
+    };
     let expect = profile.expect_for(probe.name);
     let why = expect.and_then(|e| e.why.clone());
-    let fail = |rule: &str, pattern: &str, kind: FailureKind, offending: Option<String>| Failure {
-        probe: probe.name.to_string(),
-        profile: profile.name.clone(),
-        kind,
-        rule: rule.to_string(),
-        pattern: pattern.to_string(),
-        offending,
-        why: why.clone(),
-        listing: listing.text(),
-    };
     let mut out = Vec::new();
-    let mut push =
-        |rule: String, pattern: String, kind: FailureKind, failed: Option<Option<String>>| {
-            let failure = failed.map(|off| fail(&rule, &pattern, kind.clone(), off));
-            out.push(Outcome {
-                expectation: Expectation {
-                    rule,
-                    pattern,
-                    kind,
-                },
-                failure,
-            });
-        };
-
-    let allowed: &[Pattern] = expect.map_or(&[], |e| e.allow_calls.as_slice());
-    let class_rule = |class: Class, forbid: bool, origin: &str| {
-        let mut found = listing.matching(class, classes);
-        if class == Class::Call && !origin.starts_with(" (suite") {
-            found.retain(|(_, i)| !allowed.iter().any(|a| a.is_match(&i.text())));
-        }
-        let rule = format!(
-            "{} {class}{origin}",
-            if forbid { "forbid" } else { "require" }
-        );
-        let failed = if forbid {
-            found.first().map(|(_, i)| Some(i.text()))
-        } else {
-            found.is_empty().then_some(None)
-        };
-        let kind = if forbid {
-            FailureKind::ForbiddenClass(class)
-        } else {
-            FailureKind::MissingClass(class)
-        };
-        (rule, class.name().to_string(), kind, failed)
+    let mut push = |rule: String,
+                    pattern: String,
+                    kind: FailureKind,
+                    scope: Scope,
+                    failed: Option<Option<usize>>| {
+        let failure = failed.map(|off| Failure {
+            probe: probe.name.to_string(),
+            profile: profile.name.clone(),
+            kind: kind.clone(),
+            rule: rule.clone(),
+            pattern: pattern.clone(),
+            offending: off.map(|n| sc.text(n)),
+            why: why.clone(),
+            listing: sc.show(scope, off),
+        });
+        out.push(Outcome {
+            expectation: Expectation {
+                rule,
+                pattern,
+                kind,
+            },
+            failure,
+        });
     };
 
-    for &class in Profile::suite_forbid(probe.kind) {
-        let origin = match probe.kind {
-            ProbeKind::SingleThreaded => " (suite: every single-threaded probe)",
-            ProbeKind::Concurrent => " (suite)",
+    for rule in profile.rules_for(probe) {
+        let scope = rule.scope;
+        let origin = if rule.origin.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", rule.origin)
         };
-        let (r, p, k, f) = class_rule(class, true, origin);
-        push(r, p, k, f);
+        let lines = sc.lines(scope);
+        for p in &rule.has {
+            let hit = lines.iter().any(|&n| sc.is_match(p, n));
+            push(
+                format!("{scope}: has {p}{origin}"),
+                p.to_string(),
+                FailureKind::MissingPattern,
+                scope,
+                (!hit).then_some(None),
+            );
+        }
+        for p in &rule.lacks {
+            let hit = lines.iter().copied().find(|&n| sc.is_match(p, n));
+            push(
+                format!("{scope}: lacks {p}{origin}"),
+                p.to_string(),
+                FailureKind::ForbiddenPattern,
+                scope,
+                hit.map(Some),
+            );
+        }
+        for &c in &rule.forbid {
+            let (n, first) = sc.count(scope, c);
+            push(
+                format!("{scope}: forbid {c}{origin}"),
+                c.to_string(),
+                FailureKind::ForbiddenClass(c),
+                scope,
+                (n > 0).then_some(first),
+            );
+        }
+        for &c in &rule.require {
+            let (n, _) = sc.count(scope, c);
+            push(
+                format!("{scope}: require {c}{origin}"),
+                c.to_string(),
+                FailureKind::MissingClass(c),
+                scope,
+                (n == 0).then_some(None),
+            );
+        }
+        for (&c, &want) in &rule.count {
+            let (n, first) = sc.count(scope, c);
+            let name = if c == Class::BackwardBranch {
+                "loop".to_string()
+            } else {
+                c.to_string()
+            };
+            push(
+                format!("{scope}: count {name} = {want}{origin}"),
+                c.to_string(),
+                FailureKind::Count {
+                    class: c,
+                    expected: want,
+                    found: n,
+                },
+                scope,
+                (n != want).then_some(first),
+            );
+        }
+        if let Some(want) = &rule.calls {
+            let got = sc.callees(scope);
+            let ok =
+                got.len() == want.len() && got.iter().zip(want).all(|((_, c), p)| p.is_match(c));
+            let off = got
+                .iter()
+                .zip(want.iter().map(Some).chain(std::iter::repeat(None)))
+                .find(|((_, c), p)| !p.is_some_and(|p| p.is_match(c)))
+                .map(|((n, _), _)| *n);
+            let want_text = want
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let got_text = got
+                .iter()
+                .map(|(_, c)| c.clone())
+                .collect::<Vec<_>>()
+                .join(", ");
+            push(
+                format!("{scope}: calls [{want_text}]{origin}"),
+                want_text.clone(),
+                FailureKind::Calls(got_text),
+                scope,
+                (!ok).then_some(off),
+            );
+        }
+        if !rule.check.is_empty() {
+            let text = steps_text(&rule.check);
+            let result = run_check(&sc, scope, &rule.check);
+            let (kind, failed) = match result {
+                Ok(()) => (FailureKind::Check(String::new()), None),
+                Err((k, off)) => (FailureKind::Check(rule.check[k].to_string()), Some(off)),
+            };
+            push(
+                format!("{scope}: check [{text}]{origin}"),
+                text,
+                kind,
+                scope,
+                failed,
+            );
+        }
     }
-    let Some(expect) = expect else { return out };
-    for pattern in &expect.has {
-        let failed = (!pattern.is_match(&text)).then_some(None);
-        push(
-            format!("has {pattern}"),
-            pattern.to_string(),
-            FailureKind::MissingPattern,
-            failed,
-        );
-    }
-    for pattern in &expect.lacks {
-        let offending = listing
-            .instructions()
-            .map(|i| i.text())
-            .find(|t| pattern.is_match(t));
-        let failed = pattern.is_match(&text).then_some(offending);
-        push(
-            format!("lacks {pattern}"),
-            pattern.to_string(),
-            FailureKind::ForbiddenPattern,
-            failed,
-        );
-    }
-    for &class in &expect.forbid {
-        let (r, p, k, f) = class_rule(class, true, "");
-        push(r, p, k, f);
-    }
-    for &class in &expect.require {
-        let (r, p, k, f) = class_rule(class, false, "");
-        push(r, p, k, f);
-    }
-    if let Some(anchor) = &expect.no_backward_branch_before {
-        let rule = format!("no_backward_branch_before {anchor}");
-        match listing.backward_branch_before(anchor, classes) {
-            Err(()) => push(
-                rule,
-                anchor.to_string(),
-                FailureKind::MissingAnchor,
-                Some(None),
-            ),
-            Ok(found) => push(
-                rule,
-                anchor.to_string(),
-                FailureKind::BackwardBranchBefore,
-                found.map(|i| Some(i.text())),
-            ),
+    if let Some(e) = expect {
+        if let Some(max) = e.hot_max {
+            push(
+                format!("hot_max {max}"),
+                max.to_string(),
+                FailureKind::Budget {
+                    what: "hot path",
+                    max,
+                    found: Some(hot.instructions),
+                },
+                Scope::Hot,
+                (hot.instructions > max).then_some(None),
+            );
+        }
+        if let Some(max) = e.to_fit_check_max {
+            let found = hot.to_fit_check;
+            push(
+                format!("to_fit_check_max {max}"),
+                max.to_string(),
+                FailureKind::Budget {
+                    what: "entry to fit check",
+                    max,
+                    found,
+                },
+                Scope::Hot,
+                found
+                    .is_none_or(|f| f > max)
+                    .then_some(found.map(|f| hot.line_indices[f - 1])),
+            );
         }
     }
     out
@@ -244,13 +539,31 @@ pub fn check(profile: &Profile, listing: &Listing, probe: &Probe) -> Vec<Failure
         .collect()
 }
 
+/// [`check`] with a build's cold functions (see [`evaluate_with`]).
+pub fn check_with(
+    profile: &Profile,
+    listing: &Listing,
+    probe: &Probe,
+    cold: &BTreeSet<String>,
+) -> Vec<Failure> {
+    evaluate_with(profile, listing, probe, cold)
+        .into_iter()
+        .filter_map(|o| o.failure)
+        .collect()
+}
+
 /// The failures of every probe of `registry` on one built profile, a
 /// missing probe included (one [`FailureKind::MissingProbe`] each).
 pub fn check_all(profile: &Profile, listings: &ProbeListings, registry: &[Probe]) -> Vec<Failure> {
     let mut failures = Vec::new();
     for probe in registry {
         match listings.listing(probe.name) {
-            Some(listing) => failures.extend(check(profile, listing, probe)),
+            Some(listing) => failures.extend(check_with(
+                profile,
+                listing,
+                probe,
+                &listings.cold_functions,
+            )),
             None => failures.push(missing_probe(profile, probe)),
         }
     }

@@ -110,6 +110,9 @@ pub struct LinkedOutput {
     pub disassembly: String,
     /// `objdump -t` of the executable.
     pub symbols: String,
+    /// `objdump -R` of the executable (its dynamic relocations: what each
+    /// GOT slot holds), empty when it has none.
+    pub dynamic_relocs: String,
 }
 
 impl LinkedOutput {
@@ -313,6 +316,10 @@ pub fn build_linked(
     }
     let disassembly = run_objdump(&objdump, &args, &executable)?;
     let symbols = run_objdump(&objdump, &["-t".to_string()], &executable)?;
+    // A static executable has no dynamic relocations: `-R` fails, nothing
+    // to name.
+    let dynamic_relocs =
+        run_objdump(&objdump, &["-R".to_string()], &executable).unwrap_or_default();
     Ok(LinkedOutput {
         profile: profile.name.clone(),
         triple: profile.triple.clone(),
@@ -324,6 +331,7 @@ pub fn build_linked(
         objdump: format!("{objdump} {}", args.join(" ")),
         disassembly,
         symbols,
+        dynamic_relocs,
     })
 }
 
@@ -434,6 +442,73 @@ pub fn parse_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
     map
 }
 
+/// What each GOT slot of the executable holds, from `objdump -R`: slot
+/// address → callee symbol. An `R_*_RELATIVE` slot holds an address of the
+/// executable itself (the symbol starting there, from `symtab`); a
+/// `GLOB_DAT`/`JUMP_SLOT` slot names its symbol (`__tls_get_addr@GLIBC_2.3`
+/// → `__tls_get_addr`).
+pub fn got_slots(relocs: &str, symtab: &str) -> BTreeMap<u64, String> {
+    let by_addr: BTreeMap<u64, String> = parse_symbols(symtab)
+        .into_iter()
+        .map(|(name, (addr, _))| (addr, name))
+        .collect();
+    let mut slots = BTreeMap::new();
+    for line in relocs.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(offset), Some(kind), Some(value)) = (words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        let Ok(offset) = u64::from_str_radix(offset, 16) else {
+            continue;
+        };
+        if !kind.starts_with("R_") {
+            continue;
+        }
+        let name = if kind.ends_with("_RELATIVE") {
+            value
+                .strip_prefix("*ABS*+0x")
+                .and_then(|a| u64::from_str_radix(a, 16).ok())
+                .and_then(|a| by_addr.get(&a).cloned())
+        } else if kind.contains("GLOB_DAT") || kind.contains("JUMP_SLOT") {
+            let v = value.split('@').next().unwrap_or(value);
+            let v = v.split('+').next().unwrap_or(v);
+            (!v.is_empty() && v != "*ABS*").then(|| v.to_string())
+        } else {
+            None
+        };
+        if let Some(n) = name {
+            slots.insert(offset, n);
+        }
+    }
+    slots
+}
+
+/// objdump's aarch64 condition spellings as LLVM writes them: `b.cc` is
+/// `b.lo`, `b.cs` is `b.hs` (also as the last operand of `csel`, `cset`,
+/// `ccmp`, …), so a pattern fits both views.
+fn aarch64_conditions(code: &str) -> String {
+    let (m, ops) = code.split_once(char::is_whitespace).unwrap_or((code, ""));
+    let m = match m {
+        "b.cc" => "b.lo",
+        "b.cs" => "b.hs",
+        other => other,
+    };
+    let ops = ops.trim();
+    let ops = if let Some(rest) = ops.strip_suffix(", cc") {
+        format!("{rest}, lo")
+    } else if let Some(rest) = ops.strip_suffix(", cs") {
+        format!("{rest}, hs")
+    } else {
+        ops.to_string()
+    };
+    if ops.is_empty() {
+        m.to_string()
+    } else {
+        format!("{m}\t{ops}")
+    }
+}
+
 fn addr_sym_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| Regex::new(r"\b(?:0x)?([0-9a-f]+) <([^>]+)>").expect("regex"))
@@ -492,6 +567,123 @@ fn x86_operands(code: &str, comment: Option<&str>) -> String {
     s
 }
 
+/// objdump's hex operands spelled as LLVM's Intel printer writes them, so
+/// one pattern fits both views: memory operands `[rdx+rax*8+0x8]` →
+/// `[rdx + 8*rax + 8]` (a zero displacement dropped), `fs:0x0` →
+/// `fs:[0]`, immediates `0x18` → `24` (negative where the operand's width
+/// makes it so: `and rbx, 0xfffffffffffffff0` → `-16`). Branch targets
+/// (`1264b <sym>`) carry no `0x` and are left to the symbolizer.
+fn x86_llvm_spelling(code: &str) -> String {
+    static MEM: OnceLock<Regex> = OnceLock::new();
+    static IMM: OnceLock<Regex> = OnceLock::new();
+    static SEG: OnceLock<Regex> = OnceLock::new();
+    let mem = MEM.get_or_init(|| Regex::new(r"\[([^\]]+)\]").expect("regex"));
+    let seg = SEG.get_or_init(|| Regex::new(r"\b([cdefgs]s):(-?0x[0-9a-f]+)\b").expect("regex"));
+    let imm = IMM.get_or_init(|| Regex::new(r"(^|,\s*)(-?)0x([0-9a-f]+)$").expect("regex"));
+    let code = seg.replace_all(code, |c: &regex::Captures| {
+        format!("{}:[{}]", &c[1], hex_to_decimal(&c[2], 64))
+    });
+    let code = mem.replace_all(&code, |c: &regex::Captures| {
+        let inner = &c[1];
+        if inner.contains(' ') {
+            return c[0].to_string(); // already `[rip + sym]`
+        }
+        let mut base = None;
+        let mut index = None;
+        let mut disp: i128 = 0;
+        let mut other = Vec::new();
+        let mut rest = inner;
+        let mut sign = 1i128;
+        while !rest.is_empty() {
+            let end = rest[1..].find(['+', '-']).map_or(rest.len(), |i| i + 1);
+            let (term, tail) = rest.split_at(end);
+            let term = match term.strip_prefix('+') {
+                Some(t) => {
+                    sign = 1;
+                    t
+                }
+                None => match term.strip_prefix('-') {
+                    Some(t) => {
+                        sign = -1;
+                        t
+                    }
+                    None => term,
+                },
+            };
+            if let Some(h) = term.strip_prefix("0x") {
+                match i128::from_str_radix(h, 16) {
+                    Ok(v) => disp += sign * v,
+                    Err(_) => other.push(term.to_string()),
+                }
+            } else if let Some((reg, scale)) = term.split_once('*') {
+                // LLVM leaves a scale of 1 out: `[rdi + rdx]`.
+                index = Some(if scale == "1" {
+                    reg.to_string()
+                } else {
+                    format!("{scale}*{reg}")
+                });
+            } else if base.is_none() && index.is_none() && sign == 1 {
+                base = Some(term.to_string());
+            } else {
+                other.push(term.to_string());
+            }
+            rest = tail;
+        }
+        let mut parts: Vec<String> = base.into_iter().chain(index).chain(other).collect();
+        let mut s = parts.join(" + ");
+        if parts.is_empty() {
+            s = disp.to_string();
+        } else if disp > 0 {
+            s.push_str(&format!(" + {disp}"));
+        } else if disp < 0 {
+            s.push_str(&format!(" - {}", -disp));
+        }
+        parts.clear();
+        format!("[{s}]")
+    });
+    let width = if code
+        .split_once(char::is_whitespace)
+        .map(|(_, ops)| ops.trim_start())
+        .is_some_and(|ops| {
+            ops.starts_with('e') || ops.split(',').next().is_some_and(|r| r.ends_with('d'))
+        }) {
+        32
+    } else {
+        64
+    };
+    imm.replace(&code, |c: &regex::Captures| {
+        format!(
+            "{}{}",
+            &c[1],
+            hex_to_decimal(&format!("{}0x{}", &c[2], &c[3]), width)
+        )
+    })
+    .into_owned()
+}
+
+/// `0x18` → `24`; a value with the top bit of `width` set is negative
+/// (two's complement), as LLVM prints it.
+fn hex_to_decimal(hex: &str, width: u32) -> String {
+    let (neg, digits) = match hex.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, hex),
+    };
+    let Ok(v) = u64::from_str_radix(digits.trim_start_matches("0x"), 16) else {
+        return hex.to_string();
+    };
+    if neg {
+        return format!("-{v}");
+    }
+    let top = 1u64 << (width - 1);
+    if width == 64 && v & top != 0 {
+        (v as i64).to_string()
+    } else if width == 32 && v <= u32::MAX as u64 && v & top != 0 {
+        (v as u32 as i32).to_string()
+    } else {
+        v.to_string()
+    }
+}
+
 /// Masks what depends on where the linker put things rather than on the
 /// code: offsets from linker-made symbols (`_DYNAMIC+0x308`, a GOT slot;
 /// `GCC_except_table0+0xd2d8`) become `+OFF`, and on arm64 the low twelve
@@ -525,6 +717,20 @@ pub fn parse_objdump(
     arch: &Arch,
     names: &[&str],
 ) -> Vec<Function> {
+    parse_objdump_with(disassembly, symtab, "", arch, names)
+}
+
+/// [`parse_objdump`] with the executable's dynamic relocations (`objdump
+/// -R`): a call or load through a GOT slot is written as the `.s` writes it,
+/// `[rip + callee@GOTPCREL]`, instead of `[rip + _DYNAMIC+OFF]`.
+pub fn parse_objdump_with(
+    disassembly: &str,
+    symtab: &str,
+    relocs: &str,
+    arch: &Arch,
+    names: &[&str],
+) -> Vec<Function> {
+    let got = got_slots(relocs, symtab);
     let symbols = parse_symbols(symtab);
     let ranges: Vec<(&str, u64, u64)> = names
         .iter()
@@ -555,10 +761,17 @@ pub fn parse_objdump(
             let comment = comment.as_deref();
             let code = anon_constants(code);
             let code = code.as_str();
-            let code = if *arch == Arch::X86_64 {
-                x86_operands(code, comment)
-            } else {
-                code.to_string()
+            let got_name = comment
+                .and_then(|c| addr_sym_re().captures(c))
+                .and_then(|c| u64::from_str_radix(&c[1], 16).ok())
+                .and_then(|a| got.get(&a));
+            let code = match arch {
+                Arch::X86_64 => x86_llvm_spelling(&match got_name {
+                    Some(name) => x86_operands(code, Some(&format!("0 <{name}@GOTPCREL>"))),
+                    None => x86_operands(code, comment),
+                }),
+                Arch::Aarch64 => aarch64_conditions(code),
+                _ => code.to_string(),
             };
             let rewritten = addr_sym_re().replace_all(&code, |c: &regex::Captures| {
                 let target = u64::from_str_radix(&c[1], 16).unwrap_or(u64::MAX);
@@ -621,7 +834,13 @@ fn split_comment<'a>(text: &'a str, marker: &Regex) -> (&'a str, Option<&'a str>
 pub fn extract_linked(profile: &Profile, out: &LinkedOutput, probes: &[Probe]) -> ProbeListings {
     let arch = profile.arch();
     let names: Vec<&str> = probes.iter().map(|p| p.name).collect();
-    let functions = parse_objdump(&out.disassembly, &out.symbols, &arch, &names);
+    let functions = parse_objdump_with(
+        &out.disassembly,
+        &out.symbols,
+        &out.dynamic_relocs,
+        &arch,
+        &names,
+    );
     let mut found = BTreeMap::new();
     for f in functions {
         let listing = normalize::normalize(&f, &arch);
@@ -636,6 +855,7 @@ pub fn extract_linked(profile: &Profile, out: &LinkedOutput, probes: &[Probe]) -
         profile: profile.name.clone(),
         probes: found,
         missing,
+        cold_functions: Default::default(),
     }
 }
 
@@ -713,10 +933,10 @@ mod tests {
         assert_eq!(
             l.text(),
             "probe_thread_cursor_alloc:
-  sub rsp, 0x18
+  sub rsp, 24
 .LBB1:
-  mov rdx, qword ptr fs:0x0
-  cmp qword ptr fs:[rax*8-0xe0], rdi
+  mov rdx, qword ptr fs:[0]
+  cmp qword ptr fs:[8*rax - 224], rdi
   jne .LBB2
   ret
 .LBB2:
@@ -724,7 +944,7 @@ mod tests {
   call allocasm::thread_cursor::ThreadCursorArena::refill
   jmp .LBB1
 ",
-            "the padding after the symbol's extent is cut, in-function targets become labels"
+            "the padding after the symbol's extent is cut, in-function targets become labels, operands spelled like LLVM's"
         );
         let x86 = crate::codegen::InstructionClasses::for_arch(&Arch::X86_64).unwrap();
         assert_eq!(l.summary(&x86).backward_branches, 1);
@@ -743,6 +963,103 @@ mod tests {
             "probe_y:\n  ldr r0, [pc, #164]\n  bl __tls_get_addr\n  bx lr\n",
             "`@` starts an Arm comment for the normalizer, so `@plt` goes like in the .s view"
         );
+    }
+
+    #[test]
+    fn got_slots_are_named_after_their_callee() {
+        // Real `objdump -R` lines of the x86_64-linux release executable's
+        // kind: a RELATIVE slot (a function of the executable) and a
+        // GLOB_DAT slot (a dynamic symbol).
+        let relocs = "\
+DYNAMIC RELOCATION RECORDS
+OFFSET           TYPE              VALUE
+0000000000015310 R_X86_64_RELATIVE  *ABS*+0x11880
+0000000000015fd8 R_X86_64_GLOB_DAT  __tls_get_addr@GLIBC_2.3
+";
+        let syms = "0000000000011880 g     F .text\t0000000000000100              _ZN8allocasm13thread_cursor17ThreadCursorArena6refill17hd0d4a2dda0eb498dE\n00000000000125e0 g     F .text\t000000000000000d              probe_got\n";
+        let got = got_slots(relocs, syms);
+        assert_eq!(
+            got.get(&0x15310).map(String::as_str),
+            Some("_ZN8allocasm13thread_cursor17ThreadCursorArena6refill17hd0d4a2dda0eb498dE")
+        );
+        assert_eq!(
+            got.get(&0x15fd8).map(String::as_str),
+            Some("__tls_get_addr")
+        );
+        let dis = "\
+00000000000125e0 <probe_got>:
+   125e0:\tcall   QWORD PTR [rip+0x2d2a]        # 15310 <_DYNAMIC+0x308>
+   125e6:\tcall   QWORD PTR [rip+0x39ec]        # 15fd8 <_DYNAMIC+0xfd0>
+   125ec:\tret
+";
+        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_got"])[0];
+        let l = normalize::normalize(f, &Arch::X86_64);
+        assert_eq!(
+            l.text(),
+            "probe_got:\n  call qword ptr [rip + allocasm::thread_cursor::ThreadCursorArena::refill@GOTPCREL]\n  call qword ptr [rip + __tls_get_addr@GOTPCREL]\n  ret\n"
+        );
+        // Without the relocations the slot stays masked.
+        let f = &parse_objdump(dis, syms, &Arch::X86_64, &["probe_got"])[0];
+        assert!(
+            normalize::normalize(f, &Arch::X86_64)
+                .text()
+                .contains("[rip + _DYNAMIC+OFF]")
+        );
+    }
+
+    #[test]
+    fn x86_operands_are_spelled_like_llvm() {
+        for (objdump, llvm) in [
+            (
+                "mov r15, qword ptr [rdi+0x188]",
+                "mov r15, qword ptr [rdi + 392]",
+            ),
+            ("lea rax, [r12+r12*2]", "lea rax, [r12 + 2*r12]"),
+            ("lea r8, [rdi+rdx*1]", "lea r8, [rdi + rdx]"),
+            (
+                "cmp qword ptr [rdx+rax*8], r15",
+                "cmp qword ptr [rdx + 8*rax], r15",
+            ),
+            (
+                "mov rax, qword ptr [rdx+rax*8+0x8]",
+                "mov rax, qword ptr [rdx + 8*rax + 8]",
+            ),
+            ("lea rax, [rax-0xf0]", "lea rax, [rax - 240]"),
+            (
+                "cmp qword ptr fs:[rax*8-0xe0], rdi",
+                "cmp qword ptr fs:[8*rax - 224], rdi",
+            ),
+            ("mov rax, qword ptr fs:0x0", "mov rax, qword ptr fs:[0]"),
+            ("sub rsp, 0x18", "sub rsp, 24"),
+            ("and rbx, 0xfffffffffffffff0", "and rbx, -16"),
+            ("and r12d, 0x7", "and r12d, 7"),
+            ("cmp ecx, 0xfffffff0", "cmp ecx, -16"),
+            (
+                "movabs rax, 0x7fffffffffffff",
+                "movabs rax, 36028797018963967",
+            ),
+            ("mov qword ptr [rcx+0x0], rbx", "mov qword ptr [rcx], rbx"),
+            ("lea rdi, [rip + .Lanon.1]", "lea rdi, [rip + .Lanon.1]"),
+            ("jne 1264b <probe_x+0x6b>", "jne 1264b <probe_x+0x6b>"),
+        ] {
+            assert_eq!(x86_llvm_spelling(objdump), llvm, "{objdump}");
+        }
+    }
+
+    #[test]
+    fn aarch64_conditions_are_spelled_like_llvm() {
+        assert_eq!(
+            aarch64_conditions("b.cc\t1264b <x+0x6b>"),
+            "b.lo\t1264b <x+0x6b>"
+        );
+        assert_eq!(aarch64_conditions("b.cs\t10"), "b.hs\t10");
+        assert_eq!(
+            aarch64_conditions("csel\tx0, x1, x2, cc"),
+            "csel\tx0, x1, x2, lo"
+        );
+        assert_eq!(aarch64_conditions("cset\tw0, cs"), "cset\tw0, hs");
+        assert_eq!(aarch64_conditions("b.ne\t10"), "b.ne\t10");
+        assert_eq!(aarch64_conditions("ret"), "ret");
     }
 
     #[test]

@@ -41,13 +41,52 @@ pub enum Line {
     Label(String),
     /// An instruction.
     Instruction(Instruction),
+    /// A data directive inside the function's code (armv7 literal pools,
+    /// inline jump tables): shown, never counted as an instruction.
+    Data(Data),
 }
+
+/// One data directive (`.long`, `.word`, `.quad`, `.short`, `.byte`) with
+/// its value as written (symbol and relocation kind included:
+/// `.long counter(GOTTPOFF)-(.LPC1+8)`), labels renumbered and symbols
+/// demangled like operands.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Data {
+    /// `.long`, `.quad`, ...
+    pub directive: String,
+    /// The value expression.
+    pub value: String,
+}
+
+impl Data {
+    /// `.long value`.
+    pub fn text(&self) -> String {
+        format!("{} {}", self.directive, self.value)
+    }
+
+    /// The relocation kind the value names (`GOTTPOFF`, `TLSGD`, `TPOFF`,
+    /// `GOT_PREL`, ...), if any: `sym(KIND)` as ELF's Arm assembler writes it.
+    pub fn relocation(&self) -> Option<&str> {
+        let open = self.value.find('(')?;
+        let close = self.value[open..].find(')')? + open;
+        let kind = &self.value[open + 1..close];
+        (!kind.is_empty() && kind.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+            .then_some(kind)
+    }
+}
+
+/// The directives kept as [`Line::Data`].
+pub const DATA_DIRECTIVES: &[&str] = &[
+    ".byte", ".short", ".hword", ".2byte", ".long", ".word", ".4byte", ".int", ".quad", ".8byte",
+    ".xword", ".dword",
+];
 
 impl fmt::Display for Line {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Line::Label(l) => write!(f, "{l}:"),
             Line::Instruction(i) => write!(f, "  {}", i.text()),
+            Line::Data(d) => write!(f, "  {}", d.text()),
         }
     }
 }
@@ -109,18 +148,18 @@ impl Listing {
     pub fn instructions(&self) -> impl Iterator<Item = &Instruction> {
         self.lines.iter().filter_map(|l| match l {
             Line::Instruction(i) => Some(i),
-            Line::Label(_) => None,
+            Line::Label(_) | Line::Data(_) => None,
         })
     }
 
     /// The label definitions, by name, with their line index.
-    fn label_index(&self) -> BTreeMap<&str, usize> {
+    pub fn label_index(&self) -> BTreeMap<&str, usize> {
         self.lines
             .iter()
             .enumerate()
             .filter_map(|(i, l)| match l {
                 Line::Label(name) => Some((name.as_str(), i)),
-                Line::Instruction(_) => None,
+                Line::Instruction(_) | Line::Data(_) => None,
             })
             .collect()
     }
@@ -170,6 +209,8 @@ impl Listing {
             seen[n] = true;
             match &self.lines[n] {
                 Line::Label(_) => stack.push(n + 1),
+                // A literal pool sits after an unconditional branch: no flow.
+                Line::Data(_) => {}
                 Line::Instruction(i) => {
                     let text = i.text();
                     if classes.branch.is_match(&text)
@@ -189,7 +230,7 @@ impl Listing {
     /// Whether an instruction is a tail call: a branch whose target is a
     /// symbol, neither a label of this function nor a register or memory
     /// operand (jump tables are not calls).
-    fn is_tail_call(
+    pub(crate) fn is_tail_call(
         &self,
         i: &Instruction,
         classes: &InstructionClasses,
@@ -222,7 +263,7 @@ impl Listing {
             .enumerate()
             .filter_map(|(idx, l)| match l {
                 Line::Instruction(i) => Some((idx, i)),
-                Line::Label(_) => None,
+                Line::Label(_) | Line::Data(_) => None,
             })
             .filter(|&(idx, i)| {
                 let text = i.text();
@@ -236,6 +277,9 @@ impl Listing {
                     }
                     Class::Branch => classes.branch.is_match(&text),
                     Class::BackwardBranch => self.is_backward_branch(idx, classes, &labels),
+                    // Architecture-specific: see `cfg::Cfg::in_class`.
+                    Class::CondBranch => classes.branch.is_match(&text) && !ends_flow(&text),
+                    Class::Stack => false,
                 }
             })
             .collect()
@@ -285,7 +329,7 @@ impl fmt::Display for Listing {
 /// `br`, `ret`, `brk`), RISC-V (`j`, `jr`, `tail`, `ret`, `unimp`) or 32-bit
 /// Arm (`b`, `bx`, `pop {..., pc}`, `udf`). Conditional forms (`b.ne`,
 /// `bne`, `poplo {..., pc}`) fall through.
-fn ends_flow(text: &str) -> bool {
+pub(crate) fn ends_flow(text: &str) -> bool {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     RE.get_or_init(|| {
         regex::Regex::new(concat!(
@@ -299,7 +343,7 @@ fn ends_flow(text: &str) -> bool {
 
 /// Register operands (tail-call detection must not take `br x9`'s `x9` or
 /// `jmp rax`'s `rax` for a symbol).
-fn is_register(op: &str) -> bool {
+pub(crate) fn is_register(op: &str) -> bool {
     const X86: &[&str] = &[
         "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "eax", "ebx", "ecx", "edx", "esi",
         "edi", "ebp", "esp",

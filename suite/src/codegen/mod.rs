@@ -12,7 +12,7 @@
 //!        │                                  extract_probes ─► parse::parse_asm ─► normalize::normalize
 //!        │                                               │
 //!        ▼                                               ▼ ProbeListings (raw Function + Listing per probe)
-//!  expect::evaluate / expect::check  ◄───────────────────┘
+//!  expect::evaluate / expect::check  ◄── cfg::analyze ───┘  (hot path)
 //! ```
 //!
 //! # Stable API (used by the CLI)
@@ -35,7 +35,12 @@
 //! - [`expect::evaluate`] (every expectation with its result, for reports and
 //!   diffs) and [`expect::check`] (the failures only), plus
 //!   [`expect::check_all`] (every probe, including missing ones).
-//! - [`listing::Listing::summary`]: instruction, atomic, call and loop counts.
+//! - [`listing::Listing::summary`]: instruction, atomic, call and loop counts
+//!   of the whole function.
+//! - [`cfg::analyze`] / [`ProbeListings::hot_path`]: the control-flow graph
+//!   of a listing, its cold blocks and its hot path (entry to return through
+//!   non-cold blocks) with the counts reports and `hot`-scoped expectations
+//!   use.
 //! - [`summary::cross_profile`]: the cross-profile table (probes down,
 //!   profiles across, instruction count and A/C/L marks per cell) with
 //!   [`summary::CrossProfile::markdown`].
@@ -56,6 +61,7 @@
 //! [`default_target_root`].
 
 pub mod build;
+pub mod cfg;
 pub mod executed;
 pub mod expect;
 pub mod linked;
@@ -67,7 +73,7 @@ pub mod profile;
 pub mod summary;
 pub mod symbols;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub use build::{AsmOutput, BuildError, BuildEvent, BuildOptions};
@@ -125,12 +131,22 @@ pub struct ProbeListings {
     pub probes: BTreeMap<String, ProbeListing>,
     /// Probes of the registry that no `.s` file defines (nor aliases).
     pub missing: Vec<String>,
+    /// Functions the build marks cold (ELF's `.text.unlikely.*`), named as
+    /// listings name callees (demangled): calls to them are off the hot path
+    /// ([`cfg`](mod@cfg)).
+    pub cold_functions: BTreeSet<String>,
 }
 
 impl ProbeListings {
     /// The normalized listing of one probe, if it was found.
     pub fn listing(&self, probe: &str) -> Option<&Listing> {
         self.probes.get(probe).map(|p| &p.listing)
+    }
+
+    /// The control-flow graph and hot path of one probe on `profile`.
+    pub fn hot_path(&self, profile: &Profile, probe: &str) -> Option<cfg::HotPath> {
+        let listing = self.listing(probe)?;
+        Some(cfg::analyze(listing, profile, &self.cold_functions).hot_path())
     }
 }
 
@@ -146,6 +162,11 @@ pub fn extract_probes(profile: &Profile, asm: &AsmOutput, probes: &[Probe]) -> P
         .files
         .iter()
         .map(|f| parse::parse_asm(&f.text, format))
+        .collect();
+    let cold_functions = assemblies
+        .iter()
+        .flat_map(|a| a.cold.iter())
+        .map(|n| normalize::normalize_symbols(n, format))
         .collect();
     let mut found = BTreeMap::new();
     let mut missing = Vec::new();
@@ -164,6 +185,7 @@ pub fn extract_probes(profile: &Profile, asm: &AsmOutput, probes: &[Probe]) -> P
         profile: profile.name.clone(),
         probes: found,
         missing,
+        cold_functions,
     }
 }
 

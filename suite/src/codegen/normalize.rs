@@ -2,13 +2,17 @@
 //! same when only naming noise changes.
 //!
 //! Rules, in order:
-//! 1. Directives (`.cfi_*`, `.p2align`, `.loh`, `.seh_*`, ...) and comments
+//! 1. Data directives inside the code (`.long`, `.word`, `.quad`, `.short`,
+//!    `.byte`: armv7 literal pools, which carry the TLS relocation kind) are
+//!    kept as [`Line::Data`], shown and never counted as instructions. Other
+//!    directives (`.cfi_*`, `.p2align`, `.loh`, `.seh_*`, ...) and comments
 //!    (`#`, `//`, `;` by architecture; `#APP`/`InlineAsm` markers) are
 //!    dropped; the function's own label is dropped (the listing's name says
 //!    it).
 //! 2. Whitespace is folded: one space between mnemonic and operands, none
 //!    inside operands except after commas and inside brackets' `+`/`-` as
-//!    written; prefixes (`lock`) join the mnemonic.
+//!    written; prefixes (`lock`, and `data16`/`rex64` even when alone on
+//!    their line) join the mnemonic of the instruction they prefix.
 //! 3. Rust symbols in operands are demangled (`rustc-demangle`, legacy
 //!    `_ZN…17h…E` and v0 `_R…`), without hashes or crate disambiguators, and
 //!    closures/constants spelled one way (`{{closure}}` and `{closure#0}`
@@ -17,21 +21,38 @@
 //!    `.Lfunc_begin0`, `.LJTI0_0`, `l_anon.<hash>.3`, COFF's
 //!    `anon.<hash>.3`, ...) are renumbered per function and per family in
 //!    order of first appearance (`.LBB0_3` → `.LBB1`); label definitions no
-//!    instruction refers to are dropped.
+//!    instruction or data directive refers to are dropped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use regex::{Captures, Regex};
 
-use super::listing::{Instruction, Line, Listing};
+use super::listing::{DATA_DIRECTIVES, Data, Instruction, Line, Listing};
 use super::parse::{Function, is_local_label, label_of};
 use super::profile::{Arch, ObjectFormat};
 
-/// x86 instruction prefixes that join the following mnemonic.
-const PREFIXES: &[&str] = &[
-    "lock", "rep", "repe", "repz", "repne", "repnz", "data16", "notrack", "xacquire", "xrelease",
+/// x86 instruction prefixes that join the following mnemonic, whether
+/// written on the same line (`lock xadd`) or alone on the line before
+/// (LLVM's `data16` / `rex64` padding of the general-dynamic TLS sequence,
+/// which the linker needs to relax it): a prefix is never an instruction.
+pub const PREFIXES: &[&str] = &[
+    "lock", "rep", "repe", "repz", "repne", "repnz", "data16", "rex64", "notrack", "xacquire",
+    "xrelease",
 ];
+
+/// The mnemonic without the size/padding prefixes that do not change what an
+/// instruction is (`data16 data16 rex64 call` is a `call`); `lock` and
+/// `rep` stay, they do.
+pub fn base_mnemonic(mnemonic: &str) -> &str {
+    let mut m = mnemonic;
+    loop {
+        match m.split_once(' ') {
+            Some(("data16" | "rex64" | "notrack", rest)) => m = rest,
+            _ => return m,
+        }
+    }
+}
 
 fn symbol_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -215,8 +236,11 @@ pub fn normalize(function: &Function, arch: &Arch) -> Listing {
     enum Raw {
         Label(String),
         Instruction(Instruction),
+        Data(Data),
     }
     let mut raw = Vec::new();
+    // Prefixes alone on their line, waiting for their instruction.
+    let mut pending_prefix: Vec<String> = Vec::new();
     for (n, line) in function.lines.iter().enumerate() {
         if let Some(label) = label_of(line) {
             if n > 0 && is_local_label(label, format) {
@@ -225,23 +249,48 @@ pub fn normalize(function: &Function, arch: &Arch) -> Listing {
             continue;
         }
         let code = strip_comment(line, markers).trim();
-        if code.is_empty() || code.starts_with('.') {
+        if code.is_empty() {
             continue;
         }
-        if let Some(i) = split_instruction(code) {
+        // `.inst 0xe7ffdefe`: an instruction written by its encoding (LLVM's
+        // trap on 32-bit Arm), kept as one.
+        if let Some(enc) = code.strip_prefix(".inst") {
+            raw.push(Raw::Instruction(Instruction {
+                mnemonic: ".inst".to_string(),
+                operands: enc.trim().to_string(),
+            }));
+            continue;
+        }
+        if code.starts_with('.') {
+            if let Some(d) = data_directive(code) {
+                raw.push(Raw::Data(d));
+            }
+            continue;
+        }
+        if let Some(mut i) = split_instruction(code) {
+            if PREFIXES.contains(&i.mnemonic.as_str()) && i.operands.is_empty() {
+                pending_prefix.push(i.mnemonic);
+                continue;
+            }
+            if !pending_prefix.is_empty() {
+                pending_prefix.push(i.mnemonic);
+                i.mnemonic = pending_prefix.join(" ");
+                pending_prefix.clear();
+            }
             raw.push(Raw::Instruction(i));
         }
     }
-    // Labels some instruction refers to.
+    // Labels some instruction or data directive refers to.
     let referenced: BTreeSet<&str> = raw
         .iter()
         .filter_map(|r| match r {
-            Raw::Instruction(i) => Some(i),
+            Raw::Instruction(i) => Some(i.operands.as_str()),
+            Raw::Data(d) => Some(d.value.as_str()),
             Raw::Label(_) => None,
         })
-        .flat_map(|i| {
+        .flat_map(|ops| {
             raw.iter().filter_map(move |r| match r {
-                Raw::Label(l) if operand_mentions(&i.operands, l) => Some(l.as_str()),
+                Raw::Label(l) if operand_mentions(ops, l) => Some(l.as_str()),
                 _ => None,
             })
         })
@@ -264,12 +313,33 @@ pub fn normalize(function: &Function, arch: &Arch) -> Listing {
                     operands,
                 }));
             }
+            Raw::Data(d) => {
+                let value = renumber.rewrite(&d.value);
+                lines.push(Line::Data(Data {
+                    directive: d.directive.clone(),
+                    value: normalize_symbols(&value, format),
+                }));
+            }
         }
     }
     Listing {
         name: function.name.clone(),
         lines,
     }
+}
+
+/// A data directive (`.long x(GOTTPOFF)-(.LPC0_0+8)`), whitespace folded.
+pub fn data_directive(code: &str) -> Option<Data> {
+    let end = code.find(char::is_whitespace).unwrap_or(code.len());
+    let directive = &code[..end];
+    DATA_DIRECTIVES.contains(&directive).then(|| Data {
+        directive: directive.to_string(),
+        value: code[end..]
+            .split(',')
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
 }
 
 /// Whether `label` appears in `operands` as a whole token.

@@ -47,6 +47,10 @@ pub struct Assembly {
     pub functions: Vec<Function>,
     /// `alias -> target`, both with Mach-O's `_` stripped.
     pub aliases: BTreeMap<String, String>,
+    /// Functions LLVM placed in a `.text.unlikely.*` section (ELF): the
+    /// `#[cold]` ones. Mach-O and COFF have no such section; there the
+    /// suite's `cold_calls` patterns name the slow paths.
+    pub cold: BTreeSet<String>,
 }
 
 impl Assembly {
@@ -193,6 +197,7 @@ pub fn parse_asm(text: &str, format: ObjectFormat) -> Assembly {
     let mut asm = Assembly::default();
     let mut current: Option<Function> = None;
     let mut in_text = true;
+    let mut in_unlikely = false;
 
     let finish = |current: &mut Option<Function>, asm: &mut Assembly| {
         if let Some(f) = current.take() {
@@ -213,6 +218,13 @@ pub fn parse_asm(text: &str, format: ObjectFormat) -> Assembly {
                 ".section" => {
                     finish(&mut current, &mut asm);
                     in_text = is_text_section(args, format);
+                    let name = args
+                        .split(',')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .trim_matches('"');
+                    in_unlikely = name.starts_with(".text.unlikely.") || name == ".text.unlikely";
                 }
                 ".def" if format == ObjectFormat::Coff => {
                     finish(&mut current, &mut asm);
@@ -220,6 +232,7 @@ pub fn parse_asm(text: &str, format: ObjectFormat) -> Assembly {
                 ".text" => {
                     finish(&mut current, &mut asm);
                     in_text = true;
+                    in_unlikely = false;
                 }
                 ".data" | ".bss" | ".const" | ".tbss" | ".zerofill" | ".cstring" => {
                     finish(&mut current, &mut asm);
@@ -257,6 +270,10 @@ pub fn parse_asm(text: &str, format: ObjectFormat) -> Assembly {
             };
             if starts {
                 finish(&mut current, &mut asm);
+                if in_unlikely {
+                    asm.cold
+                        .insert(strip_symbol_prefix(label, format).to_string());
+                }
                 current = Some(Function {
                     name: strip_symbol_prefix(label, format).to_string(),
                     format,

@@ -196,8 +196,15 @@ pub enum Class {
     Branch,
     /// A branch to a label defined earlier in the function that is reachable
     /// again from that label: a loop (a cold block jumping back to the shared
-    /// epilogue is not one).
+    /// epilogue is not one). `loop` is another name for it; in the `hot`
+    /// scope it is a back edge between blocks of the hot path.
     BackwardBranch,
+    /// A conditional branch (`jne`, `b.hs`, `cbz`, `bne`, `bnez`, a
+    /// predicated return).
+    CondBranch,
+    /// A load or store relative to the stack or frame pointer (`push`/`pop`
+    /// included).
+    Stack,
 }
 
 impl Class {
@@ -209,19 +216,27 @@ impl Class {
             Class::Call => "call",
             Class::Branch => "branch",
             Class::BackwardBranch => "backward-branch",
+            Class::CondBranch => "cond-branch",
+            Class::Stack => "stack",
         }
     }
 
+    /// Every class.
+    pub const ALL: [Class; 7] = [
+        Class::Atomic,
+        Class::AtomicRmw,
+        Class::Call,
+        Class::Branch,
+        Class::BackwardBranch,
+        Class::CondBranch,
+        Class::Stack,
+    ];
+
     fn parse(s: &str) -> Option<Class> {
-        [
-            Class::Atomic,
-            Class::AtomicRmw,
-            Class::Call,
-            Class::Branch,
-            Class::BackwardBranch,
-        ]
-        .into_iter()
-        .find(|c| c.name() == s)
+        if s == "loop" {
+            return Some(Class::BackwardBranch);
+        }
+        Class::ALL.into_iter().find(|c| c.name() == s)
     }
 }
 
@@ -299,24 +314,140 @@ impl InstructionClasses {
     }
 }
 
-/// The expectations of one probe on one profile.
+/// Where a rule looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    /// The hot path only ([`crate::codegen::cfg`]): entry to return through
+    /// non-cold blocks.
+    Hot,
+    /// Every instruction of the function, cold blocks included.
+    Function,
+}
+
+impl Scope {
+    /// `hot` / `function`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Hot => "hot",
+            Scope::Function => "function",
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one step of a `check` sequence (or a count) matches on a line.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// A regex against the instruction's text.
+    Pattern(Pattern),
+    /// An instruction class, written `@atomic-rmw`, `@call`, `@cond-branch`,
+    /// `@backward-branch`, `@stack`, ... in a sequence.
+    Class(Class),
+}
+
+impl fmt::Display for Matcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Matcher::Pattern(p) => write!(f, "{p}"),
+            Matcher::Class(c) => write!(f, "@{c}"),
+        }
+    }
+}
+
+/// One step of an ordered `check` sequence (FileCheck's CHECK, CHECK-NEXT,
+/// CHECK-NOT).
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// A later line matches (after the previous match).
+    Check(Matcher),
+    /// The very next instruction after the previous match matches.
+    Next(Matcher),
+    /// No line after the previous match, up to and including the next
+    /// step's match, matches (to the end of the scope when it is the last
+    /// step). Including the next match differs from FileCheck on purpose:
+    /// `['@atomic-rmw', { not = '@loop' }, '@cond-branch']` must fail when the
+    /// first conditional branch after the atomic is itself a retry branch.
+    Not(Matcher),
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Check(m) => write!(f, "{m}"),
+            Step::Next(m) => write!(f, "next {m}"),
+            Step::Not(m) => write!(f, "not {m}"),
+        }
+    }
+}
+
+/// One rule: checks over one scope.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Where it looks.
+    pub scope: Scope,
+    /// Where it was written: `""` for the probe's own table,
+    /// `suite: concurrent` for `targets/suite.toml`'s `[kind.concurrent]`,
+    /// `profile: concurrent` for the profile's `[kind.concurrent]`.
+    pub origin: String,
+    /// Patterns some line of the scope must match.
+    pub has: Vec<Pattern>,
+    /// Patterns no line of the scope may match.
+    pub lacks: Vec<Pattern>,
+    /// Classes no line of the scope may belong to.
+    pub forbid: Vec<Class>,
+    /// Classes some line of the scope must belong to.
+    pub require: Vec<Class>,
+    /// An ordered sequence (empty: none).
+    pub check: Vec<Step>,
+    /// Exact counts of classes in the scope (`loop` counts loops).
+    pub count: BTreeMap<Class, usize>,
+    /// The callees of the scope, in order, each matching its pattern
+    /// (`None`: not checked).
+    pub calls: Option<Vec<Pattern>>,
+}
+
+impl Rule {
+    fn empty(scope: Scope, origin: &str) -> Rule {
+        Rule {
+            scope,
+            origin: origin.to_string(),
+            has: Vec::new(),
+            lacks: Vec::new(),
+            forbid: Vec::new(),
+            require: Vec::new(),
+            check: Vec::new(),
+            count: BTreeMap::new(),
+            calls: None,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.has.is_empty()
+            && self.lacks.is_empty()
+            && self.forbid.is_empty()
+            && self.require.is_empty()
+            && self.check.is_empty()
+            && self.count.is_empty()
+            && self.calls.is_none()
+    }
+}
+
+/// The expectations of one probe on one profile (its `[probe.X]` table).
 #[derive(Debug, Clone, Default)]
 pub struct ProbeExpect {
-    /// Patterns the normalized listing must match.
-    pub has: Vec<Pattern>,
-    /// Patterns it must not match.
-    pub lacks: Vec<Pattern>,
-    /// Instruction classes that must be absent.
-    pub forbid: Vec<Class>,
-    /// Calls matching one of these patterns (the probe's own cold slow
-    /// paths, an outline-atomics helper) do not count for `forbid call`, so
-    /// the rule reads "no call on the fast path".
-    pub allow_calls: Vec<Pattern>,
-    /// Instruction classes that must be present.
-    pub require: Vec<Class>,
-    /// No backward branch (no loop) before the first instruction matching
-    /// this pattern (the pattern itself must match an instruction).
-    pub no_backward_branch_before: Option<Pattern>,
+    /// Its rules: the table's own (scope `hot` unless it says `scope`), then
+    /// each `[[probe.X.rule]]`.
+    pub rules: Vec<Rule>,
+    /// At most this many instructions on the hot path.
+    pub hot_max: Option<usize>,
+    /// At most this many instructions from the entry through the fit check
+    /// (the first conditional branch after the first atomic RMW).
+    pub to_fit_check_max: Option<usize>,
     /// Why: shown with failures and in reports.
     pub why: Option<String>,
 }
@@ -337,6 +468,15 @@ pub struct Profile {
     pub run: RunMode,
     /// Per-probe expectations, by probe name.
     pub expect: BTreeMap<String, ProbeExpect>,
+    /// Defaults per probe kind (`single-threaded`, `concurrent`): the suite's
+    /// (`targets/suite.toml`) then the profile's own `[kind.X]`, applied to
+    /// every probe of that kind; a probe's own `count` of a class in a scope
+    /// replaces a default's count of it.
+    pub kind_rules: BTreeMap<String, Vec<Rule>>,
+    /// Calls that are cold slow paths where the object format does not say
+    /// so (Mach-O, COFF have no `.text.unlikely`): the suite's `cold_calls`
+    /// and the profile's.
+    pub cold_calls: Vec<Pattern>,
     /// The classes of instructions for its architecture (built-in, or the
     /// file's `[instructions]` overrides).
     pub classes: InstructionClasses,
@@ -382,14 +522,20 @@ struct RawProfile {
     #[serde(default)]
     probe: BTreeMap<String, RawExpect>,
     #[serde(default)]
+    kind: BTreeMap<String, RawRule>,
+    #[serde(default)]
+    cold_calls: Vec<String>,
+    #[serde(default)]
     instructions: Option<RawClasses>,
     #[serde(default)]
     linked: Option<LinkedConfig>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default, Clone)]
 #[serde(deny_unknown_fields)]
-struct RawExpect {
+struct RawRule {
+    #[serde(default)]
+    scope: Option<String>,
     #[serde(default)]
     has: Vec<String>,
     #[serde(default)]
@@ -397,13 +543,217 @@ struct RawExpect {
     #[serde(default)]
     forbid: Vec<String>,
     #[serde(default)]
-    allow_calls: Vec<String>,
+    require: Vec<String>,
+    #[serde(default)]
+    check: Vec<RawStep>,
+    #[serde(default)]
+    count: BTreeMap<String, usize>,
+    #[serde(default)]
+    calls: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum RawStep {
+    Check(String),
+    Table(RawStepTable),
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct RawStepTable {
+    #[serde(default)]
+    next: Option<String>,
+    #[serde(default)]
+    not: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    has: Vec<String>,
+    #[serde(default)]
+    lacks: Vec<String>,
+    #[serde(default)]
+    forbid: Vec<String>,
     #[serde(default)]
     require: Vec<String>,
     #[serde(default)]
-    no_backward_branch_before: Option<String>,
+    check: Vec<RawStep>,
+    #[serde(default)]
+    count: BTreeMap<String, usize>,
+    #[serde(default)]
+    calls: Option<Vec<String>>,
+    #[serde(default)]
+    rule: Vec<RawRule>,
+    #[serde(default)]
+    hot_max: Option<usize>,
+    #[serde(default)]
+    to_fit_check_max: Option<usize>,
     #[serde(default)]
     why: Option<String>,
+}
+
+/// `targets/suite.toml`: what every profile shares.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    #[serde(default)]
+    kind: BTreeMap<String, RawRule>,
+    #[serde(default)]
+    cold_calls: Vec<String>,
+}
+
+/// The suite-wide part of the profiles: `targets/suite.toml`, if present.
+#[derive(Debug, Clone, Default)]
+pub struct Suite {
+    /// Rules per probe kind.
+    pub kind_rules: BTreeMap<String, Vec<Rule>>,
+    /// Cold slow-path callees.
+    pub cold_calls: Vec<Pattern>,
+}
+
+/// The file name of the suite-wide defaults in the profiles directory.
+pub const SUITE_FILE: &str = "suite.toml";
+
+impl Suite {
+    /// Parses `targets/suite.toml`'s text.
+    pub fn parse(text: &str, path: &Path) -> anyhow::Result<Suite> {
+        let raw: RawSuite = toml::from_str(text).map_err(|e| {
+            let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+            anyhow::anyhow!(
+                "{}:{line}:{col}: {}",
+                path.display(),
+                e.message().trim_end()
+            )
+        })?;
+        let mut kind_rules = BTreeMap::new();
+        for (kind, r) in &raw.kind {
+            check_kind_name(kind, path)?;
+            let rule = build_rule(r, &format!("suite: {kind}"), text, path, kind)?;
+            kind_rules.insert(kind.clone(), vec![rule]);
+        }
+        let cold_calls = raw
+            .cold_calls
+            .iter()
+            .map(|s| compile(s, text, path, "suite", "cold_calls"))
+            .collect::<Result<_, _>>()?;
+        Ok(Suite {
+            kind_rules,
+            cold_calls,
+        })
+    }
+
+    /// Loads `dir/suite.toml`, or the empty suite when there is none.
+    pub fn load(dir: &Path) -> anyhow::Result<Suite> {
+        let path = dir.join(SUITE_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Suite::parse(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Suite::default()),
+            Err(e) => Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
+        }
+    }
+}
+
+fn check_kind_name(kind: &str, path: &Path) -> anyhow::Result<()> {
+    if matches!(kind, "single-threaded" | "concurrent") {
+        Ok(())
+    } else {
+        bail!(
+            "{}: [kind.{kind}]: unknown probe kind (expected single-threaded or concurrent)",
+            path.display()
+        )
+    }
+}
+
+fn compile(s: &str, text: &str, path: &Path, probe: &str, field: &str) -> anyhow::Result<Pattern> {
+    Pattern::new(s).map_err(|e| {
+        let offset = text.find(s).unwrap_or(0);
+        let (line, col) = line_col(text, offset);
+        anyhow::anyhow!(
+            "{}:{line}:{col}: probe {probe}: `{field}` pattern {s:?} is not a valid regex: {e}",
+            path.display()
+        )
+    })
+}
+
+fn parse_class(s: &str, path: &Path, probe: &str) -> anyhow::Result<Class> {
+    Class::parse(s).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: probe {probe}: unknown instruction class {s:?} (expected {})",
+            path.display(),
+            Class::ALL
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+fn matcher(s: &str, text: &str, path: &Path, probe: &str) -> anyhow::Result<Matcher> {
+    match s.strip_prefix('@') {
+        Some(c) => Ok(Matcher::Class(parse_class(c, path, probe)?)),
+        None => Ok(Matcher::Pattern(compile(s, text, path, probe, "check")?)),
+    }
+}
+
+fn build_rule(
+    r: &RawRule,
+    origin: &str,
+    text: &str,
+    path: &Path,
+    probe: &str,
+) -> anyhow::Result<Rule> {
+    let scope = match r.scope.as_deref() {
+        None | Some("hot") => Scope::Hot,
+        Some("function") => Scope::Function,
+        Some(other) => bail!(
+            "{}: probe {probe}: unknown scope {other:?} (expected \"hot\" or \"function\")",
+            path.display()
+        ),
+    };
+    let pats = |v: &[String], field| {
+        v.iter()
+            .map(|s| compile(s, text, path, probe, field))
+            .collect::<anyhow::Result<Vec<_>>>()
+    };
+    let mut rule = Rule::empty(scope, origin);
+    rule.has = pats(&r.has, "has")?;
+    rule.lacks = pats(&r.lacks, "lacks")?;
+    rule.forbid = r
+        .forbid
+        .iter()
+        .map(|c| parse_class(c, path, probe))
+        .collect::<Result<_, _>>()?;
+    rule.require = r
+        .require
+        .iter()
+        .map(|c| parse_class(c, path, probe))
+        .collect::<Result<_, _>>()?;
+    for step in &r.check {
+        rule.check.push(match step {
+            RawStep::Check(s) => Step::Check(matcher(s, text, path, probe)?),
+            RawStep::Table(RawStepTable { next: Some(s), not: None }) => {
+                Step::Next(matcher(s, text, path, probe)?)
+            }
+            RawStep::Table(RawStepTable { next: None, not: Some(s) }) => {
+                Step::Not(matcher(s, text, path, probe)?)
+            }
+            RawStep::Table(_) => bail!(
+                "{}: probe {probe}: a check step is a pattern, {{ next = \"…\" }} or {{ not = \"…\" }}",
+                path.display()
+            ),
+        });
+    }
+    for (c, &n) in &r.count {
+        rule.count.insert(parse_class(c, path, probe)?, n);
+    }
+    rule.calls = r.calls.as_deref().map(|v| pats(v, "calls")).transpose()?;
+    Ok(rule)
 }
 
 #[derive(Deserialize)]
@@ -429,15 +779,26 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 impl Profile {
     /// Loads one profile file.
     pub fn load(path: &Path) -> anyhow::Result<Profile> {
+        let suite = Suite::load(path.parent().unwrap_or(Path::new(".")))?;
+        Profile::load_with(path, &suite)
+    }
+
+    /// [`Profile::load`] with the suite-wide defaults already loaded.
+    pub fn load_with(path: &Path, suite: &Suite) -> anyhow::Result<Profile> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read profile {}", path.display()))?;
-        Profile::parse(&text, path)
+        Profile::parse_with(&text, path, suite)
     }
 
     /// Parses a profile's text; `path` is used in messages and kept.
     ///
     /// Errors name the file, the line and column, and what was expected.
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Profile> {
+        Profile::parse_with(text, path, &Suite::default())
+    }
+
+    /// [`Profile::parse`] with the suite-wide defaults.
+    pub fn parse_with(text: &str, path: &Path, suite: &Suite) -> anyhow::Result<Profile> {
         let raw: RawProfile = toml::from_str(text).map_err(|e| {
             let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
             anyhow::anyhow!(
@@ -447,53 +808,43 @@ impl Profile {
             )
         })?;
         let at = |what: &str| format!("{}: {what}", path.display());
-        let pattern = |probe: &str, field: &str, s: &str| {
-            Pattern::new(s).map_err(|e| {
-                let offset = text.find(s).unwrap_or(0);
-                let (line, col) = line_col(text, offset);
-                anyhow::anyhow!(
-                    "{}:{line}:{col}: probe {probe}: `{field}` pattern {s:?} is not a valid regex: {e}",
-                    path.display()
-                )
-            })
-        };
+        let pattern = |probe: &str, field: &str, s: &str| compile(s, text, path, probe, field);
         let mut expect = BTreeMap::new();
         for (probe, r) in &raw.probe {
-            let class = |s: &String| {
-                Class::parse(s).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "{}: probe {probe}: unknown instruction class {s:?} \
-                         (expected atomic, atomic-rmw, call, branch or backward-branch)",
-                        path.display()
-                    )
-                })
+            let own = RawRule {
+                scope: r.scope.clone(),
+                has: r.has.clone(),
+                lacks: r.lacks.clone(),
+                forbid: r.forbid.clone(),
+                require: r.require.clone(),
+                check: r.check.clone(),
+                count: r.count.clone(),
+                calls: r.calls.clone(),
             };
-            let e = ProbeExpect {
-                has: r
-                    .has
-                    .iter()
-                    .map(|s| pattern(probe, "has", s))
-                    .collect::<Result<_, _>>()?,
-                lacks: r
-                    .lacks
-                    .iter()
-                    .map(|s| pattern(probe, "lacks", s))
-                    .collect::<Result<_, _>>()?,
-                forbid: r.forbid.iter().map(class).collect::<Result<_, _>>()?,
-                allow_calls: r
-                    .allow_calls
-                    .iter()
-                    .map(|s| pattern(probe, "allow_calls", s))
-                    .collect::<Result<_, _>>()?,
-                require: r.require.iter().map(class).collect::<Result<_, _>>()?,
-                no_backward_branch_before: r
-                    .no_backward_branch_before
-                    .as_deref()
-                    .map(|s| pattern(probe, "no_backward_branch_before", s))
-                    .transpose()?,
-                why: r.why.clone(),
-            };
-            expect.insert(probe.clone(), e);
+            let mut rules = vec![build_rule(&own, "", text, path, probe)?];
+            for extra in &r.rule {
+                rules.push(build_rule(extra, "", text, path, probe)?);
+            }
+            rules.retain(|r| !r.is_empty());
+            expect.insert(
+                probe.clone(),
+                ProbeExpect {
+                    rules,
+                    hot_max: r.hot_max,
+                    to_fit_check_max: r.to_fit_check_max,
+                    why: r.why.clone(),
+                },
+            );
+        }
+        let mut kind_rules: BTreeMap<String, Vec<Rule>> = suite.kind_rules.clone();
+        for (kind, r) in &raw.kind {
+            check_kind_name(kind, path)?;
+            let rule = build_rule(r, &format!("profile: {kind}"), text, path, kind)?;
+            kind_rules.entry(kind.clone()).or_default().push(rule);
+        }
+        let mut cold_calls = suite.cold_calls.clone();
+        for s in &raw.cold_calls {
+            cold_calls.push(pattern("cold_calls", "cold_calls", s)?);
         }
         let arch = Arch::from_triple(&raw.triple);
         let mut classes = match (InstructionClasses::for_arch(&arch), &raw.instructions) {
@@ -545,6 +896,8 @@ impl Profile {
             description: raw.description,
             run: raw.run,
             expect,
+            kind_rules,
+            cold_calls,
             classes,
             path: path.to_path_buf(),
             linked: raw.linked,
@@ -556,11 +909,13 @@ impl Profile {
     pub fn load_all(dir: &Path) -> anyhow::Result<Vec<Profile>> {
         let entries = std::fs::read_dir(dir)
             .with_context(|| format!("cannot read the profiles directory {}", dir.display()))?;
+        let suite = Suite::load(dir)?;
         let mut profiles = Vec::new();
         for entry in entries {
             let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                profiles.push(Profile::load(&path)?);
+            let is_suite = path.file_name().is_some_and(|n| n == SUITE_FILE);
+            if path.extension().is_some_and(|e| e == "toml") && !is_suite {
+                profiles.push(Profile::load_with(&path, &suite)?);
             }
         }
         profiles.sort_by(|a, b| a.name.cmp(&b.name));
@@ -643,13 +998,43 @@ impl Profile {
         Ok(())
     }
 
-    /// Suite-wide rules for a probe's kind: single-threaded probes forbid
-    /// atomics and calls on every profile.
-    pub fn suite_forbid(kind: ProbeKind) -> &'static [Class] {
-        match kind {
-            ProbeKind::SingleThreaded => &[Class::Atomic, Class::Call],
-            ProbeKind::Concurrent => &[],
+    /// Every rule that applies to `probe` here: its kind's defaults (the
+    /// suite's, then the profile's), less the counts the probe's own rules
+    /// restate for the same scope, then the probe's own rules.
+    pub fn rules_for(&self, probe: &Probe) -> Vec<Rule> {
+        let kind = match probe.kind {
+            ProbeKind::SingleThreaded => "single-threaded",
+            ProbeKind::Concurrent => "concurrent",
+        };
+        let own: &[Rule] = self
+            .expect
+            .get(probe.name)
+            .map_or(&[], |e| e.rules.as_slice());
+        let mut rules: Vec<Rule> = Vec::new();
+        for d in self.kind_rules.get(kind).into_iter().flatten() {
+            let mut d = d.clone();
+            for r in own.iter().filter(|r| r.scope == d.scope) {
+                for c in r.count.keys() {
+                    d.count.remove(c);
+                }
+                if r.calls.is_some() {
+                    d.count.remove(&Class::Call);
+                    d.calls = None;
+                }
+            }
+            // Later defaults (the profile's) restate the suite's counts.
+            for r in &mut rules {
+                if r.scope == d.scope {
+                    for c in d.count.keys() {
+                        r.count.remove(c);
+                    }
+                }
+            }
+            rules.push(d);
         }
+        rules.extend(own.iter().cloned());
+        rules.retain(|r| !r.is_empty());
+        rules
     }
 }
 

@@ -13,29 +13,37 @@ use super::ProbeListings;
 use super::profile::Profile;
 use allocasm::probes::Probe;
 
-/// One probe on one profile.
+/// One probe on one profile: the hot path's figures ([`super::cfg`]), and
+/// the whole function's count beside them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cell {
-    /// Instructions in the listing.
+    /// Instructions on the hot path.
     pub instructions: usize,
-    /// At least one atomic instruction (read-modify-write, fence,
-    /// acquire/release access, outline-atomics call).
+    /// Instructions in the whole listing.
+    pub function_instructions: usize,
+    /// At least one atomic instruction on the hot path (read-modify-write,
+    /// fence, acquire/release access, outline-atomics call).
     pub atomic: bool,
-    /// At least one call (including tail calls and TLS thunks).
+    /// At least one call on the hot path (TLS thunks and outline-atomics
+    /// helpers included).
     pub call: bool,
-    /// At least one loop (a backward branch that closes a cycle).
+    /// At least one loop on the hot path.
     pub looped: bool,
 }
 
 impl Cell {
-    /// `14 A C L`-style text: the count, then `A` (atomic), `C` (call),
-    /// `L` (loop) where they apply.
+    /// `14 A C L (20)`-style text: the hot-path count, then `A` (atomic),
+    /// `C` (call), `L` (loop) where they apply on the hot path, then the
+    /// whole function's count in parentheses when it differs.
     pub fn text(&self) -> String {
         let mut s = self.instructions.to_string();
         for (on, mark) in [(self.atomic, " A"), (self.call, " C"), (self.looped, " L")] {
             if on {
                 s.push_str(mark);
             }
+        }
+        if self.function_instructions != self.instructions {
+            s.push_str(&format!(" ({})", self.function_instructions));
         }
         s
     }
@@ -72,14 +80,15 @@ pub fn cross_profile(
             let Some(listing) = l.listing(probe.name) else {
                 continue;
             };
-            let s = listing.summary(&profile.classes);
+            let hot = super::cfg::analyze(listing, profile, &l.cold_functions).hot_path();
             table.cells.insert(
                 (probe.name.to_string(), profile.name.clone()),
                 Cell {
-                    instructions: s.instructions,
-                    atomic: s.atomics > 0,
-                    call: s.calls > 0,
-                    looped: s.backward_branches > 0,
+                    instructions: hot.instructions,
+                    function_instructions: hot.function_instructions,
+                    atomic: hot.atomics > 0,
+                    call: !hot.calls.is_empty(),
+                    looped: hot.loops > 0,
                 },
             );
         }
@@ -113,7 +122,8 @@ impl CrossProfile {
             s.push('\n');
         }
         s.push_str(
-            "\ninstructions; A: atomic instruction, C: call, L: loop (a backward branch that closes a cycle)\n",
+            "\ninstructions on the hot path (entry to return through non-cold blocks), then the whole function's in parentheses; \
+             A: atomic instruction, C: call, L: loop, each on the hot path\n",
         );
         s
     }
@@ -145,7 +155,12 @@ mod tests {
                 i("ldrexd", "r4, r5, [r0]"),
                 i("strexd", "r3, r6, r7, [r0]"),
                 i("bne", ".LBB1"),
+                i("cmp", "r0, #0"),
+                i("beq", ".LBB2"),
                 i("bl", "slow"),
+                i("bx", "lr"),
+                Line::Label(".LBB2".into()),
+                i("bl", "core::panicking::panic"),
             ],
         };
         let raw = crate::codegen::Function {
@@ -159,6 +174,7 @@ mod tests {
             profile: "p".into(),
             probes: found,
             missing: vec![],
+            cold_functions: Default::default(),
         };
         let probes: Vec<Probe> = allocasm::probes::PROBES
             .iter()
@@ -168,11 +184,11 @@ mod tests {
         let t = cross_profile(&[profile], &[listings], &probes);
         assert_eq!(
             t.cell("probe_packed_alloc_relaxed", "p").unwrap().text(),
-            "4 A C L"
+            "7 A C L (8)"
         );
         let md = t.markdown();
         assert!(
-            md.contains("| `probe_packed_alloc_relaxed` | 4 A C L |"),
+            md.contains("| `probe_packed_alloc_relaxed` | 7 A C L (8) |"),
             "{md}"
         );
         assert!(md.contains("| `probe_linear_alloc` | — |"), "{md}");

@@ -1,11 +1,16 @@
 //! Unit tests of the extractor, normalizer, profiles and checker on real
 //! fragments (see `testdata/README.md`).
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::expect::{self, FailureKind};
 use super::*;
 use allocasm::probes::{Probe, ProbeKind};
+use profile::Scope;
+
+const ELF_ARMV7_PIE_TLS: &str = include_str!("testdata/elf-armv7-pie-tls.s");
+const ELF_X86_TLSGD: &str = include_str!("testdata/elf-x86_64-pic-tlsgd.s");
 
 const ELF_X86: &str = include_str!("testdata/elf-x86_64.s");
 const ELF_X86_V0: &str = include_str!("testdata/elf-x86_64-v0.s");
@@ -318,8 +323,11 @@ fn directives_and_comments_are_dropped() {
             let l = normalize::normalize(f, &arch);
             for line in lines(&l) {
                 let t = line.trim();
+                let data = listing::DATA_DIRECTIVES
+                    .iter()
+                    .any(|d| t.starts_with(&format!("{d} ")));
                 assert!(
-                    !t.starts_with('.') || t.ends_with(':'),
+                    !t.starts_with('.') || t.ends_with(':') || data || t.starts_with(".inst "),
                     "{what}: directive kept: {line}"
                 );
                 for marker in ["#APP", "//APP", "InlineAsm", "NO_APP"] {
@@ -533,15 +541,36 @@ run = "qemu-aarch64"
 
 [probe.probe_packed_alloc_relaxed]
 has = ['^ldadd ']
+count = { atomic-rmw = 1 }
+check = ['@atomic-rmw', { not = '@loop' }, { not = '@call' }, '@cond-branch']
+hot_max = 6
+to_fit_check_max = 4
+why = "one relaxed add"
+
+[[probe.probe_packed_alloc_relaxed.rule]]
+scope = "function"
 lacks = ['^ldaddal ']
 forbid = ["call"]
 require = ["atomic-rmw"]
-no_backward_branch_before = '^cmp '
-why = "one relaxed add"
 "#;
 
+const SUITE: &str = r#"
+cold_calls = ['::alloc_slow$']
+
+[kind.single-threaded]
+scope = "function"
+forbid = ["atomic", "call"]
+
+[kind.concurrent]
+count = { call = 0, loop = 0 }
+"#;
+
+fn test_suite() -> profile::Suite {
+    profile::Suite::parse(SUITE, Path::new("targets/suite.toml")).unwrap()
+}
+
 fn test_profile() -> Profile {
-    Profile::parse(PROFILE, Path::new("targets/test-arm.toml")).unwrap()
+    Profile::parse_with(PROFILE, Path::new("targets/test-arm.toml"), &test_suite()).unwrap()
 }
 
 #[test]
@@ -552,7 +581,17 @@ fn profile_fields_parse() {
     assert_eq!(p.arch(), Arch::Aarch64);
     assert_eq!(p.object_format(), ObjectFormat::Elf);
     let e = p.expect_for("probe_packed_alloc_relaxed").unwrap();
-    assert_eq!(e.forbid, [Class::Call]);
+    assert_eq!(e.rules.len(), 2);
+    assert_eq!(e.rules[0].scope, Scope::Hot);
+    assert_eq!(e.rules[0].count.get(&Class::AtomicRmw), Some(&1));
+    assert_eq!(e.rules[0].check.len(), 4);
+    assert_eq!(e.rules[1].scope, Scope::Function);
+    assert_eq!(e.rules[1].forbid, [Class::Call]);
+    assert_eq!((e.hot_max, e.to_fit_check_max), (Some(6), Some(4)));
+    // The suite's concurrent defaults apply, the probe's own rules after them.
+    let rules = p.rules_for(&RELAXED);
+    assert_eq!(rules.len(), 3);
+    assert_eq!(rules[0].origin, "suite: concurrent");
     assert!(p.codegen_units().is_none());
     assert_eq!(
         ObjectFormat::from_triple("aarch64-apple-darwin"),
@@ -600,9 +639,17 @@ fn malformed_profiles_say_where_and_what() {
             && e.contains("^ldadd ("),
         "{e}"
     );
-    // Unknown class.
+    // Unknown class, in a list and in a check sequence.
     let e = err(&PROFILE.replace("forbid = [\"call\"]", "forbid = [\"calls\"]"));
     assert!(e.contains("unknown instruction class \"calls\""), "{e}");
+    let e = err(&PROFILE.replace("'@cond-branch'", "'@cond'"));
+    assert!(e.contains("unknown instruction class \"cond\""), "{e}");
+    // Unknown scope.
+    let e = err(&PROFILE.replace("scope = \"function\"", "scope = \"cold\""));
+    assert!(e.contains("unknown scope \"cold\""), "{e}");
+    // A check step that is neither a pattern, next nor not.
+    let e = err(&PROFILE.replace("{ not = '@call' }", "{ nxt = '@call' }"));
+    assert!(e.contains("targets/bad.toml:"), "{e}");
     // A missing field.
     let e = err(&PROFILE.replace("description = \"test\"\n", ""));
     assert!(e.contains("description"), "{e}");
@@ -681,11 +728,78 @@ fn assert_names_everything(f: &expect::Failure, pattern: &str, listing_line: &st
     assert!(msg.contains(listing_line), "no listing in: {msg}");
 }
 
+fn failure<'a>(f: &'a [expect::Failure], rule: &str) -> &'a expect::Failure {
+    f.iter()
+        .find(|f| f.rule.contains(rule))
+        .unwrap_or_else(|| panic!("no failure of {rule:?} in {f:#?}"))
+}
+
 #[test]
 fn a_good_listing_passes_every_expectation() {
     let outcomes = expect::evaluate(&test_profile(), &arm_listing(GOOD), &RELAXED);
-    assert_eq!(outcomes.len(), 5);
+    // suite: count call, count loop; probe: has, count atomic-rmw, check;
+    // function rule: lacks, forbid, require; hot_max, to_fit_check_max.
+    assert_eq!(outcomes.len(), 10, "{outcomes:#?}");
     assert!(outcomes.iter().all(|o| o.passed()), "{:#?}", outcomes);
+}
+
+#[test]
+fn the_hot_path_of_a_fast_path_leaves_out_the_cold_blocks() {
+    let p = test_profile();
+    let with_slow = GOOD.replace(
+        "\tret\n.LBB0_2:\n\tret\n",
+        "\tret\n.LBB0_2:\n\tret\n.LBB0_3:\n\tmov\tx0, x1\n\tbl\t_ZN8allocasm6packed11PackedArena10alloc_slow17h0123456789abcdefE\n\tb\t.LBB0_2\n",
+    )
+    .replace("\tb.ls\t.LBB0_2\n", "\tb.ls\t.LBB0_2\n\tcbz\tx9, .LBB0_3\n");
+    let l = arm_listing(&with_slow);
+    let cold = BTreeSet::new();
+    let h = cfg::analyze(&l, &p, &cold).hot_path();
+    // entry (ldadd, ubfx, cmp, b.ls) + cbz + mov/ret; not the alloc_slow block.
+    assert_eq!(h.instructions, 7, "{h:#?}");
+    assert_eq!(h.function_instructions, 11);
+    assert_eq!(h.to_fit_check, Some(4));
+    assert!(h.calls.is_empty(), "{h:#?}");
+    assert_eq!(h.atomics, 1);
+    // Only the function-scope `forbid call` sees the slow path's call (and
+    // the budget the added `cbz` exceeds).
+    let f = expect::check(&p, &l, &RELAXED);
+    let rules: Vec<&str> = f.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(rules, ["function: forbid call", "hot_max 6"]);
+    // Without the cold_calls pattern the slow path's block is hot: the call
+    // is on the hot path and the suite's `count call = 0` fails on it.
+    let mut p2 = p.clone();
+    p2.cold_calls.clear();
+    let f = expect::check(&p2, &l, &RELAXED);
+    let f = failure(&f, "hot: count call = 0 (suite: concurrent)");
+    assert!(
+        f.listing
+            .contains(">>   bl allocasm::packed::PackedArena::alloc_slow"),
+        "{f}"
+    );
+    // ELF's .text.unlikely set does the same as the pattern.
+    let cold: BTreeSet<String> = ["allocasm::packed::PackedArena::alloc_slow".to_string()].into();
+    let h2 = cfg::analyze(&l, &p2, &cold).hot_path();
+    assert_eq!(h2, h);
+}
+
+#[test]
+fn a_slow_path_taken_on_every_allocation_is_on_the_hot_path() {
+    // `forbid call` with an allow-list passed this; the hot path does not.
+    let l = arm_listing(&GOOD.replace(
+        "\tldadd\tx1, x9, [x0]\n",
+        "\tldadd\tx1, x9, [x0]\n\tbl\t_ZN8allocasm6packed11PackedArena10alloc_fast17h0123456789abcdefE\n",
+    ));
+    let f = expect::check(&test_profile(), &l, &RELAXED);
+    let f = failure(&f, "hot: count call = 0");
+    assert_names_everything(
+        f,
+        "count call = 0",
+        "bl allocasm::packed::PackedArena::alloc_fast",
+    );
+    assert_eq!(
+        f.offending.as_deref(),
+        Some("bl allocasm::packed::PackedArena::alloc_fast")
+    );
 }
 
 #[test]
@@ -696,7 +810,11 @@ fn missing_pattern_fails() {
         .iter()
         .find(|f| f.kind == FailureKind::MissingPattern)
         .expect("missing pattern");
-    assert_names_everything(f, "/^ldadd /", "| probe_packed_alloc_relaxed:");
+    assert_names_everything(f, "/^ldadd /", "swp x1, x9, [x0]");
+    assert!(
+        f.listing.starts_with("hot path (6 of 7 instructions):"),
+        "{f}"
+    );
 }
 
 #[test]
@@ -707,46 +825,127 @@ fn forbidden_pattern_fails() {
         .iter()
         .find(|f| f.kind == FailureKind::ForbiddenPattern)
         .expect("forbidden pattern");
-    assert_names_everything(f, "/^ldaddal /", "ldaddal x1, x9, [x0]");
+    assert_names_everything(
+        f,
+        "function: lacks /^ldaddal /",
+        ">>   ldaddal x1, x9, [x0]",
+    );
 }
 
 #[test]
-fn forbidden_class_fails() {
+fn counts_and_budgets_fail_on_a_second_atomic_and_an_extra_load() {
     let l = arm_listing(&GOOD.replace(
         "\tldadd\tx1, x9, [x0]\n",
-        "\tldadd\tx1, x9, [x0]\n\tbl\t_ZN4core9panicking5panic17h0123456789abcdefE\n",
+        "\tldadd\tx1, x9, [x0]\n\tldadd\tx1, x11, [x2]\n",
     ));
     let f = expect::check(&test_profile(), &l, &RELAXED);
-    let f = f
-        .iter()
-        .find(|f| f.kind == FailureKind::ForbiddenClass(Class::Call))
-        .expect("call");
-    assert_names_everything(f, "forbid call", "bl core::panicking::panic");
+    let c = failure(&f, "hot: count atomic-rmw = 1");
+    assert_eq!(
+        c.kind,
+        FailureKind::Count {
+            class: Class::AtomicRmw,
+            expected: 1,
+            found: 2
+        }
+    );
+    assert!(c.to_string().contains("found 2, expected 1"), "{c}");
+    failure(&f, "hot_max 6");
+    failure(&f, "to_fit_check_max 4");
+    // One extra load before the fit check: both budgets, nothing else.
+    let l = arm_listing(&GOOD.replace("\tcmp\t", "\tldr\tx10, [x0, #8]\n\tcmp\t"));
+    let f = expect::check(&test_profile(), &l, &RELAXED);
+    assert_eq!(f.len(), 2, "{f:#?}");
+    assert!(
+        f[0].to_string()
+            .contains("hot path is 7 instructions, over 6"),
+        "{}",
+        f[0]
+    );
+    assert!(
+        f[1].to_string()
+            .contains("entry to fit check is 5 instructions, over 4"),
+        "{}",
+        f[1]
+    );
 }
 
 #[test]
-fn allowed_calls_are_exempt_from_forbid_call_and_others_are_not() {
-    let with_calls = GOOD.replace(
-        "\tldadd\tx1, x9, [x0]\n",
-        "\tldadd\tx1, x9, [x0]\n\tbl\t_ZN8allocasm6packed11PackedArena10alloc_slow17h0123456789abcdefE\n",
+fn a_retry_loop_between_the_atomic_and_the_fit_check_fails() {
+    // A compare-exchange loop in place of the fetch_add: the loop is on the
+    // hot path and its retry branch is the first conditional branch after
+    // the atomic.
+    let cas = "\tldr\tx9, [x0]\n.LBB0_1:\n\tadd\tx10, x9, x1\n\tcasal\tx9, x10, [x0]\n\tcmp\tx9, x11\n\tb.ne\t.LBB0_1\n";
+    let l = arm_listing(&GOOD.replace("\tldadd\tx1, x9, [x0]\n", cas));
+    let f = expect::check(&test_profile(), &l, &RELAXED);
+    let lp = failure(&f, "hot: count loop = 0 (suite: concurrent)");
+    assert!(lp.listing.contains(">>   b.ne .LBB1"), "{lp}");
+    let seq = failure(
+        &f,
+        "hot: check [@atomic-rmw, not @backward-branch, not @call, @cond-branch]",
     );
-    let mut p = test_profile();
-    p.expect
-        .get_mut("probe_packed_alloc_relaxed")
-        .unwrap()
-        .allow_calls
-        .push(Pattern::new("::alloc_slow\\b").unwrap());
-    let l = arm_listing(&with_calls);
-    assert!(expect::check(&p, &l, &RELAXED).is_empty());
-    // A call the profile does not allow still fails, naming it.
-    let l = arm_listing(&with_calls.replace("10alloc_slow", "10alloc_fast"));
-    let f = expect::check(&p, &l, &RELAXED);
+    assert_eq!(seq.offending.as_deref(), Some("b.ne .LBB1"));
+    // The anchor of the old rule (`^cmp`) came before the atomic; this rule
+    // has none to miss: the same listing without the loop passes.
+    assert!(expect::check(&test_profile(), &arm_listing(GOOD), &RELAXED).is_empty());
+}
+
+#[test]
+fn check_sequences_match_in_order_next_and_not() {
+    let seq = |steps: &str| {
+        let text = format!(
+            "name = \"t\"\ntriple = \"aarch64-unknown-linux-gnu\"\ndescription = \"\"\nrun = \"none\"\n[probe.probe_packed_alloc_relaxed]\ncheck = [{steps}]\n"
+        );
+        Profile::parse(&text, Path::new("t.toml")).unwrap()
+    };
+    let l = arm_listing(GOOD);
+    for (steps, ok) in [
+        ("'^ldadd ', { next = '^ubfx ' }, '^cmp '", true),
+        ("'^ldadd ', { next = '^cmp ' }", false),
+        ("'^cmp ', '^ldadd '", false),
+        ("'^ldadd ', { not = '^mov ' }, '^ret'", false),
+        ("'^ldadd ', { not = '^mov ' }, '@cond-branch'", true),
+        ("'@cond-branch', { not = '@atomic' }", true),
+        ("'@cond-branch', { not = '^mov' }", false),
+    ] {
+        let p = seq(steps);
+        let f = expect::check(&p, &l, &RELAXED);
+        assert_eq!(f.is_empty(), ok, "{steps}: {f:#?}");
+    }
+}
+
+#[test]
+fn expected_calls_on_the_hot_path_are_checked_in_order() {
+    let text = "name = \"t\"\ntriple = \"aarch64-apple-darwin\"\ndescription = \"\"\nrun = \"none\"\n[probe.probe_thread_cursor_alloc]\ncalls = ['^tlv_get_addr ']\n";
+    let p = Profile::parse_with(text, Path::new("t.toml"), &test_suite()).unwrap();
+    let tc = Probe {
+        name: "probe_thread_cursor_alloc",
+        ..RELAXED
+    };
+    let body = "\tadrp\tx0, _CURSOR@TLVPPAGE\n\tldr\tx0, [x0, _CURSOR@TLVPPAGEOFF]\n\tldr\tx8, [x0]\n\tblr\tx8\n\tldr\tx0, [x0]\n\tret\n";
+    let l = listing(
+        &format!("\t.section\t__TEXT,__text\n_probe_thread_cursor_alloc:\n{body}"),
+        ObjectFormat::MachO,
+        &Arch::Aarch64,
+        "probe_thread_cursor_alloc",
+    );
+    let h = cfg::analyze(&l, &p, &BTreeSet::new()).hot_path();
+    assert_eq!(h.calls, ["tlv_get_addr (TLV thunk of CURSOR, via x8)"]);
+    // `calls` replaces the suite's `count call = 0`.
+    assert!(
+        expect::check(&p, &l, &tc).is_empty(),
+        "{:#?}",
+        expect::check(&p, &l, &tc)
+    );
+    let no_call = body.replace("\tblr\tx8\n", "");
+    let l = listing(
+        &format!("\t.section\t__TEXT,__text\n_probe_thread_cursor_alloc:\n{no_call}"),
+        ObjectFormat::MachO,
+        &Arch::Aarch64,
+        "probe_thread_cursor_alloc",
+    );
+    let f = expect::check(&p, &l, &tc);
     assert_eq!(f.len(), 1, "{f:#?}");
-    assert_names_everything(
-        &f[0],
-        "forbid call",
-        "bl allocasm::packed::PackedArena::alloc_fast",
-    );
+    assert!(f[0].to_string().contains("the calls are []"), "{}", f[0]);
 }
 
 #[test]
@@ -755,48 +954,17 @@ fn missing_class_fails() {
     p.expect
         .get_mut("probe_packed_alloc_relaxed")
         .unwrap()
-        .has
-        .clear();
+        .rules
+        .remove(0);
     let l = arm_listing(&GOOD.replace("ldadd\tx1, x9, [x0]", "ldr\tx9, [x0]"));
     let f = expect::check(&p, &l, &RELAXED);
-    assert_eq!(f.len(), 1, "{f:#?}");
-    assert_eq!(f[0].kind, FailureKind::MissingClass(Class::AtomicRmw));
-    assert_names_everything(&f[0], "require atomic-rmw", "ldr x9, [x0]");
-}
-
-#[test]
-fn backward_branch_before_the_anchor_fails() {
-    let retry =
-        "\tmov\tx9, #0\n.LBB0_1:\n\tldaxr\tx9, [x0]\n\tstlxr\tw8, x9, [x0]\n\tcbnz\tw8, .LBB0_1\n";
-    let l = arm_listing(&format!("{retry}{GOOD}"));
-    let f = expect::check(&test_profile(), &l, &RELAXED);
-    let f = f
+    let m = f
         .iter()
-        .find(|f| f.kind == FailureKind::BackwardBranchBefore)
-        .expect("loop");
-    assert_names_everything(f, "/^cmp /", "cbnz w8, .LBB1");
-    // The same loop after the anchor is allowed.
-    let after = arm_listing(&GOOD.replace(
-        "\tret\n.LBB0_2:",
-        &format!("\tret\n{}.LBB0_2:", retry.replace("LBB0_1", "LBB0_5")),
-    ));
-    let f = expect::check(&test_profile(), &after, &RELAXED);
-    assert!(
-        !f.iter()
-            .any(|f| f.kind == FailureKind::BackwardBranchBefore),
-        "{f:#?}"
-    );
-}
-
-#[test]
-fn missing_anchor_fails() {
-    let l = arm_listing(&GOOD.replace("\tcmp\tx9, x10\n", "\tsubs\txzr, x9, x10\n"));
-    let f = expect::check(&test_profile(), &l, &RELAXED);
-    let f = f
-        .iter()
-        .find(|f| f.kind == FailureKind::MissingAnchor)
-        .expect("anchor");
-    assert_names_everything(f, "/^cmp /", "subs xzr, x9, x10");
+        .find(|f| f.kind == FailureKind::MissingClass(Class::AtomicRmw))
+        .expect("require");
+    assert_names_everything(m, "function: require atomic-rmw", "ldr x9, [x0]");
+    // No atomic: no fit check to measure.
+    failure(&f, "to_fit_check_max 4");
 }
 
 #[test]
@@ -808,17 +976,21 @@ fn single_threaded_probes_forbid_atomics_and_calls_everywhere() {
     };
     let mut p = test_profile();
     p.expect.clear();
-    let l = arm_listing("\tbl\t__aarch64_ldadd8_relax\n\tret\n");
+    // The call is behind a branch to a block that ends in a trap: cold, off
+    // the hot path, and still forbidden in the function scope.
+    let l = arm_listing(
+        "\tcbz\tx0, .LBB0_2\n\tadd\tx0, x0, #1\n\tret\n.LBB0_2:\n\tbl\t__aarch64_ldadd8_relax\n\tbrk\t#0x1\n",
+    );
     let f = expect::check(&p, &l, &st);
     assert_eq!(f.len(), 2, "{f:#?}");
     assert_names_everything(
         &f[0],
-        "forbid atomic (suite: every single-threaded probe)",
-        "bl __aarch64_ldadd8_relax",
+        "function: forbid atomic (suite: single-threaded)",
+        ">>   bl __aarch64_ldadd8_relax",
     );
     assert_names_everything(
         &f[1],
-        "forbid call (suite: every single-threaded probe)",
+        "function: forbid call (suite: single-threaded)",
         "bl __aarch64_ldadd8_relax",
     );
     assert!(expect::check(&p, &arm_listing("\tadd\tx0, x0, #1\n\tret\n"), &st).is_empty());
@@ -831,6 +1003,7 @@ fn missing_probe_fails() {
         profile: p.name.clone(),
         probes: Default::default(),
         missing: vec![RELAXED.name.into()],
+        cold_functions: Default::default(),
     };
     let f = expect::check_all(&p, &listings, &[RELAXED]);
     assert_eq!(f.len(), 1);
@@ -841,4 +1014,227 @@ fn missing_probe_fails() {
             && msg.contains("not in the profile's assembly"),
         "{msg}"
     );
+}
+
+// ---- statement model and control flow ----------------------------------------
+
+fn profile_for(triple: &str) -> Profile {
+    let text = format!("name = \"t\"\ntriple = \"{triple}\"\ndescription = \"\"\nrun = \"none\"\n");
+    Profile::parse_with(&text, Path::new("t.toml"), &test_suite()).unwrap()
+}
+
+#[test]
+fn armv7_literal_pools_are_kept_as_data_and_not_counted() {
+    let raw = parse::parse_asm(ELF_ARMV7_PIE_TLS, ObjectFormat::Elf);
+    let f = raw.function("probe_thread_cursor_alloc").unwrap();
+    let l = normalize::normalize(f, &Arch::Arm);
+    let data: Vec<&listing::Data> = l
+        .lines
+        .iter()
+        .filter_map(|x| match x {
+            Line::Data(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    // Both `.long`s of the pool are there, each under its (referenced) label,
+    // with the relocation kind the TLS access needs.
+    assert_eq!(data.len(), 2, "{}", l.text());
+    assert_eq!(data[0].relocation(), Some("GOTTPOFF"), "{:?}", data[0]);
+    assert!(
+        data[0].value.starts_with(
+            "allocasm::thread_cursor::CURSORS::{constant}::{closure}::__RUST_STD_INTERNAL_VAL(GOTTPOFF)-(.LPC"
+        ),
+        "{:?}",
+        data[0]
+    );
+    let text = l.text();
+    // `.Ltmp367` is referenced only from the pool's own `.long`: kept.
+    assert!(text.contains(".LCPI1:\n.Ltmp1:\n  .long "), "{text}");
+    assert!(text.contains(".LCPI2:\n  .long .Lanon"), "{text}");
+    assert!(text.contains("\n.LPC1:\n"), "{text}");
+    // Every `.long` of the function's code reaches the listing.
+    let body_longs = f
+        .lines
+        .iter()
+        .filter(|x| x.trim_start().starts_with(".long"))
+        .count();
+    assert_eq!(body_longs, data.len());
+    // Data is never an instruction.
+    let n = l.instructions().count();
+    assert_eq!(
+        n + data.len()
+            + l.lines
+                .iter()
+                .filter(|x| matches!(x, Line::Label(_)))
+                .count(),
+        l.lines.len()
+    );
+    assert!(l.instructions().all(|i| !i.mnemonic.starts_with(".long")));
+    // The `.inst 0xe7ffdefe` trap is an instruction.
+    assert!(text.contains("  .inst 0xe7ffdefe\n"), "{text}");
+}
+
+#[test]
+fn armv7_hot_path_uses_the_text_unlikely_section_and_predicated_returns() {
+    let asm = parse::parse_asm(ELF_ARMV7_PIE_TLS, ObjectFormat::Elf);
+    assert!(
+        asm.cold
+            .contains("_ZN8allocasm13thread_cursor17ThreadCursorArena6refill17h02e3ad723ec9c9c8E"),
+        "{:?}",
+        asm.cold
+    );
+    let cold: BTreeSet<String> = asm
+        .cold
+        .iter()
+        .map(|n| normalize::normalize_symbols(n, ObjectFormat::Elf))
+        .collect();
+    assert!(cold.contains("allocasm::thread_cursor::ThreadCursorArena::refill"));
+    let l = normalize::normalize(
+        asm.function("probe_thread_cursor_alloc").unwrap(),
+        &Arch::Arm,
+    );
+    let mut p = profile_for("armv7-unknown-linux-gnueabihf");
+    p.cold_calls.clear();
+    let h = cfg::analyze(&l, &p, &cold).hot_path();
+    assert_eq!(h.calls, ["__aeabi_read_tp"], "{h:#?}");
+    assert!(!h.no_hot_return);
+    // The fast path ends at the predicated return `poplo {…, pc}`.
+    assert!(h.lines.last().unwrap().starts_with("poplo {"), "{h:#?}");
+    assert!(h.instructions < h.function_instructions);
+    // Not knowing refill is cold puts it on the hot path.
+    let h = cfg::analyze(&l, &p, &BTreeSet::new()).hot_path();
+    assert!(h.calls.iter().any(|c| c.ends_with("::refill")), "{h:#?}");
+
+    // A predicated return ends a path and falls through.
+    let body = "\tcmp\tr0, #0\n\tbxeq\tlr\n\tldr\tr1, [r0]\n\tstr\tr1, [r0, #4]\n\tpopne\t{r4, pc}\n\tbl\t_ZN4core9panicking5panic17h0123456789abcdefE\n";
+    let l = listing(
+        &format!("\t.type\tf,%function\nf:\n{body}"),
+        ObjectFormat::Elf,
+        &Arch::Arm,
+        "f",
+    );
+    let c = cfg::analyze(&l, &p, &cold);
+    let h = c.hot_path();
+    assert_eq!(h.instructions, 5, "{h:#?}");
+    assert!(c.blocks.last().unwrap().cold);
+}
+
+#[test]
+fn x86_prefix_lines_join_their_instruction() {
+    let l = listing(
+        ELF_X86_TLSGD,
+        ObjectFormat::Elf,
+        &Arch::X86_64,
+        "probe_thread_cursor_alloc",
+    );
+    let text = l.text();
+    assert!(text.contains("  data16 lea rdi, [rip + "), "{text}");
+    assert!(
+        text.contains("  data16 data16 rex64 call __tls_get_addr@PLT\n"),
+        "{text}"
+    );
+    assert!(
+        l.instructions()
+            .all(|i| !matches!(i.mnemonic.as_str(), "data16" | "rex64")),
+        "{text}"
+    );
+    // Counted once each: the source has 4 prefix lines and 2 instructions
+    // they belong to.
+    let raw = parse::parse_asm(ELF_X86_TLSGD, ObjectFormat::Elf);
+    let f = raw.function("probe_thread_cursor_alloc").unwrap();
+    let prefix_lines = f
+        .lines
+        .iter()
+        .filter(|x| matches!(x.trim(), "data16" | "rex64"))
+        .count();
+    assert_eq!(prefix_lines, 4);
+    let p = profile_for("x86_64-unknown-linux-gnu");
+    let cold: BTreeSet<String> =
+        ["allocasm::thread_cursor::ThreadCursorArena::refill".to_string()].into();
+    let h = cfg::analyze(&l, &p, &cold).hot_path();
+    // The call is a call, named after its callee; refill, called through
+    // the GOT, is named after its GOT slot and is cold.
+    assert_eq!(h.calls, ["__tls_get_addr"], "{h:#?}");
+    assert!(h.stack_accesses > 0);
+}
+
+#[test]
+fn x86_traps_and_landing_pads_are_cold() {
+    let body = "\tpush\trax\n\ttest\trdi, rdi\n\tje\t.LBB0_2\n\tmov\trax, qword ptr [rdi]\n\tpop\trcx\n\tret\n.LBB0_2:\n\tud2\n.Ltmp3:\n\tcall\t_Unwind_Resume@PLT\n";
+    let l = listing(
+        &format!("\t.type\tf,@function\nf:\n{body}"),
+        ObjectFormat::Elf,
+        &Arch::X86_64,
+        "f",
+    );
+    let p = profile_for("x86_64-unknown-linux-gnu");
+    let none = BTreeSet::new();
+    let c = cfg::analyze(&l, &p, &none);
+    let h = c.hot_path();
+    assert_eq!(h.instructions, 6, "{h:#?}");
+    assert_eq!(h.stack_accesses, 2);
+    assert!(h.calls.is_empty());
+    assert_eq!(h.to_fit_check, None);
+    assert!(
+        c.blocks
+            .iter()
+            .skip(1)
+            .filter(|b| b.start > 5)
+            .all(|b| b.cold),
+        "{:#?}",
+        c.blocks
+    );
+}
+
+#[test]
+fn riscv64_hot_path_and_loops() {
+    let body = "\tli\ta2, 0\n.LBB0_1:\n\tlr.d\ta3, (a0)\n\tadd\ta4, a3, a1\n\tsc.d\ta5, a4, (a0)\n\tbnez\ta5, .LBB0_1\n\tbltu\ta3, a2, .LBB0_3\n\tmv\ta0, a3\n\tret\n.LBB0_3:\n\ttail\t_ZN8allocasm6packed11PackedArena10alloc_slow17h0123456789abcdefE\n";
+    let l = listing(
+        &format!("\t.type\tf,@function\nf:\n{body}"),
+        ObjectFormat::Elf,
+        &Arch::Riscv64,
+        "f",
+    );
+    let p = profile_for("riscv64gc-unknown-linux-gnu");
+    let h = cfg::analyze(&l, &p, &BTreeSet::new()).hot_path();
+    assert_eq!(h.instructions, 8, "{h:#?}");
+    assert_eq!(h.loops, 1);
+    // The first conditional branch after `lr.d` is the retry `bnez`.
+    assert_eq!(h.to_fit_check, Some(5));
+    assert!(h.calls.is_empty(), "{h:#?}");
+}
+
+#[test]
+fn coff_and_macho_fragments_keep_their_instruction_counts() {
+    // The statement model adds data lines but never an instruction: on the
+    // real fragments every line the old normalizer counted is still one.
+    for (name, text, format, arch) in FORMATS {
+        let asm = parse::parse_asm(text, format);
+        for f in &asm.functions {
+            let l = normalize::normalize(f, &arch);
+            let code_lines = f
+                .lines
+                .iter()
+                .skip(1)
+                .filter(|x| {
+                    let t = x.trim();
+                    parse::label_of(x).is_none()
+                        && !t.is_empty()
+                        && (!t.starts_with('.') || t.starts_with(".inst"))
+                        && !t.starts_with('#')
+                        && !t.starts_with("//")
+                        && !t.starts_with(';')
+                        && !t.starts_with('@')
+                        && !matches!(t, "data16" | "rex64")
+                })
+                .count();
+            assert_eq!(
+                l.instructions().count(),
+                code_lines,
+                "{name} {}: {}",
+                f.name,
+                l.text()
+            );
+        }
+    }
 }

@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use super::text::join_or_none;
 use super::{
-    Annotation, Counts, CrossSummary, Format, ListingLine, ProbeReport, Report, SummaryCell,
-    TlsAccess,
+    Annotation, Counts, CrossSummary, Format, HotPathReport, ListingLine, ProbeReport, Report,
+    SummaryCell, TlsAccess,
 };
 
 /// `report.html`.
@@ -75,6 +75,10 @@ table.summary td.missing { color: var(--fail); } table.summary td.none { color: 
 .mk.ok { color: var(--pass); } .mk.no { color: var(--fail); }
 h3.linked { margin: 14px 0 4px; font-size: 13px; color: var(--muted); font-weight: 600; }
 .col h4 { margin: 0; font-size: 13px; } .col h4 .muted { font-weight: 400; }
+.hot { border-left: 3px solid #1a7f37; background-color: #eefbf0; }
+.cold { opacity: 0.45; }
+.data { color: var(--muted); font-style: italic; }
+.muted { color: var(--muted); }
 pre.error { white-space: pre-wrap; font-size: 11.5px; color: var(--fail); background: #fff5f5; padding: 6px; border-radius: 4px; max-height: 16em; overflow: auto; }
 "#;
 
@@ -83,8 +87,8 @@ fn marks(c: &SummaryCell) -> String {
     let mut s = String::new();
     for (on, class, mark, title) in [
         (c.atomic, "a", "A", "atomic instruction"),
-        (c.call, "c", "C", "call"),
-        (c.looped, "l", "L", "loop"),
+        (c.call, "c", "C", "call on the hot path"),
+        (c.looped, "l", "L", "loop on the hot path"),
     ] {
         if on {
             let _ = write!(
@@ -129,7 +133,13 @@ fn summary_table(r: &CrossSummary, keep: impl Fn(&str) -> bool) -> String {
                 _ => "n none",
             };
             let text = match c.status {
-                "found" => c.instructions.unwrap_or(0).to_string(),
+                "found" => match c.function_instructions {
+                    Some(f) if Some(f) != c.instructions => format!(
+                        "<span title=\"hot path; the whole function has {f} instructions\">{}</span> <span class=\"muted\">({f})</span>",
+                        c.instructions.unwrap_or(0)
+                    ),
+                    _ => c.instructions.unwrap_or(0).to_string(),
+                },
                 "missing" => "missing".to_string(),
                 _ => "not built".to_string(),
             };
@@ -145,6 +155,7 @@ fn summary_table(r: &CrossSummary, keep: impl Fn(&str) -> bool) -> String {
 fn view_html(
     name: &str,
     counts: Option<Counts>,
+    hot: Option<&HotPathReport>,
     tls: Option<&TlsAccess>,
     lines: &[ListingLine],
     annotations: &[Annotation],
@@ -159,6 +170,13 @@ fn view_html(
             c.calls,
             c.loops,
             escape(tls.how)
+        );
+    }
+    if let Some(h) = hot {
+        let _ = writeln!(
+            s,
+            "<div class=\"counts hotline\">{}</div>",
+            escape(&h.line())
         );
     }
     s.push_str(&listing_html(name, lines));
@@ -201,6 +219,7 @@ fn linked_html(probe: &ProbeReport) -> String {
             s.push_str(&view_html(
                 &probe.name,
                 res.summary,
+                res.hot_path.as_ref(),
                 res.tls.as_ref(),
                 &res.lines,
                 &[],
@@ -223,6 +242,7 @@ fn linked_html(probe: &ProbeReport) -> String {
                 ("found", _) => s.push_str(&view_html(
                     &probe.name,
                     view.summary,
+                    view.hot_path.as_ref(),
                     view.tls.as_ref(),
                     &view.lines,
                     &view.annotations,
@@ -255,6 +275,15 @@ fn listing_html(name: &str, lines: &[ListingLine]) -> String {
     );
     for l in lines {
         let mut classes: Vec<&str> = l.tags.iter().map(|t| t.name()).collect();
+        if l.hot {
+            classes.push("hot");
+        }
+        if l.cold {
+            classes.push("cold");
+        }
+        if l.kind == "data" {
+            classes.push("data");
+        }
         if l.kind == "label" {
             classes.push("label");
             let _ = write!(
@@ -393,6 +422,39 @@ impl Format for Html {
             })
             .collect();
         let _ = writeln!(s, "<p class=\"muted\">{}</p>", legend.join(" · "));
+        if let Some(m) = &r.mutations {
+            let _ = writeln!(
+                s,
+                "<h3>What this suite can and cannot see</h3><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p><table class=\"summary\"><tr><th>mutation</th>{}</tr>",
+                escape(&m.commit[..m.commit.len().min(12)]),
+                escape(super::MUTATION_LEGEND),
+                m.profiles
+                    .iter()
+                    .map(|p| format!("<th>{}</th>", escape(p)))
+                    .collect::<String>()
+            );
+            for row in &m.rows {
+                let _ = writeln!(
+                    s,
+                    "<tr><td><code>{}</code></td>{}</tr>",
+                    escape(&row.mutation),
+                    row.cells
+                        .iter()
+                        .map(|c| {
+                            let class = if c == "caught" {
+                                "pass"
+                            } else if c.contains("MISSED") {
+                                "fail"
+                            } else {
+                                "none"
+                            };
+                            format!("<td class=\"{class}\">{}</td>", escape(c))
+                        })
+                        .collect::<String>()
+                );
+            }
+            s.push_str("</table>\n");
+        }
         let linked = summary_table(&r.summary, |v| v != "asm");
         if !linked.is_empty() {
             let _ = writeln!(
@@ -448,6 +510,13 @@ impl Format for Html {
                             c.loops,
                             escape(tls.how)
                         );
+                        if let Some(h) = &res.hot_path {
+                            let _ = writeln!(
+                                s,
+                                "<div class=\"counts hotline\">{}</div>",
+                                escape(&h.line())
+                            );
+                        }
                         s.push_str(&listing_html(&probe.name, &res.lines));
                     }
                     ("missing", _, _) => {

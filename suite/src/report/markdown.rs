@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::text::{join_or_none, side_by_side_fit};
-use super::{CrossSummary, Format, LinkedViews, ProbeResult, Report, SummaryCell};
+use super::{CrossSummary, Format, LinkedViews, MUTATION_LEGEND, ProbeResult, Report, SummaryCell};
 
 /// `report.md`.
 pub struct Markdown;
@@ -182,6 +182,20 @@ impl Format for Markdown {
         } else if !r.linked_views {
             let _ = writeln!(s, "Linked views left out (`--no-linked`).\n");
         }
+        if let Some(m) = &r.mutations {
+            let _ = writeln!(
+                s,
+                "### What this suite can and cannot see\n\nThe mutation self-test (`scripts/test mutate`, commit `{}`): each mutation applied to a scratch copy, every profile rebuilt and checked. {}.\n",
+                &m.commit[..m.commit.len().min(12)],
+                MUTATION_LEGEND
+            );
+            let _ = writeln!(s, "| mutation | {} |", m.profiles.join(" | "));
+            let _ = writeln!(s, "| --- |{}", " --- |".repeat(m.profiles.len()));
+            for row in &m.rows {
+                let _ = writeln!(s, "| {} | {} |", row.mutation, row.cells.join(" | "));
+            }
+            s.push('\n');
+        }
         let t = r.totals;
         let _ = writeln!(
             s,
@@ -233,6 +247,14 @@ impl Format for Markdown {
                         c.loops,
                         tls.how
                     );
+                    if let Some(h) = &res.hot_path {
+                        let _ = writeln!(s, "{}\n", h.line());
+                        let _ = writeln!(
+                            s,
+                            "<details><summary>hot path</summary>\n\n```asm\n{}\n```\n\n</details>\n",
+                            h.lines.join("\n")
+                        );
+                    }
                     match &res.linked {
                         Some(linked) => linked_block(&mut s, &probe.name, res, linked),
                         None => {

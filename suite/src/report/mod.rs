@@ -10,6 +10,7 @@ pub mod markdown;
 pub mod text;
 
 use allocasm::probes::{Probe, ProbeKind};
+use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::expect;
 use allocasm_suite::codegen::linked::{LinkedOutput, Lto};
 use allocasm_suite::codegen::summary::{self, CrossProfile};
@@ -65,6 +66,9 @@ pub struct Report {
     pub summary: CrossSummary,
     /// Every probe of the registry with its result on every profile.
     pub probes: Vec<ProbeReport>,
+    /// What this suite can and cannot see: the table of the last mutation
+    /// self-test (`scripts/test mutate`), `null` when it has not run here.
+    pub mutations: Option<MutationTable>,
     /// Counts.
     pub totals: Totals,
 }
@@ -128,15 +132,17 @@ pub struct SummaryRow {
 pub struct SummaryCell {
     /// `found`, `missing` or `not-built`.
     pub status: &'static str,
-    /// `14 A C L` ([`summary::Cell::text`]), `missing` or `not built`.
+    /// `14 A C L (20)` ([`summary::Cell::text`]), `missing` or `not built`.
     pub text: String,
-    /// Instructions (found only).
+    /// Instructions on the hot path (found only).
     pub instructions: Option<usize>,
-    /// At least one atomic instruction.
+    /// Instructions of the whole function (found only).
+    pub function_instructions: Option<usize>,
+    /// At least one atomic instruction on the hot path.
     pub atomic: bool,
-    /// At least one call.
+    /// At least one call on the hot path.
     pub call: bool,
-    /// At least one loop.
+    /// At least one loop on the hot path.
     #[serde(rename = "loop")]
     pub looped: bool,
     /// Every expectation held (`.s` view only; `null` for linked views,
@@ -144,19 +150,93 @@ pub struct SummaryCell {
     pub passed: Option<bool>,
 }
 
+/// The mutation self-test's table (`target/mutate/mutations.json`, written
+/// by `scripts/test mutate`): mutations down, profiles across.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutationTable {
+    /// The commit the self-test ran on.
+    pub commit: String,
+    /// The columns.
+    pub profiles: Vec<String>,
+    /// One row per mutation.
+    pub rows: Vec<MutationRow>,
+}
+
+/// One mutation on every profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutationRow {
+    /// `relaxed-to-seqcst`, `cold-removed`, ...
+    pub mutation: String,
+    /// Per profile: `caught`, `blind` (same listing), `cold-only` (only
+    /// cold blocks changed), `MISSED` (the hot path changed and `check`
+    /// passed), or several of them (`blind/caught`) when the mutation's
+    /// probes differ.
+    pub cells: Vec<String>,
+}
+
+impl MutationTable {
+    /// Reads `target/mutate/mutations.json`, if the self-test has run.
+    pub fn load() -> Option<MutationTable> {
+        let path = allocasm_suite::codegen::manifest_dir().join("target/mutate/mutations.json");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        let profiles: Vec<String> = v["profiles"]
+            .as_array()?
+            .iter()
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect();
+        let rows = v["mutations"]
+            .as_array()?
+            .iter()
+            .filter_map(|m| m.as_str())
+            .map(|m| MutationRow {
+                mutation: m.to_string(),
+                cells: profiles
+                    .iter()
+                    .map(|prof| {
+                        let mut verdicts: Vec<String> = v["table"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter(|r| r["mutation"] == m && r["profile"] == prof.as_str())
+                            .flat_map(|r| r["probes"].as_array().cloned().unwrap_or_default())
+                            .filter_map(|p| p["verdict"].as_str().map(str::to_string))
+                            .collect();
+                        verdicts.sort();
+                        verdicts.dedup();
+                        verdicts.join("/")
+                    })
+                    .collect(),
+            })
+            .collect();
+        Some(MutationTable {
+            commit: v["commit"].as_str().unwrap_or("").to_string(),
+            profiles,
+            rows,
+        })
+    }
+}
+
+/// What the mutation table's verdicts mean.
+pub const MUTATION_LEGEND: &str = "caught: `check` failed naming the probe; blind: the listing did not change; cold-only: only cold blocks changed (the hot path is the same); MISSED: the hot path changed and `check` passed";
+
 /// The legend of the summary's marks.
 pub const LEGEND: &[LegendEntry] = &[
     LegendEntry {
+        mark: "N",
+        meaning: "instructions on the hot path (entry to return through non-cold blocks); (M): the whole function's",
+    },
+    LegendEntry {
         mark: "A",
-        meaning: "atomic instruction (read-modify-write, fence, acquire/release access, outline-atomics call)",
+        meaning: "atomic instruction on the hot path (read-modify-write, fence, acquire/release access, outline-atomics call)",
     },
     LegendEntry {
         mark: "C",
-        meaning: "call (tail calls and TLS thunks included)",
+        meaning: "call on the hot path (tail calls, TLS thunks and outline-atomics helpers included)",
     },
     LegendEntry {
         mark: "L",
-        meaning: "loop (a backward branch that closes a cycle)",
+        meaning: "loop on the hot path",
     },
     LegendEntry {
         mark: "✅",
@@ -197,6 +277,8 @@ pub struct LinkedView {
     pub error: Option<String>,
     /// Counts (found only).
     pub summary: Option<Counts>,
+    /// The hot path (found only).
+    pub hot_path: Option<HotPathReport>,
     /// How thread-local storage is reached (found only).
     pub tls: Option<TlsAccess>,
     /// The normalized listing.
@@ -321,6 +403,8 @@ pub struct ProbeResult {
     pub status: &'static str,
     /// Counts (found only).
     pub summary: Option<Counts>,
+    /// The hot path (found only): entry to return through non-cold blocks.
+    pub hot_path: Option<HotPathReport>,
     /// How thread-local storage is reached (found only).
     pub tls: Option<TlsAccess>,
     /// The normalized listing, one entry per label or instruction.
@@ -366,15 +450,92 @@ impl From<Summary> for Counts {
     }
 }
 
+/// The hot path of one listing ([`allocasm_suite::codegen::cfg::HotPath`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct HotPathReport {
+    /// Instructions on the hot path, entry to return (a loop's body once).
+    pub instructions: usize,
+    /// Instructions from the entry through the first conditional branch after
+    /// the first atomic read-modify-write; `null` without one.
+    pub to_fit_check: Option<usize>,
+    /// Atomic instructions on it.
+    pub atomics: usize,
+    /// Atomic read-modify-writes on it (outline-atomics calls included).
+    pub atomic_rmw: usize,
+    /// Callees on it, in order (TLS thunks, outline-atomics helpers).
+    pub calls: Vec<String>,
+    /// Loads and stores relative to the stack or frame pointer on it.
+    pub stack_accesses: usize,
+    /// Loops on it.
+    pub loops: usize,
+    /// Its instructions.
+    pub lines: Vec<String>,
+    /// Instructions of the whole function, for comparison.
+    pub function_instructions: usize,
+    /// No return is reachable through non-cold blocks (the path is the
+    /// longest to any exit).
+    pub no_hot_return: bool,
+}
+
+impl From<&HotPath> for HotPathReport {
+    fn from(h: &HotPath) -> HotPathReport {
+        HotPathReport {
+            instructions: h.instructions,
+            to_fit_check: h.to_fit_check,
+            atomics: h.atomics,
+            atomic_rmw: h.atomic_rmw,
+            calls: h.calls.clone(),
+            stack_accesses: h.stack_accesses,
+            loops: h.loops,
+            lines: h.lines.clone(),
+            function_instructions: h.function_instructions,
+            no_hot_return: h.no_hot_return,
+        }
+    }
+}
+
+impl HotPathReport {
+    /// `32 of 44 instructions, 20 to the fit check, 1 atomic, calls: none,
+    /// 0 stack accesses`.
+    pub fn line(&self) -> String {
+        let fit = self.to_fit_check.map_or("no fit check".to_string(), |n| {
+            format!("{n} to the fit check")
+        });
+        let calls = if self.calls.is_empty() {
+            "none".to_string()
+        } else {
+            self.calls.join(", ")
+        };
+        format!(
+            "hot path: {} of {} instructions, {fit}, {} atomic(s), {} loop(s), {} stack access(es), calls: {calls}{}",
+            self.instructions,
+            self.function_instructions,
+            self.atomics,
+            self.loops,
+            self.stack_accesses,
+            if self.no_hot_return {
+                " (no return is hot: longest path shown)"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
 /// One line of a listing.
 #[derive(Debug, Clone, Serialize)]
 pub struct ListingLine {
-    /// `label` or `instruction`.
+    /// `label`, `instruction` or `data` (a data directive: a literal pool
+    /// entry, never counted as an instruction).
     pub kind: &'static str,
     /// The label's name or the instruction's text.
     pub text: String,
     /// Highlight tags.
     pub tags: Vec<Tag>,
+    /// On the hot path.
+    pub hot: bool,
+    /// In a cold block (slow path, panic, trap, landing pad).
+    pub cold: bool,
 }
 
 /// One expectation's result.
@@ -425,8 +586,8 @@ pub fn evaluate(
     listings: &ProbeListings,
     probe: &Probe,
 ) -> Vec<ExpectationResult> {
-    match listings.listing(probe.name) {
-        Some(listing) => expect::evaluate(profile, listing, probe)
+    match expect::evaluate_in(profile, listings, probe) {
+        Some(outcomes) => outcomes
             .into_iter()
             .map(|o| ExpectationResult {
                 rule: o.expectation.rule.clone(),
@@ -551,6 +712,7 @@ impl Report {
                                 profile: p.name.clone(),
                                 status: "not-built",
                                 summary: None,
+                                hot_path: None,
                                 tls: None,
                                 lines: Vec::new(),
                                 annotations: Vec::new(),
@@ -590,6 +752,7 @@ impl Report {
             linked_views: linked.is_some(),
             summary,
             probes,
+            mutations: MutationTable::load(),
             totals,
         }
     }
@@ -648,6 +811,7 @@ fn cross_summary(
             status: "found",
             text: c.text(),
             instructions: Some(c.instructions),
+            function_instructions: Some(c.function_instructions),
             atomic: c.atomic,
             call: c.call,
             looped: c.looped,
@@ -657,6 +821,7 @@ fn cross_summary(
             status: "missing",
             text: "missing".into(),
             instructions: None,
+            function_instructions: None,
             atomic: false,
             call: false,
             looped: false,
@@ -666,6 +831,7 @@ fn cross_summary(
             status: "not-built",
             text: "not built".into(),
             instructions: None,
+            function_instructions: None,
             atomic: false,
             call: false,
             looped: false,
@@ -720,6 +886,7 @@ fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe
         status,
         error,
         summary: None,
+        hot_path: None,
         tls: None,
         lines: Vec::new(),
         annotations: Vec::new(),
@@ -734,32 +901,43 @@ fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe
             status: "found",
             error: None,
             summary: Some(listing.summary(&profile.classes).into()),
+            hot_path: listings
+                .hot_path(profile, probe.name)
+                .as_ref()
+                .map(HotPathReport::from),
             tls: Some(annotate::tls_access(listing)),
-            lines: listing_lines(listing, profile),
+            lines: listing_lines(
+                listing,
+                profile,
+                listings.hot_path(profile, probe.name).as_ref(),
+            ),
             annotations: annotate::annotations(listing),
         },
         None => empty("missing", None),
     }
 }
 
-/// A listing's lines with their highlight tags.
-fn listing_lines(listing: &Listing, profile: &Profile) -> Vec<ListingLine> {
+/// A listing's lines with their highlight tags and hot/cold marks.
+fn listing_lines(listing: &Listing, profile: &Profile, hot: Option<&HotPath>) -> Vec<ListingLine> {
     let tags = annotate::tags(listing, &profile.classes);
     listing
         .lines
         .iter()
         .zip(tags)
-        .map(|(line, tags)| match line {
-            allocasm_suite::codegen::Line::Label(l) => ListingLine {
-                kind: "label",
-                text: l.clone(),
+        .enumerate()
+        .map(|(n, (line, tags))| {
+            let (kind, text) = match line {
+                allocasm_suite::codegen::Line::Label(l) => ("label", l.clone()),
+                allocasm_suite::codegen::Line::Instruction(i) => ("instruction", i.text()),
+                allocasm_suite::codegen::Line::Data(d) => ("data", d.text()),
+            };
+            ListingLine {
+                kind,
+                text,
                 tags,
-            },
-            allocasm_suite::codegen::Line::Instruction(i) => ListingLine {
-                kind: "instruction",
-                text: i.text(),
-                tags,
-            },
+                hot: hot.is_some_and(|h| h.contains(n)),
+                cold: hot.is_some_and(|h| h.cold_lines.contains(&n)),
+            }
         })
         .collect()
 }
@@ -780,6 +958,7 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
             profile: b.profile.name.clone(),
             status: "missing",
             summary: None,
+            hot_path: None,
             tls: None,
             lines: Vec::new(),
             annotations: Vec::new(),
@@ -788,11 +967,13 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
             linked: None,
         };
     };
-    let lines = listing_lines(listing, b.profile);
+    let hot = b.listings.hot_path(b.profile, probe.name);
+    let lines = listing_lines(listing, b.profile, hot.as_ref());
     ProbeResult {
         profile: b.profile.name.clone(),
         status: "found",
         summary: Some(listing.summary(&b.profile.classes).into()),
+        hot_path: hot.as_ref().map(HotPathReport::from),
         tls: Some(annotate::tls_access(listing)),
         lines,
         annotations: annotate::annotations(listing),

@@ -38,6 +38,21 @@ impl Format for Text {
                 p.status
             );
         }
+        if let Some(m) = &r.mutations {
+            let _ = writeln!(
+                s,
+                "\nwhat this suite can and cannot see (scripts/test mutate):"
+            );
+            for row in &m.rows {
+                let cells: Vec<String> = m
+                    .profiles
+                    .iter()
+                    .zip(&row.cells)
+                    .map(|(p, c)| format!("{p}={c}"))
+                    .collect();
+                let _ = writeln!(s, "  {}: {}", row.mutation, cells.join(" "));
+            }
+        }
         for probe in &r.probes {
             let _ = writeln!(
                 s,
@@ -56,6 +71,25 @@ impl Format for Text {
                         lines.push(format!(
                             "{} instr, {} rmw, {} calls, {} loops",
                             c.instructions, c.atomic_rmw, c.calls, c.loops
+                        ));
+                    }
+                    if let Some(h) = &res.hot_path {
+                        lines.push(format!(
+                            "hot {} of {}, fit check {}, {} atomics",
+                            h.instructions,
+                            h.function_instructions,
+                            h.to_fit_check.map_or("-".to_string(), |n| n.to_string()),
+                            h.atomics
+                        ));
+                        lines.push(format!(
+                            "hot calls: {}; {} stack, {} loops",
+                            if h.calls.is_empty() {
+                                "none".to_string()
+                            } else {
+                                h.calls.join(", ")
+                            },
+                            h.stack_accesses,
+                            h.loops
                         ));
                     }
                     if let Some(t) = &res.tls {

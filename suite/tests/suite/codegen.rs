@@ -251,3 +251,75 @@ fn a_missing_toolchain_is_a_clear_error() {
         "{e}"
     );
 }
+
+/// The built profile called `name`.
+fn profile_built(name: &str) -> &'static Built {
+    built()
+        .iter()
+        .find(|b| b.profile.name == name)
+        .unwrap_or_else(|| panic!("profile {name} did not build"))
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn every_listing_has_a_hot_path_that_returns() {
+    for b in built() {
+        for probe in PROBES {
+            let Some(h) = b.listings.hot_path(&b.profile, probe.name) else {
+                continue;
+            };
+            assert!(
+                !h.no_hot_return && h.instructions > 0,
+                "{} on {}: no hot return\n{}",
+                probe.name,
+                b.profile.name,
+                h.text()
+            );
+            assert!(h.instructions <= h.function_instructions);
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_thread_cursor_hot_path_calls_only_what_the_target_needs() {
+    let calls = |p: &str| {
+        let b = profile_built(p);
+        b.listings
+            .hot_path(&b.profile, "probe_thread_cursor_alloc")
+            .expect("probe_thread_cursor_alloc")
+            .calls
+    };
+    // The cold refill is off the hot path everywhere.
+    assert_eq!(calls("x86_64-linux"), Vec::<String>::new());
+    assert_eq!(calls("x86_64-linux-dylib"), ["__tls_get_addr"]);
+    let apple = calls("aarch64-apple");
+    assert_eq!(apple.len(), 1, "{apple:?}");
+    assert!(
+        apple[0].starts_with("tlv_get_addr (TLV thunk of "),
+        "{apple:?}"
+    );
+    assert!(apple.iter().all(|c| !c.contains("refill")));
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_packed_fast_path_on_x86_64_linux_is_shorter_than_the_function() {
+    let b = profile_built("x86_64-linux");
+    let h = b
+        .listings
+        .hot_path(&b.profile, "probe_packed_alloc_relaxed")
+        .unwrap();
+    let whole = b
+        .listings
+        .listing("probe_packed_alloc_relaxed")
+        .unwrap()
+        .instructions()
+        .count();
+    assert_eq!(h.function_instructions, whole);
+    assert!(h.instructions < whole, "{h:#?}");
+    let fit = h.to_fit_check.expect("a fit check after the lock xadd");
+    assert!(fit < h.instructions);
+    assert!(h.lines[..fit].iter().any(|l| l.starts_with("lock xadd ")));
+    assert!(h.calls.is_empty() && h.loops == 0, "{h:#?}");
+}
