@@ -106,10 +106,18 @@ fn growth_cuts_one_exact_span_and_batch_free_returns_every_block() {
     let class = SegregatedFit::size_class(64, 8).unwrap();
     let per_span = SegregatedFit::blocks_per_span(class);
     let pages = PageAllocator::new();
-    // The span is exactly the page allocator's rounding of what it needs;
-    // the 32-byte header takes the tail, blocks start at the base.
-    let len = pages.round(16 * 1024 + 32).unwrap(); // 8 blocks of 64 bytes are less than the 16 KiB minimum
-    assert_eq!(per_span, (len - 32) / 64);
+    // The span is a power of two of at least 16 KiB (8 blocks of 64 bytes
+    // are less than that minimum) and of the base allocator's granularity;
+    // the 48-byte header (and in debug builds a bit per block) takes the
+    // tail, blocks start at the base and fill the rest but for less than a
+    // block.
+    let len = SegregatedFit::span_len(class);
+    assert!(len.is_power_of_two() && len >= 16 * 1024 && len >= allocasm::sys::granularity());
+    let tail = len - per_span * 64 - 48;
+    assert!(
+        tail < 64 + per_span.div_ceil(64) * 8,
+        "{len}-byte span, {per_span} blocks: {tail} bytes unused"
+    );
 
     let first = a.alloc(l).unwrap();
     let mut all = take_all(&a, l);
