@@ -1073,3 +1073,82 @@ unsafe impl allocator_api2::alloc::Allocator for &SegregatedFit {
         }
     }
 }
+
+#[cfg(all(test, not(loom), not(miri)))]
+mod tests {
+    use super::*;
+    use crate::sync::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    static STALLED: AtomicBool = AtomicBool::new(false);
+    static RESUME: AtomicBool = AtomicBool::new(false);
+
+    /// The stalled freer: parks between its swap and its link until told.
+    fn stall() {
+        STALLED.store(true, Ordering::SeqCst);
+        while !RESUME.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Fault 1: a freer preempted between its swap of the back pointer and
+    /// its link hides every block behind it. An allocation that finds the
+    /// class "unavailable" must wait, not grow: the first version grew a
+    /// span per retry for as long as the freer was stalled (here: until the
+    /// 32 GiB region ran out, or forever).
+    #[test]
+    fn a_stalled_freer_does_not_make_the_class_grow() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(64 * 1024, 8).unwrap();
+        let class = SegregatedFit::size_class(l.size(), l.align()).unwrap();
+        let per_span = SegregatedFit::blocks_per_span(class);
+        // Take every block of one span through the queue, so it is empty.
+        let blocks: Vec<NonNull<u8>> = (0..per_span).map(|_| a.alloc_shared(l).unwrap()).collect();
+        assert_eq!(a.span_count(class), 1);
+        // SAFETY: the blocks were allocated above with `l`, each freed once.
+        unsafe { a.dealloc_shared(blocks[0], l) };
+        let freer = {
+            let (a, b) = (
+                &a as *const SegregatedFit as usize,
+                blocks[1].as_ptr() as usize,
+            );
+            std::thread::spawn(move || {
+                queue::hooks::AFTER_SWAP.with(|h| h.set(Some(stall)));
+                // SAFETY: `a` outlives the thread (joined below); `b` is a
+                // live block of `l`, freed once.
+                unsafe {
+                    (*(a as *const SegregatedFit))
+                        .dealloc_shared(NonNull::new_unchecked(b as *mut u8), l)
+                };
+            })
+        };
+        while !STALLED.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // The queue holds blocks 0 and 1, neither reachable: 0's link to 1
+        // is what the freer has not stored yet.
+        let done = AtomicBool::new(false);
+        let (spans_while_stalled, got) = std::thread::scope(|s| {
+            let allocator = s.spawn(|| {
+                let p = a.alloc(l).map(|p| p.as_ptr() as usize);
+                done.store(true, Ordering::SeqCst);
+                p
+            });
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(200) && !done.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let spans = a.span_count(class);
+            RESUME.store(true, Ordering::SeqCst);
+            (spans, allocator.join().unwrap())
+        });
+        freer.join().unwrap();
+        assert_eq!(
+            spans_while_stalled, 1,
+            "the class grew while a freer was stalled: {spans_while_stalled} spans"
+        );
+        let p = got.expect("the allocation completes once the freer resumes");
+        assert!(p == blocks[0].as_ptr() as usize || p == blocks[1].as_ptr() as usize);
+        assert_eq!(a.span_count(class), 1);
+    }
+}
