@@ -163,7 +163,9 @@ impl Ring {
         Ring {
             head: CachePadded::new(AtomicU64::new(0)),
             tail: CachePadded::new(AtomicU64::new(0)),
-            slots: (0..RING).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(),
+            slots: (0..RING)
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .collect(),
         }
     }
 
@@ -186,7 +188,10 @@ impl Ring {
             wait(&mut spins);
         }
         let slot = &self.slots[h as usize % RING];
-        let v = (slot[0].load(Ordering::Relaxed), slot[1].load(Ordering::Relaxed));
+        let v = (
+            slot[0].load(Ordering::Relaxed),
+            slot[1].load(Ordering::Relaxed),
+        );
         self.head.store(h + 1, Ordering::Release);
         v
     }
@@ -262,7 +267,7 @@ fn producer_consumer<S: Subject>(pc: &ProducerConsumer<S>, worker: usize, n: u64
         return sum;
     }
     let ring = &pc.rings[worker / 2];
-    if worker % 2 == 0 {
+    if worker.is_multiple_of(2) {
         for i in 0..n {
             let size = next_size(&mut rng);
             // SAFETY: size is 16..=256 and 8 is a power of two.

@@ -932,11 +932,11 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
 impl Drop for SegregatedFit {
     fn drop(&mut self) {
         let heap = self.heap.swap(ptr::null_mut(), Ordering::Acquire);
-        let Some(h) = NonNull::new(heap) else {
+        let Some(hp) = NonNull::new(heap) else {
             return;
         };
         // SAFETY: our heap; `&mut self`: no other thread uses the allocator.
-        let h = unsafe { h.as_ref() };
+        let h = unsafe { hp.as_ref() };
         // Caches of other threads forget this heap's blocks (under the
         // registry lock, which also waits out a thread-exit flush).
         #[cfg(not(loom))]
@@ -950,7 +950,7 @@ impl Drop for SegregatedFit {
         unsafe {
             h.large.release_all();
             h.region.release_all();
-            let _ = sys::release(NonNull::from(h).cast(), heap_len());
+            let _ = sys::release(hp.cast(), heap_len());
         }
     }
 }

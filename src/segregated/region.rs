@@ -87,7 +87,9 @@ impl Region {
         let mut base = self.base.load(Ordering::Relaxed);
         if base == 0 {
             let len = REGION_LEN.next_multiple_of(sys::granularity());
-            base = sys::reserve(len)?.as_ptr().addr();
+            // Exposed: spans are made from addresses in the reservation
+            // (`with_exposed_provenance_mut` below).
+            base = sys::reserve(len)?.as_ptr().expose_provenance();
             // The first slot stays unused: a block at the base would have
             // handle 0.
             self.next.store(base + 1, Ordering::Relaxed);
@@ -130,6 +132,8 @@ impl Region {
         let addr = raw.as_ptr().addr();
         let start = addr.next_multiple_of(len);
         let span = raw.with_addr(core::num::NonZeroUsize::new(start).unwrap());
+        // Exposed: span headers and bitmaps are reached from block addresses.
+        let _ = span.as_ptr().expose_provenance();
         self.trim_mapping(raw, total, span, len);
         self.carved.fetch_add(len, Ordering::Relaxed);
         Ok(span)

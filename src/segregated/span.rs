@@ -105,15 +105,12 @@ pub(crate) struct Grown {
 #[inline]
 pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanHeader> {
     let base = block.as_ptr().addr() & !(g.len - 1);
+    // The span's own provenance (exposed when it was carved), not the
+    // block's: a user's pointer may only cover the block.
+    let h = ptr::with_exposed_provenance_mut::<SpanHeader>(base + g.len - HEADER);
     // SAFETY: spans are aligned to `len`, so `base` is the span's first byte
-    // and the header its last HEADER bytes; the offset stays in the span.
-    unsafe {
-        block
-            .with_addr(core::num::NonZeroUsize::new_unchecked(
-                base + g.len - HEADER,
-            ))
-            .cast::<SpanHeader>()
-    }
+    // and the header its last HEADER bytes, never at address 0.
+    unsafe { NonNull::new_unchecked(h) }
 }
 
 /// Links the blocks of the span at `base` through their first words and
@@ -234,7 +231,8 @@ type AtomicU64Debug = crate::sync::AtomicU64;
 pub(crate) unsafe fn debug_mark(block: NonNull<u8>, g: Geometry, block_size: usize, free: bool) {
     let base = block.as_ptr().addr() & !(g.len - 1);
     let index = (block.as_ptr().addr() - base) / block_size;
-    let base = block.with_addr(core::num::NonZeroUsize::new(base).expect("span base"));
+    // The span's own (exposed) provenance, as in `header_of`.
+    let base = NonNull::new(ptr::with_exposed_provenance_mut::<u8>(base)).expect("span base");
     // SAFETY: the caller's block lies in a live span of this geometry.
     let word = unsafe { bitmap_word(base, g, index / 64) };
     let bit = 1u64 << (index % 64);

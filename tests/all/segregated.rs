@@ -710,16 +710,13 @@ fn alloc_zeroed_zeroes_reused_blocks() {
     // SAFETY: ours.
     let bytes = unsafe { std::slice::from_raw_parts(q.as_ptr(), 300) };
     assert!(bytes.iter().all(|&b| b == 0));
-    let big = layout(3 << 20, 8);
+    let n = if cfg!(miri) { 1 << 17 } else { 3 << 20 };
+    let big = layout(n, 8);
     // SAFETY: GlobalAlloc with a non-zero size; freed with its layout.
     unsafe {
         let z = GlobalAlloc::alloc_zeroed(&a, big);
         assert!(!z.is_null());
-        assert!(
-            std::slice::from_raw_parts(z, 3 << 20)
-                .iter()
-                .all(|&b| b == 0)
-        );
+        assert!(std::slice::from_raw_parts(z, n).iter().all(|&b| b == 0));
         GlobalAlloc::dealloc(&a, z, big);
     }
 }
@@ -741,15 +738,16 @@ fn large_blocks_are_page_aligned_and_grow_without_copying() {
         let q = GlobalAlloc::realloc(&a, p, l, 100_100);
         assert_eq!(q, p, "growth within the mapping's slack stays in place");
         assert!(a.owns(NonNull::new(q).unwrap(), layout(100_100, 8)));
-        let r = GlobalAlloc::realloc(&a, q, layout(100_100, 8), 50 << 20);
+        let big = if cfg!(miri) { 1 << 20 } else { 50 << 20 };
+        let r = GlobalAlloc::realloc(&a, q, layout(100_100, 8), big);
         assert!(!r.is_null());
         assert!(
             std::slice::from_raw_parts(r, 100_000)
                 .iter()
                 .all(|&b| b == 5)
         );
-        r.add((50 << 20) - 1).write(1);
-        let s = GlobalAlloc::realloc(&a, r, layout(50 << 20, 8), 70_000);
+        r.add(big - 1).write(1);
+        let s = GlobalAlloc::realloc(&a, r, layout(big, 8), 70_000);
         assert_eq!(s, r, "shrinking stays in place");
         assert!(
             std::slice::from_raw_parts(s, 70_000)
