@@ -40,6 +40,8 @@ pub(crate) const REGION_LEN: usize = 64 << 20;
 /// Where one allocator's spans come from. See the [module docs](self).
 /// Its initial state is all-zero bytes (it lives in the zeroed heap).
 #[derive(Debug)]
+// On 32-bit targets only `carved` is used (each span is its own mapping).
+#[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
 pub(crate) struct Region {
     /// Serializes the bump (and the reservation).
     lock: SpinLock,
