@@ -372,6 +372,27 @@ def main():
            table(["allocator"] + [f"{t} thread{'s' if t > 1 else ''}" for t in counts], srows), "",
            f"![scaling curves and the pair]({plot.name})", ""]
 
+    # ---- producer/consumer
+    pnames = functions(r, "producer-consumer")
+    pcounts = sorted({t for (g, _, t) in r if g == "producer-consumer"})
+    prows = []
+    for n in pnames:
+        one = get("producer-consumer", n, 1)
+        row = [n]
+        for t in pcounts:
+            v = get("producer-consumer", n, t)
+            score = div(None if v is None else t / v, None if one is None else 1 / one)
+            row.append("–" if v is None else f"{t / v * 1e3:.1f} ({score:.2f}x)")
+        prows.append(row)
+    if prows:
+        md += ["## 3b. Producer/consumer", "",
+               "Workers in pairs: one allocates 16..256-byte blocks (xorshift sizes), writes each and "
+               "hands it over a 256-slot ring; the other reads and frees it, so every block is freed on "
+               "another thread than the one that allocated it. One operation is half a block's life "
+               "(its allocation or its free); a lone worker does both halves of 32 blocks in turn. "
+               "Each cell: aggregate Mops/s (score = rate / the allocator's own 1-thread rate).", "",
+               table(["allocator"] + [f"{t} thread{'s' if t > 1 else ''}" for t in pcounts], prows), ""]
+
     # ---- fast paths
     md += ["## 4. Single-thread fast paths against peers", ""]
 
@@ -421,7 +442,7 @@ def main():
 
     # ---- L1
     lines = read_lines(work / "l1.txt")
-    lrows, l1 = [], {}
+    lrows, l1, ir_per_op = [], {}, {}
     runs = {}
     vg = next((ln for ln in lines if ln.startswith("valgrind")), "")
     for line in lines:
@@ -438,6 +459,7 @@ def main():
         ir = a_ev[0] - b_ev[0]
         per_m = d1 / ops * 1e6
         l1[n] = per_m
+        ir_per_op[n] = ir / ops
         lrows.append([n, f"{per_m:,.0f}", f"{a_ev[4] + a_ev[7]:,}", f"{b_ev[4] + b_ev[7]:,}", f"{ir / ops:.1f}"])
     skipped = any(ln.startswith("skipped") for ln in lines)
     md += ["## 6. L1 data-cache misses on a random allocation pattern", "",
@@ -484,6 +506,28 @@ def main():
         goal("SegregatedFit metadata per 64-byte allocation", meta.get("SegregatedFit"), "≤ 2%", 2.0, "%",
              absent),
     ]
+    # SegregatedFit v2 (issue 13): its pair against mimalloc, its scaling and
+    # producer/consumer scores, its L1 misses and instructions per op.
+    sfm = div(get("alloc-free64", "SegregatedFit"), get("alloc-free64", "mimalloc"))
+    grows.append(goal("SegregatedFit alloc+free / mimalloc, 1 thread", sfm, "≤ 1x", 1.0, "x",
+                      "mimalloc is not in this build"))
+
+    def score(group, fn, t):
+        one, v = get(group, fn, 1), get(group, fn, t)
+        return None if one is None or v is None else (t / v) / (1 / one)
+
+    for group, what in (("scaling", "allocate/free workload"), ("producer-consumer", "producer/consumer")):
+        ts = sorted({t for (g, f, t) in r if g == group and f == "SegregatedFit" and t > 1})
+        for t in ts or [2]:
+            grows.append(goal(f"SegregatedFit {what}, {t} threads / its own 1-thread rate",
+                              score(group, "SegregatedFit", t), "≥ 1.8x", 1.8, "min",
+                              f"no {t}-thread run of the {group} group"))
+    l1_sf, l1_sys = l1.get("SegregatedFit"), l1.get("system")
+    grows.append(goal("SegregatedFit L1 misses per million ops / the system allocator's",
+                      div(l1_sf, l1_sys), "≤ 2x", 2.0, "x", "valgrind is not installed"))
+    grows.append(goal("SegregatedFit instructions per op / mimalloc's",
+                      div(ir_per_op.get("SegregatedFit"), ir_per_op.get("mimalloc")), "≤ 1x", 1.0, "x",
+                      "valgrind is not installed"))
     floor = get("bump16", "raw fetch_add")
     sysaf = get("alloc-free64", "system")
     notes = []

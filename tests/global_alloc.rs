@@ -6,15 +6,70 @@
 //! Skipped under Miri: there the page allocator's stand-in takes its memory
 //! from the global allocator, which would recurse.
 
+//!
+//! The allocator is wrapped in a re-entrancy check: an allocation or free
+//! that starts while another is in progress on the same thread means the
+//! allocator allocated through itself (as the first version did on macOS,
+//! where std's mutex boxes its pthread mutex on first lock: a stack
+//! overflow before `main`; the macOS CI job runs this test for that
+//! reason). The check aborts with a message instead of recursing.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 
 use allocasm::SegregatedFit;
 
+/// `SegregatedFit` behind a per-thread "inside the allocator" flag.
+struct Checked(SegregatedFit);
+
+std::thread_local! {
+    // `const`, no `Drop`: accessing it never allocates or registers anything.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with the flag set; aborts if it was set already.
+fn guarded<R>(f: impl FnOnce() -> R) -> R {
+    if INSIDE.with(|c| c.replace(true)) {
+        // No allocation here: write the message with a raw write(2)-like
+        // path (eprintln would allocate its lock's buffer at most once, but
+        // we are inside the allocator).
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"SegregatedFit re-entered itself: it allocated through the global allocator\n",
+        );
+        std::process::abort();
+    }
+    let r = f();
+    INSIDE.with(|c| c.set(false));
+    r
+}
+
+// SAFETY: forwards to `SegregatedFit`'s `GlobalAlloc`, unchanged.
+unsafe impl GlobalAlloc for Checked {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        guarded(|| unsafe { GlobalAlloc::alloc(&self.0, layout) })
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        guarded(|| unsafe { GlobalAlloc::alloc_zeroed(&self.0, layout) })
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded contract.
+        guarded(|| unsafe { GlobalAlloc::dealloc(&self.0, ptr, layout) })
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        guarded(|| unsafe { GlobalAlloc::realloc(&self.0, ptr, layout, new_size) })
+    }
+}
+
 #[cfg(not(miri))]
 #[global_allocator]
-static GLOBAL: SegregatedFit = SegregatedFit::new();
+static GLOBAL: Checked = Checked(SegregatedFit::new());
 
 fn scale() -> usize {
     let f = std::env::var("ALLOCASM_STRESS_SCALE")
@@ -106,4 +161,36 @@ fn blocks_cross_threads_through_channels() {
     let count = consumer.join().unwrap();
     assert_eq!(count, 3 * (n / 10) * 10);
     assert_eq!(shared.lock().unwrap().len(), 3 * (n / 10));
+}
+
+/// Many short-lived threads: each binds its cache on its first allocation
+/// (registering its exit hook without allocating) and flushes it when it
+/// exits; the blocks come back to the shared queues.
+#[test]
+#[cfg(not(miri))]
+fn short_lived_threads_flush_their_caches() {
+    for round in 0..20 {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                thread::spawn(move || {
+                    let v: Vec<Box<[u8; 64]>> =
+                        (0..200).map(|i| Box::new([(i + t) as u8; 64])).collect();
+                    v.iter().map(|b| b[0] as usize).sum::<usize>()
+                })
+            })
+            .collect();
+        for h in handles {
+            assert!(h.join().unwrap() > 0, "round {round}");
+        }
+    }
+    let class = SegregatedFit::size_class(64, 8).unwrap();
+    let st = GLOBAL.0.stats();
+    // The main thread's cache and the test harness's threads may hold some
+    // blocks; 80 exited threads' 200 blocks each must not all be stuck.
+    assert!(
+        st.classes[class.index()].cached < 4 * 200,
+        "{:?}",
+        st.classes[class.index()]
+    );
+    let _ = GLOBAL.0.trim();
 }

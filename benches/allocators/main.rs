@@ -13,6 +13,9 @@
 //!   4 KiB refill from a shared word, `ThreadCursorArena`), 1..N threads.
 //! - `scaling`: allocate/touch/free of 16..256-byte blocks with 32 live per
 //!   worker, every thread-safe allocator and the peers, 1..N threads.
+//! - `producer-consumer`: workers in pairs, one allocating 16..256-byte
+//!   blocks and handing them over a ring, the other freeing them (a lone
+//!   worker plays both roles in turns); the general-purpose allocators.
 //! - `bump16`, `alloc-free64`, `chapter`: single-thread fast paths against
 //!   their peers, and the chapter's opening program (allocate, touch, free
 //!   64 bytes) with every allocator in its place.
@@ -145,6 +148,177 @@ fn churn<S: Subject>(s: &S, worker: usize, n: u64) -> u64 {
     sum
 }
 
+/// Capacity of one producer/consumer ring (a power of two).
+const RING: usize = 256;
+
+/// A single-producer single-consumer ring of `(address, size)` pairs.
+struct Ring {
+    head: CachePadded<AtomicU64>,
+    tail: CachePadded<AtomicU64>,
+    slots: Box<[[AtomicU64; 2]]>,
+}
+
+impl Ring {
+    fn new() -> Self {
+        Ring {
+            head: CachePadded::new(AtomicU64::new(0)),
+            tail: CachePadded::new(AtomicU64::new(0)),
+            slots: (0..RING)
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .collect(),
+        }
+    }
+
+    fn push(&self, addr: u64, size: u64) {
+        let t = self.tail.load(Ordering::Relaxed);
+        let mut spins = 0u32;
+        while t - self.head.load(Ordering::Acquire) == RING as u64 {
+            wait(&mut spins);
+        }
+        let slot = &self.slots[t as usize % RING];
+        slot[0].store(addr, Ordering::Relaxed);
+        slot[1].store(size, Ordering::Relaxed);
+        self.tail.store(t + 1, Ordering::Release);
+    }
+
+    fn pop(&self) -> (u64, u64) {
+        let h = self.head.load(Ordering::Relaxed);
+        let mut spins = 0u32;
+        while self.tail.load(Ordering::Acquire) == h {
+            wait(&mut spins);
+        }
+        let slot = &self.slots[h as usize % RING];
+        let v = (
+            slot[0].load(Ordering::Relaxed),
+            slot[1].load(Ordering::Relaxed),
+        );
+        self.head.store(h + 1, Ordering::Release);
+        v
+    }
+}
+
+/// Spin a little, then yield (the 2-core machine has other work).
+fn wait(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 100 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// A subject and one ring per worker pair.
+struct ProducerConsumer<S> {
+    subject: S,
+    rings: Vec<Ring>,
+    workers: usize,
+}
+
+impl<S: Subject> ProducerConsumer<S> {
+    fn reset(pc: &mut Self) {
+        S::reset(&mut pc.subject);
+    }
+}
+
+/// One 16..256-byte size from the xorshift state.
+fn next_size(rng: &mut u64) -> usize {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    16 * (1 + (*rng % 16) as usize)
+}
+
+/// The producer/consumer workload: even worker `2k` allocates a block,
+/// writes it and hands it to worker `2k + 1` through their ring, which reads
+/// and frees it. One operation is one half of a block's life (its
+/// allocation, or its free), so a pair does one block per operation and the
+/// aggregate rate compares with a lone worker's, which does both halves of
+/// 32 blocks in turn.
+fn producer_consumer<S: Subject>(pc: &ProducerConsumer<S>, worker: usize, n: u64) -> u64 {
+    let mut local = pc.subject.local(worker);
+    let mut rng =
+        0x9E37_79B9_7F4A_7C15u64 ^ (worker as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let mut sum = 0u64;
+    let paired = worker + 1 < pc.workers || worker % 2 == 1;
+    if !paired {
+        // Alone: allocate 32, then free them, oldest first.
+        let mut held = [(core::ptr::NonNull::<u8>::dangling(), L16); 32];
+        let mut i = 0u64;
+        while i < n {
+            let k = (((n - i) / 2).clamp(1, 32)) as usize;
+            for slot in held.iter_mut().take(k) {
+                let size = next_size(&mut rng);
+                // SAFETY: size is 16..=256 and 8 is a power of two.
+                let layout = unsafe { Layout::from_size_align_unchecked(size, 8) };
+                let p = local.alloc(layout);
+                // SAFETY: `p` holds at least 16 bytes aligned to 8.
+                unsafe { p.cast::<u64>().write(i) };
+                *slot = (p, layout);
+            }
+            for &(p, layout) in held.iter().take(k) {
+                // SAFETY: live, written above, freed once with its layout.
+                unsafe {
+                    sum = sum.wrapping_add(p.cast::<u64>().read());
+                    local.free(p, layout);
+                }
+            }
+            i += 2 * k as u64;
+        }
+        return sum;
+    }
+    let ring = &pc.rings[worker / 2];
+    if worker.is_multiple_of(2) {
+        for i in 0..n {
+            let size = next_size(&mut rng);
+            // SAFETY: size is 16..=256 and 8 is a power of two.
+            let layout = unsafe { Layout::from_size_align_unchecked(size, 8) };
+            let p = local.alloc(layout);
+            // SAFETY: `p` holds at least 16 bytes aligned to 8.
+            unsafe { p.cast::<u64>().write(i) };
+            ring.push(p.as_ptr() as u64, size as u64);
+        }
+    } else {
+        for _ in 0..n {
+            let (addr, size) = ring.pop();
+            let p = core::ptr::NonNull::new(addr as *mut u8).expect("a block");
+            // SAFETY: the producer allocated it with this size and align 8
+            // and gave it up through the ring.
+            unsafe {
+                sum = sum.wrapping_add(p.cast::<u64>().read());
+                local.free(p, Layout::from_size_align_unchecked(size as usize, 8));
+            }
+        }
+    }
+    sum
+}
+
+/// Measures the producer/consumer workload for a subject on a pool.
+struct OnPoolPc<'g, 'c, 'p> {
+    group: &'g mut BenchmarkGroup<'c, WallTime>,
+    pool: &'p mut WorkerPool,
+    name: &'g str,
+}
+
+impl VisitShared for OnPoolPc<'_, '_, '_> {
+    type Out = ();
+    fn visit<S: Subject + Send + Sync + 'static>(self, subject: S) {
+        let workers = self.pool.workers();
+        let pc = ProducerConsumer {
+            subject,
+            rings: (0..workers.div_ceil(2)).map(|_| Ring::new()).collect(),
+            workers,
+        };
+        bench_threads(
+            self.group,
+            self.pool,
+            self.name,
+            (pc, ProducerConsumer::<S>::reset),
+            SMALL_ROUND,
+            producer_consumer::<S>,
+        );
+    }
+}
+
 /// Immediate allocate/free pairs of 64 bytes, the address into the sum.
 fn alloc_free64<S: Subject>(s: &S, n: u64) -> u64 {
     let mut local = s.local(0);
@@ -268,6 +442,8 @@ const SMALL_ROUND: u64 = 1 << 16;
 const PAIR: &[(&str, &str)] = &[("PackedArena", "shared"), ("ThreadCursorArena", "private")];
 /// The 16-byte single-thread reservations beside the bare loops.
 const BUMP16: &[&str] = &["bumpalo", "LinearArena", "StackAllocator", "Rewindable"];
+/// The general-purpose allocators of the producer/consumer workload.
+const PRODUCER_CONSUMER: &[&str] = &["system", "mimalloc", "SegregatedFit"];
 /// The 64-byte allocate/free pairs (with the `Vec` free list for `Pool`).
 const ALLOC_FREE64: &[&str] = &[
     "system",
@@ -343,6 +519,29 @@ fn main() {
         }
     }
     scaling.finish();
+
+    let mut pcg = c.benchmark_group("producer-consumer");
+    for &t in &counts {
+        let mut pool = WorkerPool::new(t);
+        let cfg = Config {
+            workers: t,
+            block: 256,
+            bytes: (SMALL_ROUND as usize * 272 + (1 << 20)) * t,
+            live: (RING + 32) * t,
+        };
+        for name in subjects::shared_names()
+            .into_iter()
+            .filter(|n| PRODUCER_CONSUMER.contains(n))
+        {
+            let v = OnPoolPc {
+                group: &mut pcg,
+                pool: &mut pool,
+                name,
+            };
+            subjects::with_shared(name, cfg, v).expect("a known allocator");
+        }
+    }
+    pcg.finish();
 
     let mut bump = c.benchmark_group("bump16");
     let word = || (SharedWord::default(), reset_word as fn(&mut SharedWord));

@@ -155,11 +155,25 @@ pub static PROBES: &[Probe] = &[
         "pop the class queue: one compare-exchange on the sequenced front (a retry loop)",
     ),
     probe(
+        "probe_segregated_cached_alloc",
+        "SegregatedFit",
+        "alloc (cached)",
+        Concurrent,
+        "pop the thread's LIFO list: one thread-local access, an owner compare, loads and stores; no atomic read-modify-write",
+    ),
+    probe(
         "probe_segregated_dealloc",
         "SegregatedFit",
         "dealloc",
         Concurrent,
         "push onto the class queue: one swap of the back pointer, one store linking the old tail",
+    ),
+    probe(
+        "probe_segregated_cached_dealloc",
+        "SegregatedFit",
+        "dealloc (cached)",
+        Concurrent,
+        "push onto the thread's LIFO list below its cap: one thread-local access, loads and stores; no atomic read-modify-write",
     ),
     probe(
         "probe_rewindable_alloc",

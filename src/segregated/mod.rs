@@ -1,5 +1,6 @@
-//! `SegregatedFit`: two-level segregated fit with a lock-free queue per size
-//! class (the write-up's general-purpose allocator).
+//! `SegregatedFit`: two-level segregated fit with per-thread caches in
+//! front of a lock-free queue per size class (the write-up's
+//! general-purpose allocator, v2).
 //!
 //! **Contract.** Any thread allocates and frees any block, in any order
 //! (`Send + Sync`), with *sized* deallocation: `dealloc(ptr, layout)` must be
@@ -7,81 +8,93 @@
 //! request and the returned length) the block was allocated with, because the
 //! class is recomputed from it by the same [`size_class`] function allocation
 //! used. There is no per-allocation header and no side table: a live block is
-//! all the caller's, a free block's first word is its queue link. Dropping
+//! all the caller's, a free block's first word is its list link. Dropping
 //! the allocator releases every span and every large block (blocks still in
-//! use dangle).
+//! use dangle). The allocator itself is one pointer to its heap (the class
+//! state, mapped at the first allocation), so it may be moved freely.
 //!
 //! **Classes and alignment** ([`SizeClass`]). TLSF-style: first level
 //! `floor(log2)` of the size in 8-byte granules, second level 8 subdivisions;
 //! 88 classes from 8 bytes (a pointer, to hold the link) to 64 KiB. A request
 //! is rounded up to its alignment before mapping, and every class a multiple
 //! of `align` maps to has a block size that is a multiple of `align`; blocks
-//! sit at multiples of the block size from a page-aligned span base. So any
+//! sit at multiples of the block size from an aligned span base. So any
 //! alignment up to 4096 is honoured by the class itself. Requests above
 //! 64 KiB (after that rounding) or aligned above 4096 take the **large
-//! path**: one page-allocator reservation per block, with a 32-byte header
-//! right below the block (the one place this allocator has a per-allocation
-//! header) that links it into a mutex-guarded list of live large blocks, so
-//! drop releases them and debug builds recognise foreign pointers. Requests
-//! above [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST) are refused. The large
-//! path costs a lock and a system call each way.
+//! path** (`large.rs`): one mapping per block, one system call each way, a
+//! 32-byte header at the block's tail (the one place this allocator has a
+//! per-allocation header), page-aligned, grown in place or by `mremap`
+//! (Linux) on `realloc`. Requests above
+//! [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST) are refused.
 //!
-//! **Fast path.** `alloc`: the class index (one `lzcnt`/`clz`, shifts), then
-//! pop the class queue: two loads and one compare-exchange on the sequenced
-//! front, retried on contention. `dealloc`: the class index, then push: one
-//! store, one swap of the back pointer, one store linking the old tail. One
-//! atomic read-modify-write per operation, no lock.
+//! **Fast path** (`cache.rs`). `alloc`: the class index (one `lzcnt`/`clz`,
+//! shifts), then pop the calling thread's LIFO list for the class: compare
+//! the cache's owner with the heap, load the head, load its link, store two
+//! words. `dealloc`: the class index, then push onto that list below its
+//! cap. No atomic read-modify-write, no lock, no call (the thread-local
+//! access is `fs:`/`TPIDR_EL0`-relative where the code is position-dependent
+//! or linked into an executable; a `__tls_get_addr`/TLSDESC call in a PIC
+//! library, the TLV thunk call on macOS). A block freed by another thread
+//! joins that thread's list.
 //!
-//! **The class queue** (`src/segregated/queue.rs` has the full protocol).
-//! Intrusive: a free block's first word is an `AtomicPtr` to the next free
-//! block. Consumers advance a *sequenced front*: one `u64` with a 19-bit
-//! generation in bits 63..45 and the front block's address divided by 8 in
-//! bits 44..0 (block addresses are 8-aligned and below 2^48; growth checks
-//! the span). Every write of the front bumps the generation, so a stale
-//! snapshot of a reused address fails its compare-exchange. Keeping it in 64
-//! bits keeps the CAS a `lock cmpxchg` / `casal`, where a 128-bit CAS is an
-//! indirect call on default x86_64 and arm64 Linux. Producers swap a separate
-//! back pointer and then link the previous tail; front and back sit on
-//! separate cache lines. Removing the last block makes both ends agree (the
-//! consumer claims the front, then compare-exchanges the back to null); a
-//! push onto an empty queue republishes the front. A consumer may read the
-//! link of a block another consumer just handed to its user: spans are never
-//! unmapped while the allocator lives, so that read stays in mapped memory,
-//! and the generation check discards its value. (That read is atomic but
-//! the user's write to the same word is not: in the language's memory model
-//! it is a data race, as in every tagged-pointer free list, and Miri reports
-//! it when a test writes a block's first word while another thread pops;
-//! the Miri tests therefore leave that word alone.) A producer suspended
-//! between its swap and its link hides the blocks behind it: consumers see
-//! "not available yet", and `alloc` may then grow one span more than needed.
+//! **Shared level: the class queue** (`queue.rs` has the full protocol).
+//! Misses refill `cap/2` blocks from the class queue with one
+//! compare-exchange and flush `cap/2` with one publish. The queue is
+//! intrusive (a free block's first word is an `AtomicPtr` to the next) with
+//! a *sequenced front*: a 32-bit generation beside a 32-bit block handle
+//! (offset from the heap's span region, in granules), so a stale snapshot
+//! cannot validate within any realistic preemption; a 64-bit word keeps the
+//! CAS a `lock cmpxchg` / `casal`. [`alloc_shared`](SegregatedFit::alloc_shared)
+//! and [`dealloc_shared`](SegregatedFit::dealloc_shared) bypass the caches
+//! (the write-up's allocator as it was: a pop and a push per operation).
 //!
-//! **Slow path** (`#[cold]`, out of line). When a class is empty, `alloc`
-//! takes the class's growth lock, pops again (another thread may have grown
-//! or freed meanwhile), and only then grows: a span of exactly
-//! `PageAllocator::round(want)` bytes (at least 16 KiB and 8 blocks), header
-//! at the tail, blocks linked in private memory and published with one
-//! exchange. [`try_alloc`] never grows: it pops or fails.
+//! **Slow path** (`#[cold]`, out of line). When a class queue yields
+//! nothing, the allocator takes the class's growth lock (a spin lock that
+//! never allocates, see `lock.rs`: std's mutex boxes itself on first use on
+//! macOS, which recursed when installed as `#[global_allocator]`) and grows
+//! only if the queue is *empty*, re-checked under the lock. A queue that
+//! holds blocks none of which can be popped (a freeing thread preempted
+//! between its swap and its link hides everything behind it) is waited
+//! for, never grown: growing there mapped a span per retry for as long as
+//! the freer was off-CPU. Growth reuses a trimmed span first, else carves a
+//! span from the heap's region (`region.rs`): a power-of-two length of at
+//! least 16 KiB, 8 blocks and the base allocator's granularity (64 KiB on
+//! Windows), header at the tail, blocks linked in private memory and
+//! published with one exchange. [`try_alloc`] never grows.
 //! [`dealloc_batch`] publishes a caller-linked chain with one exchange.
 //!
-//! **Costs.** Metadata: 32 bytes per span, 33 KiB of class state (three
-//! 128-byte lines per class: front, back, growth lock with the span list).
-//! Waste: below 1/8 of the block above 128 bytes, plus each span's tail
-//! remainder. Failures: `ZeroSize`, `Os` / `OutOfMemory`
-//! when the OS refuses a span or a large block, `TooLarge` above
-//! [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST) (2^47 bytes on 64-bit targets).
-//! In debug builds `dealloc` panics on a pointer that is not a block of its
-//! class's spans ("foreign pointer") and on freeing the block that is
-//! already the back of its queue ("double free"); release builds trust the
-//! caller (a foreign pointer or a double free is then undefined behaviour,
-//! as the `unsafe` contract says).
+//! **Statistics and trimming.** [`stats`](SegregatedFit::stats) reports per
+//! class the spans, the blocks free in the queue, those held in thread
+//! caches and those in use; [`trim`](SegregatedFit::trim) flushes the
+//! calling thread's cache, drains each queue, purges the pages of every span
+//! whose blocks were all free (the pages stay mapped: stale queue readers may
+//! still read them) and keeps the span for the next growth.
+//!
+//! **Costs.** Metadata: 48 bytes per span, 33 KiB of heap (three 128-byte
+//! lines per class: front, back, growth state), 1.4 KiB per thread plus the
+//! cached blocks. Waste: below 1/8 of the block above 128 bytes, plus each
+//! span's tail remainder. Failures: `ZeroSize`, `Os` / `OutOfMemory` when the
+//! OS refuses a span or a large block or the 32 GiB span region is full,
+//! `TooLarge` above [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST) (2^47 bytes
+//! on 64-bit targets). In debug builds `dealloc` panics on a pointer that is
+//! not a block of its class's spans ("foreign pointer") and on a block that
+//! is already free, in whatever order it was freed ("double free": a bit
+//! per block in the span's tail); `alloc` panics if it would hand out a
+//! block that is not free. Release builds trust the caller (a foreign
+//! pointer or a double free is then undefined behaviour, as the `unsafe`
+//! contract says).
 //!
 //! [`size_class`]: SegregatedFit::size_class
 //! [`try_alloc`]: SegregatedFit::try_alloc
 //! [`dealloc_batch`]: SegregatedFit::dealloc_batch
 
+#[cfg(not(loom))]
+mod cache;
 mod class;
 mod large;
+mod lock;
 mod queue;
+mod region;
 mod span;
 
 use core::alloc::{GlobalAlloc, Layout};
@@ -92,57 +105,172 @@ use crossbeam_utils::CachePadded;
 
 pub use class::{GRANULE, MAX_CLASS_ALIGN, MAX_CLASS_SIZE, SizeClass};
 use large::LargeBlocks;
+use lock::SpinLock;
 use queue::ClassQueue;
+use region::Region;
 use span::SpanHeader;
 
-use crate::sync::{AtomicPtr, Mutex, Ordering};
-use crate::{AllocError, PageAllocator, RawAllocator};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use crate::{AllocError, RawAllocator, sys};
 
 /// The state of one size class.
 #[derive(Debug)]
 struct Class {
     /// The free blocks of this class.
     queue: ClassQueue,
-    /// The growth lock and the span list, on their own cache line.
+    /// The growth lock, the span list and the counters, on their own line.
     growth: CachePadded<Growth>,
 }
 
 /// The cold state of one size class.
 #[derive(Debug)]
 struct Growth {
-    /// Serializes growth of this class; queue operations never take it.
-    lock: Mutex<()>,
+    /// Serializes growth and trimming of this class; queue operations never
+    /// take it.
+    lock: SpinLock,
     /// The spans grown for this class, newest first (pushed under `lock`,
     /// read without it).
     spans: AtomicPtr<SpanHeader>,
+    /// How many of them are trimmed (under `lock`).
+    trimmed: AtomicUsize,
+    /// Blocks in the queue, as counted by every publish and take (wrapping:
+    /// a take may be counted before the publish that preceded it).
+    free: AtomicUsize,
 }
 
-impl Class {
-    #[cfg(not(loom))]
-    const fn new() -> Self {
-        Class {
-            queue: ClassQueue::new(),
-            growth: CachePadded::new(Growth {
-                lock: Mutex::new(()),
-                spans: AtomicPtr::new(ptr::null_mut()),
-            }),
+/// The heap of one allocator: the class state, the large blocks and the
+/// span region, in one mapping made at the first allocation.
+///
+/// Every field's initial state is all-zero bytes (atomics at 0, null
+/// pointers, unlocked spin locks), so a zeroed mapping *is* a fresh heap.
+#[derive(Debug)]
+pub(crate) struct Heap {
+    classes: [Class; SizeClass::COUNT],
+    large: LargeBlocks,
+    region: Region,
+}
+
+impl Heap {
+    /// The heap's address: the owner tag of the thread caches serving it.
+    #[inline(always)]
+    pub(crate) fn addr(&self) -> usize {
+        ptr::from_ref(self).expose_provenance()
+    }
+
+    #[inline(always)]
+    fn class(&self, class: SizeClass) -> &Class {
+        debug_assert!(class.index() < SizeClass::COUNT);
+        // SAFETY: a `SizeClass` is only made by `SizeClass::of` and
+        // `SizeClass::from_index`, both of which keep the index below
+        // `COUNT` (the compiler cannot see that through the shifts).
+        unsafe { self.classes.get_unchecked(class.index()) }
+    }
+
+    /// The handle base of the queues.
+    #[inline(always)]
+    fn base(&self) -> usize {
+        self.region.base()
+    }
+
+    /// Takes up to `max` blocks of `class` from its queue, growing the
+    /// class if the queue is empty: a run `first..=last` of `n >= 1`
+    /// blocks linked in queue order (`last`'s link is stale).
+    pub(crate) fn take(
+        &self,
+        class: SizeClass,
+        max: usize,
+    ) -> Result<(NonNull<u8>, NonNull<u8>, usize), AllocError> {
+        let c = self.class(class);
+        let mut spins = 0;
+        loop {
+            let base = self.base();
+            if max > 1
+                && let Some(run) = c.queue.pop_batch(base, max)
+            {
+                c.growth.free.fetch_sub(run.2, Ordering::Relaxed);
+                return Ok(run);
+            }
+            if let Some(p) = c.queue.pop(base) {
+                c.growth.free.fetch_sub(1, Ordering::Relaxed);
+                return Ok((p, p, 1));
+            }
+            self.grow_or_wait(class, &mut spins)?;
         }
     }
 
-    #[cfg(loom)]
-    fn new() -> Self {
-        Class {
-            queue: ClassQueue::new(),
-            growth: CachePadded::new(Growth {
-                lock: Mutex::new(()),
-                spans: AtomicPtr::new(ptr::null_mut()),
-            }),
+    /// The queue yielded nothing: grow the class if its queue is empty
+    /// (re-checked under the growth lock), else wait a moment for the
+    /// hidden blocks to appear.
+    #[cold]
+    #[inline(never)]
+    fn grow_or_wait(&self, class: SizeClass, spins: &mut u32) -> Result<(), AllocError> {
+        let c = self.class(class);
+        {
+            let _guard = c.growth.lock.lock();
+            if c.queue.is_empty() {
+                let grown = span::grow(
+                    &self.region,
+                    &c.growth.spans,
+                    &c.growth.trimmed,
+                    class.block_size(),
+                )?;
+                c.growth.free.fetch_add(grown.blocks, Ordering::Relaxed);
+                // SAFETY: a chain of this class's blocks, linked by `grow`,
+                // owned by nobody else, in the region.
+                unsafe { c.queue.push(self.base(), grown.first, grown.last) };
+                return Ok(());
+            }
         }
+        // Blocks are queued but none can be popped now: a producer sits
+        // between its swap and its link, or an empty transition is in
+        // flight. Growing would not make them reachable (the new span queues
+        // up behind them); wait for the producer.
+        lock::backoff(spins);
+        Ok(())
+    }
+
+    /// Publishes the chain `first..=last` of `n` blocks of `class`.
+    ///
+    /// # Safety
+    ///
+    /// The chain is linked through the blocks' first words, of blocks of
+    /// this heap's `class`, owned by the caller and not used afterwards.
+    #[inline]
+    pub(crate) unsafe fn give(
+        &self,
+        class: SizeClass,
+        first: NonNull<u8>,
+        last: NonNull<u8>,
+        n: usize,
+    ) {
+        let c = self.class(class);
+        // SAFETY: the caller's chain.
+        unsafe { c.queue.push(self.base(), first, last) };
+        c.growth.free.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// One block of `class` from the queue, growing if it is empty.
+    #[inline(always)]
+    fn alloc_shared(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
+        let c = self.class(class);
+        match c.queue.pop_fast(self.base()) {
+            Some(p) => {
+                c.growth.free.fetch_sub(1, Ordering::Relaxed);
+                Ok(p)
+            }
+            None => self.alloc_shared_slow(class),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_shared_slow(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
+        self.take(class, 1).map(|(p, _, _)| p)
     }
 }
 
-/// Two-level segregated fit with lock-free class queues. See the
-/// [module docs](self).
+/// Two-level segregated fit with per-thread caches and lock-free class
+/// queues. See the [module docs](self).
 ///
 /// ```
 /// use std::alloc::Layout;
@@ -154,20 +282,67 @@ impl Class {
 /// assert_eq!(p.as_ptr() as usize % 16, 0);
 /// // SAFETY: allocated above with `layout`.
 /// unsafe { a.dealloc(p, layout) };
-/// // The block is back in its class queue: a try_alloc finds it.
-/// assert!(a.try_alloc(layout).is_ok());
+/// // The block is back in this thread's cache: the next allocation of the
+/// // class gets it again (LIFO).
+/// assert_eq!(a.alloc(layout).unwrap(), p);
 /// ```
 #[derive(Debug)]
 pub struct SegregatedFit {
-    /// One entry per size class, indexed by [`SizeClass::index`].
-    classes: [Class; SizeClass::COUNT],
-    /// The live blocks of the large path.
-    large: LargeBlocks,
+    /// The heap, mapped at the first allocation (null until then).
+    heap: AtomicPtr<Heap>,
 }
 
 impl Default for SegregatedFit {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// What [`SegregatedFit::stats`] reports for one size class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClassStats {
+    /// The class's block size in bytes.
+    pub block_size: usize,
+    /// Spans grown for the class (trimmed ones included).
+    pub spans: usize,
+    /// Of those, spans trimmed (pages purged, kept for the next growth).
+    pub trimmed_spans: usize,
+    /// Blocks in untrimmed spans.
+    pub blocks: usize,
+    /// Blocks free in the class queue.
+    pub free: usize,
+    /// Blocks held in thread caches.
+    pub cached: usize,
+    /// Blocks in use: `blocks - free - cached`.
+    pub in_use: usize,
+    /// Bytes in use: `in_use * block_size`.
+    pub bytes_in_use: usize,
+}
+
+/// What [`SegregatedFit::stats`] reports: per class, and the totals.
+/// Exact when no other thread allocates or frees meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegregatedStats {
+    /// One entry per size class, indexed by [`SizeClass::index`].
+    pub classes: [ClassStats; SizeClass::COUNT],
+    /// Bytes of spans carved from the region (the address space committed
+    /// at some point; trimmed spans included).
+    pub span_bytes: usize,
+    /// Live large blocks.
+    pub large_blocks: usize,
+    /// Bytes mapped for them.
+    pub large_bytes: usize,
+}
+
+impl SegregatedStats {
+    /// Bytes in use over every class and the large path (mapped bytes).
+    pub fn bytes_in_use(&self) -> usize {
+        self.classes.iter().map(|c| c.bytes_in_use).sum::<usize>() + self.large_bytes
+    }
+
+    /// Blocks held in thread caches, over every class.
+    pub fn cached_blocks(&self) -> usize {
+        self.classes.iter().map(|c| c.cached).sum()
     }
 }
 
@@ -186,14 +361,12 @@ impl SegregatedFit {
         isize::MAX as usize
     };
 
-    /// An empty allocator that grows from the [`PageAllocator`]. `const`, so
-    /// it can be a `#[global_allocator]` static; it maps nothing until the
-    /// first allocation.
+    /// An empty allocator. `const`, so it can be a `#[global_allocator]`
+    /// static; it maps nothing until the first allocation.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         SegregatedFit {
-            classes: [const { Class::new() }; SizeClass::COUNT],
-            large: LargeBlocks::new(),
+            heap: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
@@ -201,8 +374,7 @@ impl SegregatedFit {
     #[cfg(loom)]
     pub fn new() -> Self {
         SegregatedFit {
-            classes: core::array::from_fn(|_| Class::new()),
-            large: LargeBlocks::new(),
+            heap: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
@@ -213,17 +385,62 @@ impl SegregatedFit {
         SizeClass::of(size, align)
     }
 
+    /// The heap's address for the cache's owner compare (null before the
+    /// first allocation: no cache has that owner).
+    #[cfg(not(loom))]
     #[inline(always)]
-    fn class(&self, class: SizeClass) -> &Class {
-        debug_assert!(class.index() < SizeClass::COUNT);
-        // SAFETY: a `SizeClass` is only made by `SizeClass::of` and
-        // `SizeClass::from_index`, both of which keep the index below
-        // `COUNT` (the compiler cannot see that through the shifts).
-        unsafe { self.classes.get_unchecked(class.index()) }
+    fn heap_addr(&self) -> usize {
+        // ORDERING: Relaxed: only compared, never dereferenced.
+        self.heap.load(Ordering::Relaxed).expose_provenance()
     }
 
-    /// Allocates a block for `layout`: pops its class queue, growing the
-    /// class when it is empty; large requests go to the page allocator.
+    /// The heap, if mapped.
+    #[inline]
+    fn heap(&self) -> Option<&Heap> {
+        // ORDERING: Acquire pairs with the Release of `init_heap`: the heap's
+        // contents (zeroed memory from the OS) are visible.
+        // SAFETY: a non-null heap was mapped by `init_heap` and lives until
+        // the allocator is dropped.
+        unsafe { self.heap.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// The heap, mapping it on first use.
+    #[inline]
+    fn heap_or_init(&self) -> Result<&Heap, AllocError> {
+        match self.heap() {
+            Some(h) => Ok(h),
+            None => self.init_heap(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn init_heap(&self) -> Result<&Heap, AllocError> {
+        let len = heap_len();
+        let fresh = sys::map(len)?.cast::<Heap>();
+        // ORDERING: AcqRel: releases the fresh heap (zeroed by the OS) to
+        // other threads; acquires a competitor's on failure.
+        match self.heap.compare_exchange(
+            ptr::null_mut(),
+            fresh.as_ptr(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: a zeroed mapping of at least `size_of::<Heap>()` bytes,
+            // page-aligned: a valid fresh heap (see `Heap`), now published.
+            Ok(_) => Ok(unsafe { fresh.as_ref() }),
+            Err(winner) => {
+                // SAFETY: our mapping, never published.
+                let _ = unsafe { sys::release(fresh.cast(), len) };
+                // SAFETY: the winner's heap, published with Release.
+                Ok(unsafe { &*winner })
+            }
+        }
+    }
+
+    /// Allocates a block for `layout`: pops the calling thread's cache for
+    /// its class, refilling it from the class queue (growing the class when
+    /// the queue is empty) on a miss; large requests go to the OS.
     #[inline(always)]
     pub fn alloc(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         if layout.size() == 0 {
@@ -232,24 +449,75 @@ impl SegregatedFit {
         let Some(class) = Self::size_class(layout.size(), layout.align()) else {
             return self.alloc_large(layout);
         };
-        match self.class(class).queue.pop_fast() {
-            Some(p) => {
-                debug_assert!(
-                    p.as_ptr().addr().is_multiple_of(layout.align()),
-                    "{:#p} from class {} is not aligned to {}",
-                    p,
-                    class.index(),
-                    layout.align()
-                );
-                Ok(p)
-            }
-            None => self.alloc_slow(class),
+        #[cfg(not(loom))]
+        if let Some(p) = cache::try_pop(self.heap_addr(), class.index()) {
+            #[cfg(debug_assertions)]
+            self.debug_check_alloc(class, p, layout);
+            return Ok(p);
         }
+        self.alloc_miss(class, layout)
     }
 
-    /// Pops a block for `layout` or fails with `OutOfMemory`; never grows
-    /// and never calls the OS (so large requests fail too).
+    /// The cache missed: refill it, or (no cache on this thread) pop the
+    /// queue.
+    #[cold]
+    #[inline(never)]
+    fn alloc_miss(&self, class: SizeClass, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        let heap = self.heap_or_init()?;
+        #[cfg(not(loom))]
+        let p = match cache::refill(heap, class)? {
+            Some(p) => p,
+            None => heap.alloc_shared(class)?,
+        };
+        #[cfg(loom)]
+        let p = heap.alloc_shared(class)?;
+        #[cfg(debug_assertions)]
+        self.debug_check_alloc(class, p, layout);
+        let _ = layout;
+        Ok(p)
+    }
+
+    /// Allocates from the class queue directly, bypassing the thread cache:
+    /// the write-up's allocator as it was (one compare-exchange on the
+    /// sequenced front, retried on contention; growth when the queue is
+    /// empty). Blocks may be freed with either `dealloc`.
     #[inline(always)]
+    pub fn alloc_shared(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        if layout.size() == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        let Some(class) = Self::size_class(layout.size(), layout.align()) else {
+            return self.alloc_large(layout);
+        };
+        let p = match self.heap() {
+            Some(heap) => heap.alloc_shared(class)?,
+            None => self.alloc_shared_init(class)?,
+        };
+        #[cfg(debug_assertions)]
+        self.debug_check_alloc(class, p, layout);
+        Ok(p)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_shared_init(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
+        self.heap_or_init()?.alloc_shared(class)
+    }
+
+    /// Allocates a zeroed block: class blocks are cleared, large blocks are
+    /// fresh mappings, already zero.
+    pub fn alloc_zeroed(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        let p = self.alloc(layout)?;
+        if Self::size_class(layout.size(), layout.align()).is_some() {
+            // SAFETY: a block of at least `layout.size()` bytes, ours.
+            unsafe { p.as_ptr().write_bytes(0, layout.size()) };
+        }
+        Ok(p)
+    }
+
+    /// Pops a block for `layout` from this thread's cache or the class queue,
+    /// or fails with `OutOfMemory`; never grows and never calls the OS (so
+    /// large requests fail too).
     pub fn try_alloc(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         if layout.size() == 0 {
             return Err(AllocError::ZeroSize);
@@ -259,47 +527,31 @@ impl SegregatedFit {
             available: 0,
         };
         let class = Self::size_class(layout.size(), layout.align()).ok_or(empty)?;
-        self.class(class).queue.pop().ok_or(empty)
-    }
-
-    /// The class was empty: take its growth lock, re-check, grow, retry.
-    #[cold]
-    #[inline(never)]
-    fn alloc_slow(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
-        let c = self.class(class);
-        // The fast pop leaves the last block and the empty transition to us.
-        if let Some(p) = c.queue.pop() {
+        #[cfg(not(loom))]
+        if let Some(p) = cache::try_pop(self.heap_addr(), class.index()) {
+            #[cfg(debug_assertions)]
+            self.debug_check_alloc(class, p, layout);
             return Ok(p);
         }
-        loop {
-            {
-                let _guard = c.growth.lock.lock().unwrap_or_else(|e| e.into_inner());
-                // Re-check under the lock: ten threads that found the class
-                // empty must not grow it ten times.
-                if let Some(p) = c.queue.pop() {
-                    return Ok(p);
-                }
-                let grown = span::grow(&c.growth.spans, class.block_size())?;
-                // SAFETY: a fresh chain of this class's blocks, linked by
-                // `grow`, owned by nobody else, below 2^48 (checked there).
-                unsafe { c.queue.push(grown.first, grown.last) };
-            }
-            // No block is reserved for us: pop like everyone else.
-            if let Some(p) = c.queue.pop() {
-                return Ok(p);
-            }
-        }
+        let heap = self.heap().ok_or(empty)?;
+        let c = heap.class(class);
+        let p = c.queue.pop(heap.base()).ok_or(empty)?;
+        c.growth.free.fetch_sub(1, Ordering::Relaxed);
+        #[cfg(debug_assertions)]
+        self.debug_check_alloc(class, p, layout);
+        Ok(p)
     }
 
-    /// The large path: straight to the page allocator.
+    /// The large path: straight to the OS.
     #[cold]
     #[inline(never)]
     fn alloc_large(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        self.large.alloc(layout, Self::MAX_REQUEST)
+        self.heap_or_init()?.large.alloc(layout, Self::MAX_REQUEST)
     }
 
-    /// Gives a block back: pushes it onto its class queue without any lock
-    /// (large blocks go back to the page allocator).
+    /// Gives a block back: pushes it onto the calling thread's cache for its
+    /// class, flushing half of the cache to the class queue when it is full
+    /// (large blocks go back to the OS).
     ///
     /// # Safety
     ///
@@ -308,8 +560,8 @@ impl SegregatedFit {
     /// freed twice, and is not used afterwards.
     ///
     /// Debug builds panic on a pointer that is not a block of the class's
-    /// spans ("foreign pointer") and on a block that is already the back of
-    /// its queue ("double free").
+    /// spans ("foreign pointer") and on a block that is already free
+    /// ("double free").
     #[inline(always)]
     pub unsafe fn dealloc(&self, ptr: NonNull<u8>, layout: Layout) {
         let Some(class) = Self::size_class(layout.size(), layout.align()) else {
@@ -317,29 +569,99 @@ impl SegregatedFit {
             // so `ptr` came from `alloc_large`.
             return unsafe { self.dealloc_large(ptr, layout) };
         };
-        let c = self.class(class);
         #[cfg(debug_assertions)]
-        self.debug_check_free(c, class, ptr);
-        // SAFETY: the caller gives us a block of this class it owned.
-        unsafe { c.queue.push(ptr, ptr) };
+        self.debug_check_free(class, ptr);
+        #[cfg(not(loom))]
+        if cache::try_push(self.heap_addr(), class.index(), ptr) {
+            return;
+        }
+        self.dealloc_miss(class, ptr);
     }
 
-    /// The debug-build checks of a free: the block must belong to the
-    /// class, and must not be the back of the queue already.
+    /// The cache was full (or serves another allocator, or there is none).
+    #[cold]
+    #[inline(never)]
+    fn dealloc_miss(&self, class: SizeClass, ptr: NonNull<u8>) {
+        let heap = self
+            .heap()
+            .expect("SegregatedFit: free before any allocation");
+        #[cfg(not(loom))]
+        if cache::flush_and_push(heap, class, ptr) {
+            return;
+        }
+        // SAFETY: the caller's block of this class.
+        unsafe { heap.give(class, ptr, ptr, 1) };
+    }
+
+    /// Frees a block straight onto its class queue, bypassing the thread
+    /// cache (the write-up's push: a store, a swap, a store).
+    ///
+    /// # Safety
+    ///
+    /// As for [`dealloc`](Self::dealloc).
+    #[inline(always)]
+    pub unsafe fn dealloc_shared(&self, ptr: NonNull<u8>, layout: Layout) {
+        let Some(class) = Self::size_class(layout.size(), layout.align()) else {
+            // SAFETY: forwarded contract.
+            return unsafe { self.dealloc_large(ptr, layout) };
+        };
+        #[cfg(debug_assertions)]
+        self.debug_check_free(class, ptr);
+        // SAFETY: a block exists, so the heap does; published with Release
+        // before the block was handed out.
+        let heap = unsafe { &*self.heap.load(Ordering::Acquire) };
+        // SAFETY: the caller gives us a block of this class it owned.
+        unsafe { heap.give(class, ptr, ptr, 1) };
+    }
+
+    /// The debug-build checks of an allocation: aligned, and free until now.
     #[cfg(debug_assertions)]
     #[cold]
     #[inline(never)]
-    fn debug_check_free(&self, c: &Class, class: SizeClass, ptr: NonNull<u8>) {
+    fn debug_check_alloc(&self, class: SizeClass, p: NonNull<u8>, layout: Layout) {
         assert!(
-            span::contains_block(&c.growth.spans, class.block_size(), ptr),
+            p.as_ptr().addr().is_multiple_of(layout.align()),
+            "{:#p} from class {} is not aligned to {}",
+            p,
+            class.index(),
+            layout.align()
+        );
+        // SAFETY: `p` is a block of this class's spans.
+        unsafe {
+            span::debug_mark(
+                p,
+                span::geometry(class.block_size()),
+                class.block_size(),
+                false,
+            )
+        };
+    }
+
+    /// The debug-build checks of a free: the block must belong to the
+    /// class, and must not be free already (in any order of frees: its bit
+    /// in the span's bitmap).
+    #[cfg(debug_assertions)]
+    #[cold]
+    #[inline(never)]
+    fn debug_check_free(&self, class: SizeClass, ptr: NonNull<u8>) {
+        let owned = self.heap().is_some_and(|h| {
+            span::contains_block(&h.class(class).growth.spans, class.block_size(), ptr)
+        });
+        assert!(
+            owned,
             "SegregatedFit: foreign pointer {ptr:#p}: not a block of class {} ({} bytes)",
             class.index(),
             class.block_size()
         );
-        assert!(
-            c.queue.back() != ptr.as_ptr(),
-            "SegregatedFit: double free of {ptr:#p}"
-        );
+        // SAFETY: a block of this class's spans (checked above).
+        unsafe {
+            span::debug_mark(
+                ptr,
+                span::geometry(class.block_size()),
+                class.block_size(),
+                true,
+            )
+        };
     }
 
     /// Frees a large block.
@@ -349,9 +671,12 @@ impl SegregatedFit {
     /// `ptr` came from `alloc_large(layout)`.
     #[cold]
     #[inline(never)]
-    unsafe fn dealloc_large(&self, ptr: NonNull<u8>, _layout: Layout) {
+    unsafe fn dealloc_large(&self, ptr: NonNull<u8>, layout: Layout) {
+        let heap = self
+            .heap()
+            .expect("SegregatedFit: free before any allocation");
         // SAFETY: forwarded contract.
-        unsafe { self.large.dealloc(ptr) }
+        unsafe { heap.large.dealloc(ptr, layout.size()) }
     }
 
     /// Links `blocks` into a chain for [`dealloc_batch`](Self::dealloc_batch)
@@ -383,8 +708,8 @@ impl SegregatedFit {
     }
 
     /// Frees a chain of blocks of `class` that the caller linked through
-    /// their own bytes (see [`link_batch`](Self::link_batch)): one publish,
-    /// no lock, whatever the length.
+    /// their own bytes (see [`link_batch`](Self::link_batch)): one publish
+    /// to the class queue, no lock, whatever the length.
     ///
     /// # Safety
     ///
@@ -393,44 +718,118 @@ impl SegregatedFit {
     /// [`size_class`](Self::size_class) gave it for their layouts), each once;
     /// none is used afterwards.
     pub unsafe fn dealloc_batch(&self, first: NonNull<u8>, last: NonNull<u8>, class: SizeClass) {
-        let c = self.class(class);
-        #[cfg(debug_assertions)]
-        {
-            let mut b = first;
-            loop {
-                self.debug_check_free(c, class, b);
-                if b == last {
-                    break;
-                }
-                // SAFETY: the caller linked the chain through live blocks.
-                let next = unsafe { queue::link(b) }.load(Ordering::Relaxed);
-                b = NonNull::new(next).expect("SegregatedFit: the batch chain ends before `last`");
-            }
+        let mut n = 1;
+        let mut b = first;
+        while b != last {
+            #[cfg(debug_assertions)]
+            self.debug_check_free(class, b);
+            // SAFETY: the caller linked the chain through live blocks.
+            let next = unsafe { queue::link(b) }.load(Ordering::Relaxed);
+            b = NonNull::new(next).expect("SegregatedFit: the batch chain ends before `last`");
+            n += 1;
         }
+        #[cfg(debug_assertions)]
+        self.debug_check_free(class, last);
+        let heap = self
+            .heap()
+            .expect("SegregatedFit: free before any allocation");
         // SAFETY: the caller's chain of this class's blocks.
-        unsafe { c.queue.push(first, last) };
+        unsafe { heap.give(class, first, last, n) };
     }
 
     /// Whether `ptr` is a block of the class `layout` maps to (walks that
     /// class's spans: O(spans)), or, for the large path, a live large block
-    /// (O(live large blocks)).
+    /// of `layout.size()` (O(live large blocks)).
     pub fn owns(&self, ptr: NonNull<u8>, layout: Layout) -> bool {
+        let Some(heap) = self.heap() else {
+            return false;
+        };
         match Self::size_class(layout.size(), layout.align()) {
             Some(class) => {
-                span::contains_block(&self.class(class).growth.spans, class.block_size(), ptr)
+                span::contains_block(&heap.class(class).growth.spans, class.block_size(), ptr)
             }
-            None => self.large.contains(ptr),
+            None => heap.large.contains(ptr, layout.size()),
         }
     }
 
-    /// How many spans `class` has grown.
+    /// How many spans `class` has grown (trimmed ones included).
     pub fn span_count(&self, class: SizeClass) -> usize {
-        span::count(&self.class(class).growth.spans)
+        self.heap()
+            .map_or(0, |h| span::count(&h.class(class).growth.spans))
     }
 
-    /// How many blocks one span of `class` holds (the page size decides).
+    /// How many blocks one span of `class` holds.
     pub fn blocks_per_span(class: SizeClass) -> usize {
-        span::geometry(&PageAllocator::new(), class.block_size()).map_or(0, |(_, n)| n)
+        span::geometry(class.block_size()).blocks
+    }
+
+    /// How many bytes one span of `class` is (a power of two, at least the
+    /// base allocator's granularity).
+    pub fn span_len(class: SizeClass) -> usize {
+        span::geometry(class.block_size()).len
+    }
+
+    /// Per-class statistics: spans, free, cached and in-use blocks; plus the
+    /// large path. Takes the cache registry lock once; exact when no other
+    /// thread allocates or frees meanwhile.
+    pub fn stats(&self) -> SegregatedStats {
+        let mut s = SegregatedStats {
+            classes: [ClassStats::default(); SizeClass::COUNT],
+            span_bytes: 0,
+            large_blocks: 0,
+            large_bytes: 0,
+        };
+        let Some(heap) = self.heap() else {
+            for (i, c) in s.classes.iter_mut().enumerate() {
+                c.block_size = SizeClass::from_index(i).map_or(0, SizeClass::block_size);
+            }
+            return s;
+        };
+        let mut cached = [0usize; SizeClass::COUNT];
+        #[cfg(not(loom))]
+        cache::cached(heap.addr(), &mut cached);
+        for (i, out) in s.classes.iter_mut().enumerate() {
+            let class = SizeClass::from_index(i).expect("class index");
+            let c = heap.class(class);
+            let spans = span::count(&c.growth.spans);
+            let trimmed = c.growth.trimmed.load(Ordering::Relaxed);
+            let blocks = (spans - trimmed.min(spans)) * Self::blocks_per_span(class);
+            let free = (c.growth.free.load(Ordering::Relaxed) as isize).max(0) as usize;
+            let in_use = blocks.saturating_sub(free + cached[i]);
+            *out = ClassStats {
+                block_size: class.block_size(),
+                spans,
+                trimmed_spans: trimmed,
+                blocks,
+                free,
+                cached: cached[i],
+                in_use,
+                bytes_in_use: in_use * class.block_size(),
+            };
+        }
+        s.span_bytes = heap.region.carved();
+        (s.large_blocks, s.large_bytes) = heap.large.usage();
+        s
+    }
+
+    /// Gives the pages of empty spans back to the OS and returns how many
+    /// bytes that was. Flushes the calling thread's cache first; blocks in
+    /// other threads' caches keep their spans. Each class's growth lock is
+    /// held while its queue is drained and refilled, so allocations that
+    /// miss their cache meanwhile wait for it.
+    pub fn trim(&self) -> usize {
+        let Some(heap) = self.heap() else {
+            return 0;
+        };
+        #[cfg(not(loom))]
+        cache::flush_current(heap);
+        let mut purged = 0;
+        for i in 0..SizeClass::COUNT {
+            let class = SizeClass::from_index(i).expect("class index");
+            // SAFETY: called on the class's own heap.
+            purged += unsafe { trim_class(heap, class) };
+        }
+        purged
     }
 
     /// The usable length of a block allocated for `layout`.
@@ -439,26 +838,129 @@ impl SegregatedFit {
     }
 }
 
+/// The heap's mapping length.
+fn heap_len() -> usize {
+    size_of::<Heap>().next_multiple_of(sys::page_size())
+}
+
+/// Trims one class (see [`SegregatedFit::trim`]).
+///
+/// # Safety
+///
+/// `class` is a class of `heap`.
+unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
+    let c = heap.class(class);
+    if c.growth.spans.load(Ordering::Acquire).is_null() {
+        return 0;
+    }
+    let _guard = c.growth.lock.lock();
+    let g = span::geometry(class.block_size());
+    let base = heap.base();
+    // 1. Drain the queue into a private chain, counting per span.
+    let mut chain: *mut u8 = ptr::null_mut();
+    let mut drained = 0usize;
+    while let Some(b) = c.queue.pop(base) {
+        // SAFETY: a block we popped: ours.
+        unsafe { queue::link(b) }.store(chain, Ordering::Relaxed);
+        chain = b.as_ptr();
+        drained += 1;
+        // SAFETY: a block of this class's spans.
+        let h = unsafe { span::header_of(b, g).as_ref() };
+        h.free.fetch_add(1, Ordering::Relaxed);
+    }
+    c.growth.free.fetch_sub(drained, Ordering::Relaxed);
+    // 2. Mark the spans all of whose blocks came back (2 = being trimmed).
+    let mut h = c.growth.spans.load(Ordering::Acquire);
+    while !h.is_null() {
+        // SAFETY: published headers live until drop; `free`/`trimmed` are
+        // ours under the lock.
+        let span = unsafe { &*h };
+        if span.trimmed.load(Ordering::Relaxed) == 0
+            && span.free.load(Ordering::Relaxed) == span.blocks
+        {
+            span.trimmed.store(2, Ordering::Relaxed);
+        }
+        span.free.store(0, Ordering::Relaxed);
+        h = span.next;
+    }
+    // 3. Re-chain the blocks of the spans that stay (before any purge: the
+    // chain runs through the blocks).
+    let (mut first, mut last): (*mut u8, *mut u8) = (ptr::null_mut(), ptr::null_mut());
+    let mut kept = 0;
+    let mut b = chain;
+    while let Some(blk) = NonNull::new(b) {
+        // SAFETY: our private chain.
+        let next = unsafe { queue::link(blk) }.load(Ordering::Relaxed);
+        // SAFETY: a block of this class's spans.
+        let h = unsafe { span::header_of(blk, g).as_ref() };
+        if h.trimmed.load(Ordering::Relaxed) == 0 {
+            if first.is_null() {
+                first = blk.as_ptr();
+            } else {
+                // SAFETY: `last` is a block of our chain.
+                unsafe { queue::link(NonNull::new_unchecked(last)) }
+                    .store(blk.as_ptr(), Ordering::Relaxed);
+            }
+            last = blk.as_ptr();
+            kept += 1;
+        }
+        b = next;
+    }
+    // 4. Purge the marked spans.
+    let mut purged = 0;
+    let mut h = c.growth.spans.load(Ordering::Acquire);
+    while !h.is_null() {
+        // SAFETY: as above.
+        let span = unsafe { &*h };
+        if span.trimmed.load(Ordering::Relaxed) == 2 {
+            // SAFETY: every block of the span was drained above and is in no
+            // chain any more.
+            purged += unsafe { span::purge(span) };
+            span.trimmed.store(1, Ordering::Relaxed);
+            c.growth.trimmed.fetch_add(1, Ordering::Relaxed);
+        }
+        h = span.next;
+    }
+    // 5. Give the rest back.
+    if let (Some(f), Some(l)) = (NonNull::new(first), NonNull::new(last)) {
+        // SAFETY: a chain of this class's free blocks, ours.
+        unsafe { heap.give(class, f, l, kept) };
+    }
+    purged
+}
+
 impl Drop for SegregatedFit {
     fn drop(&mut self) {
-        for c in &self.classes {
-            // SAFETY: `&mut self`: no other thread uses the allocator, and
-            // the caller's blocks die with it (see the contract).
-            unsafe { span::release_all(&c.growth.spans) };
+        let heap = self.heap.swap(ptr::null_mut(), Ordering::Acquire);
+        let Some(hp) = NonNull::new(heap) else {
+            return;
+        };
+        // SAFETY: our heap; `&mut self`: no other thread uses the allocator.
+        let h = unsafe { hp.as_ref() };
+        // Caches of other threads forget this heap's blocks (under the
+        // registry lock, which also waits out a thread-exit flush).
+        #[cfg(not(loom))]
+        cache::forget(h.addr());
+        for c in &h.classes {
+            // SAFETY: the caller's blocks die with the allocator (see the
+            // contract); nobody else uses the spans.
+            unsafe { span::release_all(&h.region, &c.growth.spans) };
         }
         // SAFETY: as above.
-        unsafe { self.large.release_all() };
+        unsafe {
+            h.large.release_all();
+            h.region.release_all();
+            let _ = sys::release(hp.cast(), heap_len());
+        }
     }
 }
 
-// `SegregatedFit: Send + Sync` follows from its fields (atomics and mutexes);
-// this checks it at compile time.
+// `SegregatedFit: Send + Sync` follows from its fields (atomics); this
+// checks it at compile time.
 const _: fn() = || {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<SegregatedFit>();
 };
-
-const _: () = assert!(size_of::<SpanHeader>().is_multiple_of(8));
 
 impl RawAllocator for SegregatedFit {
     const FREES_INDIVIDUALLY: bool = true;
@@ -479,12 +981,18 @@ impl RawAllocator for SegregatedFit {
 // SAFETY: `alloc` returns blocks of at least `layout.size()` bytes aligned to
 // `layout.align()` that no other live allocation overlaps, or null; `dealloc`
 // takes back exactly such blocks; the allocator never allocates through the
-// global allocator itself (its lock is a futex-style `Mutex`, its memory
-// comes from the page allocator), so it can be the global allocator.
+// global allocator itself (its locks are spin locks, its memory comes from
+// the OS, its thread-exit hook is a pthread key / FLS callback), so it can
+// be the global allocator.
 unsafe impl GlobalAlloc for SegregatedFit {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         SegregatedFit::alloc(self, layout).map_or(ptr::null_mut(), NonNull::as_ptr)
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        SegregatedFit::alloc_zeroed(self, layout).map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 
     #[inline]
@@ -496,9 +1004,29 @@ unsafe impl GlobalAlloc for SegregatedFit {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let old = Self::size_class(layout.size(), layout.align());
-        if old.is_some() && old == Self::size_class(new_size, layout.align()) {
+        let new = Self::size_class(new_size, layout.align());
+        if old.is_some() && old == new {
             // Same class: the block already holds `new_size` bytes.
             return ptr;
+        }
+        if old.is_none()
+            && new.is_none()
+            && new_size <= Self::MAX_REQUEST
+            && let Some(heap) = self.heap()
+        {
+            // SAFETY: `ptr` is a live large block allocated with `layout`
+            // (it maps to no class), and so does `new_size`.
+            let grown = unsafe {
+                heap.large.realloc(
+                    NonNull::new_unchecked(ptr),
+                    layout,
+                    new_size,
+                    Self::MAX_REQUEST,
+                )
+            };
+            if let Some(p) = grown {
+                return p.as_ptr();
+            }
         }
         // SAFETY: `GlobalAlloc::realloc` guarantees `new_size`, rounded up to
         // `layout.align()`, does not overflow `isize`.
@@ -519,8 +1047,9 @@ unsafe impl GlobalAlloc for SegregatedFit {
 // SAFETY: blocks stay valid until deallocated or until the allocator (which
 // the reference borrows) is dropped; `deallocate` accepts any layout that
 // "fits" a block (sizes between the request and the returned length map to
-// the same class, see `SizeClass::of`); zero-size requests get a dangling,
-// aligned pointer and are never passed on.
+// the same class, see `SizeClass::of`; a large block's length is its
+// request); zero-size requests get a dangling, aligned pointer and are never
+// passed on.
 unsafe impl allocator_api2::alloc::Allocator for &SegregatedFit {
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
@@ -542,5 +1071,84 @@ unsafe impl allocator_api2::alloc::Allocator for &SegregatedFit {
             // block's class.
             unsafe { SegregatedFit::dealloc(self, ptr, layout) }
         }
+    }
+}
+
+#[cfg(all(test, not(loom), not(miri)))]
+mod tests {
+    use super::*;
+    use crate::sync::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    static STALLED: AtomicBool = AtomicBool::new(false);
+    static RESUME: AtomicBool = AtomicBool::new(false);
+
+    /// The stalled freer: parks between its swap and its link until told.
+    fn stall() {
+        STALLED.store(true, Ordering::SeqCst);
+        while !RESUME.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Fault 1: a freer preempted between its swap of the back pointer and
+    /// its link hides every block behind it. An allocation that finds the
+    /// class "unavailable" must wait, not grow: the first version grew a
+    /// span per retry for as long as the freer was stalled (here: until the
+    /// 32 GiB region ran out, or forever).
+    #[test]
+    fn a_stalled_freer_does_not_make_the_class_grow() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(64 * 1024, 8).unwrap();
+        let class = SegregatedFit::size_class(l.size(), l.align()).unwrap();
+        let per_span = SegregatedFit::blocks_per_span(class);
+        // Take every block of one span through the queue, so it is empty.
+        let blocks: Vec<NonNull<u8>> = (0..per_span).map(|_| a.alloc_shared(l).unwrap()).collect();
+        assert_eq!(a.span_count(class), 1);
+        // SAFETY: the blocks were allocated above with `l`, each freed once.
+        unsafe { a.dealloc_shared(blocks[0], l) };
+        let freer = {
+            let (a, b) = (
+                &a as *const SegregatedFit as usize,
+                blocks[1].as_ptr() as usize,
+            );
+            std::thread::spawn(move || {
+                queue::hooks::AFTER_SWAP.with(|h| h.set(Some(stall)));
+                // SAFETY: `a` outlives the thread (joined below); `b` is a
+                // live block of `l`, freed once.
+                unsafe {
+                    (*(a as *const SegregatedFit))
+                        .dealloc_shared(NonNull::new_unchecked(b as *mut u8), l)
+                };
+            })
+        };
+        while !STALLED.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // The queue holds blocks 0 and 1, neither reachable: 0's link to 1
+        // is what the freer has not stored yet.
+        let done = AtomicBool::new(false);
+        let (spans_while_stalled, got) = std::thread::scope(|s| {
+            let allocator = s.spawn(|| {
+                let p = a.alloc(l).map(|p| p.as_ptr() as usize);
+                done.store(true, Ordering::SeqCst);
+                p
+            });
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(200) && !done.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let spans = a.span_count(class);
+            RESUME.store(true, Ordering::SeqCst);
+            (spans, allocator.join().unwrap())
+        });
+        freer.join().unwrap();
+        assert_eq!(
+            spans_while_stalled, 1,
+            "the class grew while a freer was stalled: {spans_while_stalled} spans"
+        );
+        let p = got.expect("the allocation completes once the freer resumes");
+        assert!(p == blocks[0].as_ptr() as usize || p == blocks[1].as_ptr() as usize);
+        assert_eq!(a.span_count(class), 1);
     }
 }

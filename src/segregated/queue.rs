@@ -1,24 +1,33 @@
-//! `ClassQueue`: the intrusive lock-free MPMC queue of one size class.
+//! `ClassQueue`: the intrusive lock-free MPMC queue of one size class, the
+//! shared level behind the per-thread caches.
 //!
 //! **Contract.** The queue threads through the free blocks themselves: the
 //! first word of a free block is an `AtomicPtr<u8>` link to the next free
 //! block (null at the back). It owns no memory. Any thread may push and pop
-//! (`Send + Sync`). Blocks are at least 8 bytes, aligned to 8, and their
-//! memory stays mapped while the queue is in use (the allocator never returns
-//! a span to the OS while it lives), because a consumer may read the link of
-//! a block that another consumer has just popped.
+//! (`Send + Sync`). Blocks are at least 8 bytes, aligned to 8, lie within
+//! 32 GiB above the allocator's *handle base* (the start of its span region,
+//! see `region.rs`; 0 on 32-bit targets), and stay readable while the queue
+//! is in use (the allocator never unmaps a span while it lives, and `trim`
+//! purges pages, which keeps them mapped), because a consumer may read the
+//! link of a block that another consumer has just popped.
 //!
 //! **State.** Two words on separate cache lines (`CachePadded`):
-//! - `front`, the *sequenced* front: one `u64` holding a 19-bit generation in
-//!   bits 63..45 and the front block's address divided by 8 in bits 44..0
-//!   (addresses below 2^48, 8-byte aligned: the allocator checks the span
-//!   range when it grows). Every write of `front` adds one to the generation,
-//!   so a consumer's stale snapshot `(X, g)` cannot validate after `X` was
-//!   popped and pushed again (unless exactly 2^19 writes happened in between
-//!   while it was suspended). A 64-bit word keeps the CAS a plain
-//!   `lock cmpxchg` / `casal`: no 128-bit CAS, which is an indirect call on
-//!   the default x86_64 and arm64 Linux targets. Address 0 means "no front
-//!   available": the queue is empty, or an empty transition is in flight.
+//! - `front`, the *sequenced* front: one `u64` holding a generation in the
+//!   high 32 bits and the front block's *handle* in the low 32 bits: its
+//!   offset from the handle base divided by 8 (32 GiB of blocks). Every
+//!   write of `front` adds one to the generation, so a consumer's stale
+//!   snapshot `(X, g)` cannot validate after `X` was popped and pushed again
+//!   unless exactly 2^32 writes happened while it was suspended: at one
+//!   write per nanosecond, four seconds off-CPU between two loads and a
+//!   compare-exchange. (The first version packed a 19-bit generation beside
+//!   a 45-bit address; 2^19 writes take a few milliseconds, an ordinary
+//!   preemption.) Under `cfg(loom)` the generation shrinks to
+//!   [`TAG_BITS`] = 3 bits so the models run through its wrap. A 64-bit word
+//!   keeps the CAS a plain `lock cmpxchg` / `casal`: no 128-bit CAS, which is
+//!   an indirect call on the default x86_64 and arm64 Linux targets. Handle 0
+//!   means "no front available": the queue is empty, or an empty transition
+//!   is in flight (the handle base itself is never a block: the region keeps
+//!   its first span slot unused).
 //! - `back`, the last block published, or null when empty. Producers swap it.
 //!
 //! **Push** (one block or a pre-linked chain `first..=last`): store null in
@@ -27,27 +36,35 @@
 //! producer republishes the front instead (the empty transition). Until the
 //! link store lands, the chain is "not yet available", never lost.
 //!
-//! **Pop** (fast path, `pop_fast`): load `front`, load the front block's
-//! link; if it is non-null, one compare-exchange moves `front` to it with the
-//! generation bumped (retry on failure). If the front is empty or its link is
-//! null, the fast path returns `None` and the caller's cold path runs the
-//! full `pop`, which also takes the last block (`pop_last`, cold): the
-//! consumer *claims* the front with a
-//! compare-exchange to address 0, then both ends must agree: a
-//! compare-exchange of `back` from that block to null. If it succeeds, the
+//! **Pop** (`pop_fast`): load `front`, load the front block's link; if it is
+//! non-null, one compare-exchange moves `front` to it with the generation
+//! bumped (retry on failure). If the front is empty or its link is null, the
+//! fast path returns `None` and the caller's cold path runs the full `pop`,
+//! which also takes the last block (`pop_last`, cold): the consumer *claims*
+//! the front with a compare-exchange to handle 0, then both ends must agree:
+//! a compare-exchange of `back` from that block to null. If it succeeds, the
 //! block is the consumer's and the queue is empty (the next producer finds
 //! `back` null and republishes the front). If it fails, a producer has
 //! swapped `back` past the block and links it: the consumer publishes the
 //! link as the new front if it has landed (and keeps the block), or puts the
 //! block back as the front and reports "not available yet".
 //!
-//! While `front` holds address 0 exactly one party may write it: the
+//! **Batch pop** (`pop_batch`, the thread caches' refill): walk up to `max`
+//! links from the front, re-reading `front` after each link (unchanged means
+//! no consumer has popped since the snapshot, so the block just reached is
+//! still queued and its own link is safe to follow), stop before the last
+//! block, and move `front` past the whole run with one compare-exchange.
+//!
+//! While `front` holds handle 0 exactly one party may write it: the
 //! consumer holding the claim, or the producer whose swap found `back` null.
 //!
 //! **Costs.** Push: a store, a swap and a store (plus a load and a store on
-//! the empty transition). Pop: two loads and one compare-exchange; three
-//! atomics more for the last block. Blocking: none, except that a producer
-//! suspended between its swap and its link hides the blocks behind it.
+//! the empty transition), whatever the chain's length. Pop: two loads and
+//! one compare-exchange; three atomics more for the last block. Batch pop of
+//! `n`: `2n` loads and one compare-exchange. Blocking: none, except that a
+//! producer suspended between its swap and its link hides the blocks behind
+//! it ([`is_empty`](ClassQueue::is_empty) tells that state from an empty
+//! queue, so the allocator waits instead of growing).
 //!
 //! **Data race note.** A consumer holding a stale snapshot reads the link
 //! word of a block that may now be in a user's hands. The read is atomic and
@@ -61,14 +78,22 @@ use crossbeam_utils::CachePadded;
 
 use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 
+/// Width of the generation in the `front` word: 32 bits, shrunk to 3 under
+/// loom so that the models exercise its wrap.
+#[cfg(not(loom))]
+pub(crate) const TAG_BITS: u32 = 32;
+/// Width of the generation in the `front` word (loom: 3 bits, so a model's
+/// handful of front writes wraps it).
+#[cfg(loom)]
+pub(crate) const TAG_BITS: u32 = 3;
 /// Bit position of the generation in the `front` word.
-const TAG_SHIFT: u32 = 45;
-/// One generation step.
-const TAG_ONE: u64 = 1 << TAG_SHIFT;
-/// The address bits (address >> 3) of the `front` word.
-const ADDR_MASK: u64 = TAG_ONE - 1;
-/// Block addresses must lie below this (48-bit user address space).
-pub(crate) const ADDRESS_LIMIT: u64 = 1 << 48;
+const TAG_SHIFT: u32 = 32;
+/// The generation bits of the `front` word.
+const TAG_MASK: u64 = (u64::MAX >> (64 - TAG_BITS)) << TAG_SHIFT;
+/// The handle bits of the `front` word.
+const HANDLE_MASK: u64 = (1 << TAG_SHIFT) - 1;
+/// Blocks must lie less than this far above the handle base (32 GiB).
+pub(crate) const HANDLE_SPAN: u64 = 1 << (TAG_SHIFT + 3);
 
 /// The link word of a free block.
 ///
@@ -83,31 +108,44 @@ pub(crate) unsafe fn link<'a>(block: NonNull<u8>) -> &'a AtomicPtr<u8> {
     unsafe { &*block.as_ptr().cast::<AtomicPtr<u8>>() }
 }
 
-/// The block address packed in a `front` word, if any.
+/// The block a `front` word names, if any.
 #[inline(always)]
-fn front_block(word: u64) -> Option<NonNull<u8>> {
-    let addr = ((word & ADDR_MASK) << 3) as usize;
+fn front_block(word: u64, base: usize) -> Option<NonNull<u8>> {
+    let handle = word & HANDLE_MASK;
+    if handle == 0 {
+        return None;
+    }
+    let addr = base.wrapping_add((handle as usize) << 3);
     NonNull::new(ptr::with_exposed_provenance_mut::<u8>(addr))
 }
 
+/// The generation of a `front` word.
+#[cfg(test)]
+fn generation(word: u64) -> u64 {
+    (word & TAG_MASK) >> TAG_SHIFT
+}
+
 /// The `front` word after `word` with `block` as the front (or none) and the
-/// generation advanced by one (wrapping).
+/// generation advanced by one (wrapping within its bits, never into the
+/// handle).
 ///
 /// `block` is not checked here: a consumer with a stale snapshot may pass a
 /// garbage link read from a block a user owns now; the word it builds is
 /// then only compared against, never stored, because the compare-exchange
 /// fails on the generation.
 #[inline(always)]
-fn next_front(word: u64, block: Option<NonNull<u8>>) -> u64 {
-    let addr = block.map_or(0, |b| b.as_ptr().expose_provenance()) as u64;
-    (word & !ADDR_MASK).wrapping_add(TAG_ONE) | (addr >> 3)
+fn next_front(word: u64, block: Option<NonNull<u8>>, base: usize) -> u64 {
+    let handle = block.map_or(0, |b| {
+        (b.as_ptr().expose_provenance().wrapping_sub(base) >> 3) as u64 & HANDLE_MASK
+    });
+    ((word & TAG_MASK).wrapping_add(1 << TAG_SHIFT) & TAG_MASK) | handle
 }
 
-/// Whether `block` can be packed into the `front` word (the debug check of
+/// Whether `block` can be named by a handle from `base` (the debug check of
 /// every block that enters the queue).
-fn packable(block: NonNull<u8>) -> bool {
-    let addr = block.as_ptr().addr() as u64;
-    addr.is_multiple_of(8) && addr < ADDRESS_LIMIT
+pub(crate) fn packable(block: NonNull<u8>, base: usize) -> bool {
+    let addr = block.as_ptr().addr();
+    addr.is_multiple_of(8) && addr > base && ((addr - base) as u64) < HANDLE_SPAN
 }
 
 /// What the cold last-block pop found.
@@ -120,9 +158,10 @@ enum Last {
 /// The lock-free queue of one size class. See the [module docs](self).
 #[derive(Debug)]
 pub(crate) struct ClassQueue {
-    /// Sequenced front: generation in bits 63..45, address >> 3 in 44..0;
-    /// address 0 = nothing poppable (empty, or an empty transition in
-    /// flight). Invariant: a non-zero address is a free block of this queue.
+    /// Sequenced front: generation in the high 32 bits, handle in the low
+    /// 32; handle 0 = nothing poppable (empty, or an empty transition in
+    /// flight). Invariant: a non-zero handle names a free block of this
+    /// queue.
     front: CachePadded<AtomicU64>,
     /// The last published block, or null when the queue is empty.
     /// Invariant: non-null means the block is free and in this queue, and its
@@ -131,8 +170,8 @@ pub(crate) struct ClassQueue {
 }
 
 impl ClassQueue {
-    /// An empty queue.
-    #[cfg(not(loom))]
+    /// An empty queue (the allocator's queues start as zeroed memory).
+    #[cfg(all(test, not(loom)))]
     pub(crate) const fn new() -> Self {
         ClassQueue {
             front: CachePadded::new(AtomicU64::new(0)),
@@ -141,7 +180,7 @@ impl ClassQueue {
     }
 
     /// An empty queue.
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) fn new() -> Self {
         ClassQueue {
             front: CachePadded::new(AtomicU64::new(0)),
@@ -153,15 +192,15 @@ impl ClassQueue {
     /// call in its loop. `None` means "empty, the last block, or in
     /// transition": ask [`pop`](Self::pop).
     #[inline(always)]
-    pub(crate) fn pop_fast(&self) -> Option<NonNull<u8>> {
+    pub(crate) fn pop_fast(&self, base: usize) -> Option<NonNull<u8>> {
         let mut front = self.front.load(Ordering::Acquire);
         loop {
-            let block = front_block(front)?;
+            let block = front_block(front, base)?;
             // SAFETY: as in `pop`.
             let next = NonNull::new(unsafe { link(block) }.load(Ordering::Acquire))?;
             match self.front.compare_exchange_weak(
                 front,
-                next_front(front, Some(next)),
+                next_front(front, Some(next), base),
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
@@ -172,19 +211,19 @@ impl ClassQueue {
     }
 
     /// Pops the front block, including the last one, or `None` when no
-    /// block is available now.
+    /// block is available now (see [`is_empty`](Self::is_empty) for why).
     #[inline]
-    pub(crate) fn pop(&self) -> Option<NonNull<u8>> {
+    pub(crate) fn pop(&self, base: usize) -> Option<NonNull<u8>> {
         let mut front = self.front.load(Ordering::Acquire);
         loop {
-            let block = front_block(front)?;
+            let block = front_block(front, base)?;
             // SAFETY: `block` was a free block of this queue when `front` was
             // read; its memory stays mapped while the allocator lives even if
             // another consumer has popped it since. A stale value read here is
             // rejected by the generation in the compare-exchange below.
             let next = unsafe { link(block) }.load(Ordering::Acquire);
             let Some(next) = NonNull::new(next) else {
-                match self.pop_last(front, block) {
+                match self.pop_last(front, block, base) {
                     Last::Taken(b) => return Some(b),
                     Last::Unavailable => return None,
                     Last::Retry(actual) => {
@@ -195,7 +234,7 @@ impl ClassQueue {
             };
             match self.front.compare_exchange_weak(
                 front,
-                next_front(front, Some(next)),
+                next_front(front, Some(next), base),
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
@@ -205,12 +244,77 @@ impl ClassQueue {
         }
     }
 
+    /// Pops up to `max` blocks (`max >= 1`) with one compare-exchange: the
+    /// run `first..=last` of `n` blocks, still linked through their first
+    /// words in queue order (`last`'s link is stale: the caller overwrites
+    /// it). Never takes the last block (the caller falls back to
+    /// [`pop`](Self::pop) for it); `None` when fewer than two blocks are
+    /// visible.
+    #[inline]
+    pub(crate) fn pop_batch(
+        &self,
+        base: usize,
+        max: usize,
+    ) -> Option<(NonNull<u8>, NonNull<u8>, usize)> {
+        let mut front = self.front.load(Ordering::Acquire);
+        'retry: loop {
+            let first = front_block(front, base)?;
+            let mut last = first;
+            let mut n = 1;
+            let mut after;
+            loop {
+                // SAFETY: `last` is a block of this queue as of the latest
+                // load of `front` (which still equalled the snapshot: no
+                // consumer popped since), so it is mapped; a stale value is
+                // caught by the re-check below or by the compare-exchange.
+                after = unsafe { link(last) }.load(Ordering::Acquire);
+                let now = self.front.load(Ordering::Acquire);
+                if now != front {
+                    front = now;
+                    continue 'retry;
+                }
+                let Some(next) = NonNull::new(after) else {
+                    break;
+                };
+                if n == max {
+                    break;
+                }
+                // `next` has a successor we can see only after reading its
+                // link; stop before a block whose link is null (the last).
+                // SAFETY: `next` was queued at the re-check above.
+                let next_link = unsafe { link(next) }.load(Ordering::Acquire);
+                let now = self.front.load(Ordering::Acquire);
+                if now != front {
+                    front = now;
+                    continue 'retry;
+                }
+                if next_link.is_null() {
+                    break;
+                }
+                last = next;
+                n += 1;
+            }
+            let next = NonNull::new(after)?;
+            // ORDERING: AcqRel: acquires the producers' link stores of the
+            // run (through the links read above) and releases our claim.
+            match self.front.compare_exchange(
+                front,
+                next_front(front, Some(next), base),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some((first, last, n)),
+                Err(actual) => front = actual,
+            }
+        }
+    }
+
     /// The front block had no successor: claim the front, then agree with
     /// the producers on who owns `block` (see the module docs).
     #[cold]
     #[inline(never)]
-    fn pop_last(&self, front: u64, block: NonNull<u8>) -> Last {
-        let claimed = next_front(front, None);
+    fn pop_last(&self, front: u64, block: NonNull<u8>, base: usize) -> Last {
+        let claimed = next_front(front, None, base);
         if let Err(actual) =
             self.front
                 .compare_exchange(front, claimed, Ordering::AcqRel, Ordering::Acquire)
@@ -239,14 +343,14 @@ impl ClassQueue {
         match NonNull::new(next) {
             Some(next) => {
                 self.front
-                    .store(next_front(claimed, Some(next)), Ordering::Release);
+                    .store(next_front(claimed, Some(next), base), Ordering::Release);
                 Last::Taken(block)
             }
             None => {
                 // Not linked yet: give the front back, untouched but for its
                 // generation; the chain becomes available once the link lands.
                 self.front
-                    .store(next_front(claimed, Some(block)), Ordering::Release);
+                    .store(next_front(claimed, Some(block), base), Ordering::Release);
                 Last::Unavailable
             }
         }
@@ -257,49 +361,79 @@ impl ClassQueue {
     ///
     /// # Safety
     ///
-    /// The chain's blocks are owned by the caller, 8-byte aligned, below
-    /// 2^48, at least 8 bytes, mapped while the queue is used, linked from
-    /// `first` to `last` through their first words, and belong to this
-    /// queue's class. Nothing else uses them afterwards.
+    /// The chain's blocks are owned by the caller, [`packable`] from `base`,
+    /// at least 8 bytes, mapped while the queue is used, linked from `first`
+    /// to `last` through their first words, and belong to this queue's
+    /// class. Nothing else uses them afterwards.
     #[inline(always)]
-    pub(crate) unsafe fn push(&self, first: NonNull<u8>, last: NonNull<u8>) {
+    pub(crate) unsafe fn push(&self, base: usize, first: NonNull<u8>, last: NonNull<u8>) {
         debug_assert!(
-            packable(first) && packable(last),
-            "blocks {first:#p}..{last:#p} cannot be packed"
+            packable(first, base) && packable(last, base),
+            "blocks {first:#p}..{last:#p} cannot be named from {base:#x}"
         );
         // SAFETY: `last` is owned by the caller and mapped.
         unsafe { link(last) }.store(ptr::null_mut(), Ordering::Relaxed);
         let prev = self.back.swap(last.as_ptr(), Ordering::AcqRel);
+        #[cfg(all(test, not(loom)))]
+        hooks::after_swap();
         match NonNull::new(prev) {
             // SAFETY: `prev` was the back: a free block whose link only this
             // producer (which swapped it out) writes now.
             Some(prev) => unsafe { link(prev) }.store(first.as_ptr(), Ordering::Release),
-            None => self.republish(first),
+            None => self.republish(first, base),
         }
     }
 
     /// The empty transition: `back` was null, so this producer alone writes
-    /// `front`, which holds address 0.
+    /// `front`, which holds handle 0.
     #[cold]
     #[inline(never)]
-    fn republish(&self, first: NonNull<u8>) {
+    fn republish(&self, first: NonNull<u8>, base: usize) {
         // Relaxed suffices: the swap that found `back` null acquired the
         // consumer's release that emptied the queue, whose claim is the
         // latest write of `front`.
         let front = self.front.load(Ordering::Relaxed);
         debug_assert!(
-            front_block(front).is_none(),
+            front_block(front, base).is_none(),
             "empty transition found a front: {front:#x}"
         );
         self.front
-            .store(next_front(front, Some(first)), Ordering::Release);
+            .store(next_front(front, Some(first), base), Ordering::Release);
     }
 
-    /// The current back block (for the debug double-free check).
+    /// Whether the queue holds no block at all. `pop` returning `None` while
+    /// this is `false` means blocks are queued but hidden behind a producer
+    /// between its swap and its link (or an empty transition in flight): the
+    /// allocator must wait for them, not grow.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.back.load(Ordering::Acquire).is_null()
+    }
+
+    /// The current back block (for the debug checks).
     #[cfg(debug_assertions)]
     #[inline(always)]
+    #[allow(dead_code)]
     pub(crate) fn back(&self) -> *mut u8 {
         self.back.load(Ordering::Relaxed)
+    }
+}
+
+/// Test hooks: a producer can be stalled between its swap and its link.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod hooks {
+    use core::cell::Cell;
+
+    std::thread_local! {
+        /// Called by `push` on this thread right after its swap.
+        pub(crate) static AFTER_SWAP: Cell<Option<fn()>> = const { Cell::new(None) };
+    }
+
+    #[inline(always)]
+    pub(super) fn after_swap() {
+        if let Some(f) = AFTER_SWAP.with(Cell::get) {
+            f();
+        }
     }
 }
 
@@ -307,33 +441,47 @@ impl ClassQueue {
 mod tests {
     use super::*;
 
+    /// `n` blocks of 8 bytes, carved from one heap slice (so that they lie
+    /// close enough together for the queue's handles).
     fn blocks(n: usize) -> Vec<NonNull<u8>> {
+        let mem = Box::into_raw(vec![0u64; n].into_boxed_slice()).cast::<u64>();
+        // SAFETY: `i < n`: inside the slice.
         (0..n)
-            .map(|_| NonNull::new(Box::into_raw(Box::new(0u64)).cast::<u8>()).unwrap())
+            .map(|i| NonNull::new(unsafe { mem.add(i) }.cast::<u8>()).unwrap())
             .collect()
     }
 
+    /// A handle base for heap test blocks: just below the lowest of them.
+    fn base_of(b: &[NonNull<u8>]) -> usize {
+        let base = b[0].as_ptr().addr() - 8;
+        assert!(b.iter().all(|&p| packable(p, base)));
+        base
+    }
+
     fn free(blocks: Vec<NonNull<u8>>) {
-        for b in blocks {
-            // SAFETY: made by `blocks` with Box<u64>.
-            drop(unsafe { Box::from_raw(b.as_ptr().cast::<u64>()) });
-        }
+        let mem = ptr::slice_from_raw_parts_mut(blocks[0].as_ptr().cast::<u64>(), blocks.len());
+        // SAFETY: made by `blocks` as one boxed slice starting at block 0.
+        drop(unsafe { Box::from_raw(mem) });
     }
 
     #[test]
     fn fifo_order_and_empty_transitions() {
         let q = ClassQueue::new();
         let b = blocks(4);
-        assert_eq!(q.pop(), None);
+        let base = base_of(&b);
+        assert_eq!(q.pop(base), None);
+        assert!(q.is_empty());
         for round in 0..3 {
             for &x in &b {
                 // SAFETY: owned test blocks, pushed once each.
-                unsafe { q.push(x, x) };
+                unsafe { q.push(base, x, x) };
             }
+            assert!(!q.is_empty());
             for &x in &b {
-                assert_eq!(q.pop(), Some(x), "round {round}");
+                assert_eq!(q.pop(base), Some(x), "round {round}");
             }
-            assert_eq!(q.pop(), None);
+            assert_eq!(q.pop(base), None);
+            assert!(q.is_empty());
         }
         free(b);
     }
@@ -342,14 +490,36 @@ mod tests {
     fn chain_push_publishes_once() {
         let q = ClassQueue::new();
         let b = blocks(5);
+        let base = base_of(&b);
         for w in b.windows(2) {
             // SAFETY: owned test blocks.
             unsafe { link(w[0]) }.store(w[1].as_ptr(), Ordering::Relaxed);
         }
         // SAFETY: a linked chain of owned blocks.
-        unsafe { q.push(b[0], b[4]) };
-        let got: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        unsafe { q.push(base, b[0], b[4]) };
+        let got: Vec<_> = std::iter::from_fn(|| q.pop(base)).collect();
         assert_eq!(got, b);
+        free(b);
+    }
+
+    #[test]
+    fn batch_pop_takes_a_run_and_leaves_the_last_block() {
+        let q = ClassQueue::new();
+        let b = blocks(10);
+        let base = base_of(&b);
+        for &x in &b {
+            // SAFETY: owned test blocks, pushed once each.
+            unsafe { q.push(base, x, x) };
+        }
+        let (first, last, n) = q.pop_batch(base, 4).unwrap();
+        assert_eq!((first, last, n), (b[0], b[3], 4));
+        // SAFETY: the run is ours and linked in queue order.
+        assert_eq!(unsafe { link(b[2]) }.load(Ordering::Relaxed), b[3].as_ptr());
+        // Six left: a run of five, then only the last, which needs `pop`.
+        assert_eq!(q.pop_batch(base, 100), Some((b[4], b[8], 5)));
+        assert_eq!(q.pop_batch(base, 100), None);
+        assert_eq!(q.pop(base), Some(b[9]));
+        assert!(q.is_empty());
         free(b);
     }
 
@@ -357,21 +527,60 @@ mod tests {
     fn generation_changes_on_every_front_write() {
         let q = ClassQueue::new();
         let b = blocks(2);
-        let g0 = q.front.load(Ordering::Relaxed) >> TAG_SHIFT;
+        let base = base_of(&b);
+        let g0 = generation(q.front.load(Ordering::Relaxed));
         // SAFETY: owned test blocks.
-        unsafe { q.push(b[0], b[0]) };
-        let g1 = q.front.load(Ordering::Relaxed) >> TAG_SHIFT;
+        unsafe { q.push(base, b[0], b[0]) };
+        let g1 = generation(q.front.load(Ordering::Relaxed));
         assert_eq!(g1, g0 + 1);
-        assert_eq!(q.pop(), Some(b[0]));
+        assert_eq!(q.pop(base), Some(b[0]));
         // SAFETY: popped above, pushed again (a reused address).
-        unsafe { q.push(b[0], b[0]) };
+        unsafe { q.push(base, b[0], b[0]) };
         let w = q.front.load(Ordering::Relaxed);
-        assert_eq!(front_block(w), Some(b[0]));
+        assert_eq!(front_block(w, base), Some(b[0]));
         assert!(
-            w >> TAG_SHIFT > g1,
+            generation(w) > g1,
             "a reused front address must carry a new generation"
         );
-        assert_eq!(q.pop(), Some(b[0]));
+        assert_eq!(q.pop(base), Some(b[0]));
+        free(b);
+    }
+
+    /// Fault 3: a consumer that loaded `(A, next)` and was then preempted
+    /// while the front was written 2^20 times (a few milliseconds at full
+    /// speed) must not validate its stale snapshot when `A` is back at the
+    /// front. With the first version's 19-bit generation the snapshot came
+    /// back after 2^19 writes and this failed.
+    #[test]
+    fn a_stale_snapshot_survives_a_million_front_writes() {
+        let q = ClassQueue::new();
+        let b = blocks(2);
+        let base = base_of(&b);
+        // SAFETY: owned test blocks.
+        unsafe { q.push(base, b[0], b[0]) };
+        // SAFETY: as above.
+        unsafe { q.push(base, b[1], b[1]) };
+        let stale = q.front.load(Ordering::Acquire);
+        assert_eq!(front_block(stale, base), Some(b[0]));
+        let writes = if cfg!(miri) { 64 } else { 1 << 20 };
+        let mut done = 0u64;
+        while done < writes {
+            // Pop A (one write), push it back at the back (the link of B),
+            // pop B, push B: A is at the front again after two writes.
+            assert_eq!(q.pop(base), Some(b[0]));
+            // SAFETY: popped above.
+            unsafe { q.push(base, b[0], b[0]) };
+            assert_eq!(q.pop(base), Some(b[1]));
+            // SAFETY: popped above.
+            unsafe { q.push(base, b[1], b[1]) };
+            done += 2;
+            let now = q.front.load(Ordering::Acquire);
+            assert_eq!(front_block(now, base), Some(b[0]));
+            assert_ne!(
+                now, stale,
+                "after {done} front writes a stale snapshot validates again"
+            );
+        }
         free(b);
     }
 
@@ -380,6 +589,7 @@ mod tests {
         let q = ClassQueue::new();
         let per = if cfg!(miri) { 8 } else { 2000 };
         let b = blocks(4 * per);
+        let base = base_of(&b);
         let addrs: Vec<usize> = b.iter().map(|p| p.as_ptr().expose_provenance()).collect();
         let popped = std::sync::Mutex::new(Vec::new());
         std::thread::scope(|s| {
@@ -387,11 +597,24 @@ mod tests {
                 let (q, addrs, popped) = (&q, &addrs, &popped);
                 s.spawn(move || {
                     let mut mine = Vec::new();
-                    for &a in &addrs[t * per..(t + 1) * per] {
+                    for (i, &a) in addrs[t * per..(t + 1) * per].iter().enumerate() {
                         let p = NonNull::new(ptr::with_exposed_provenance_mut::<u8>(a)).unwrap();
                         // SAFETY: each block is pushed by exactly one thread.
-                        unsafe { q.push(p, p) };
-                        if let Some(x) = q.pop() {
+                        unsafe { q.push(base, p, p) };
+                        if i % 7 == 3 {
+                            if let Some((first, last, n)) = q.pop_batch(base, 3) {
+                                let mut x = first;
+                                for k in 0..n {
+                                    mine.push(x.as_ptr().expose_provenance());
+                                    if k + 1 < n {
+                                        // SAFETY: the run is ours.
+                                        let next = unsafe { link(x) }.load(Ordering::Relaxed);
+                                        x = NonNull::new(next).unwrap();
+                                    }
+                                }
+                                assert_eq!(x, last);
+                            }
+                        } else if let Some(x) = q.pop(base) {
                             mine.push(x.as_ptr().expose_provenance());
                         }
                     }
@@ -400,7 +623,7 @@ mod tests {
             }
         });
         let mut all = popped.into_inner().unwrap();
-        all.extend(std::iter::from_fn(|| q.pop()).map(|p| p.as_ptr().expose_provenance()));
+        all.extend(std::iter::from_fn(|| q.pop(base)).map(|p| p.as_ptr().expose_provenance()));
         all.sort_unstable();
         let mut want = addrs.clone();
         want.sort_unstable();
@@ -421,43 +644,82 @@ mod loom_tests {
         link: AtomicPtr<u8>,
     }
 
+    /// A queue and the handle base of its model's blocks.
+    struct Q {
+        q: ClassQueue,
+        base: usize,
+    }
+
+    /// `n` blocks carved from one boxed slice (close together, as the
+    /// queue's handles need).
     fn blocks(n: usize) -> Vec<usize> {
-        (0..n)
-            .map(|_| {
-                let b = Box::into_raw(Box::new(Block {
-                    link: AtomicPtr::new(ptr::null_mut()),
-                }));
-                b.cast::<u8>().expose_provenance()
+        let mem: Box<[Block]> = (0..n)
+            .map(|_| Block {
+                link: AtomicPtr::new(ptr::null_mut()),
             })
+            .collect();
+        let mem = Box::into_raw(mem).cast::<Block>();
+        // SAFETY: `i < n`: inside the slice.
+        (0..n)
+            .map(|i| unsafe { mem.add(i) }.cast::<u8>().expose_provenance())
             .collect()
+    }
+
+    fn queue(b: &[usize]) -> Arc<Q> {
+        let base = b[0] - 8;
+        assert!(b.iter().all(|&a| packable(ptr_of(a), base)));
+        Arc::new(Q {
+            q: ClassQueue::new(),
+            base,
+        })
     }
 
     fn ptr_of(addr: usize) -> NonNull<u8> {
         NonNull::new(ptr::with_exposed_provenance_mut::<u8>(addr)).unwrap()
     }
 
-    fn push(q: &ClassQueue, addr: usize) {
+    fn push(q: &Q, addr: usize) {
         let p = ptr_of(addr);
         // SAFETY: the model pushes each block only while it owns it.
-        unsafe { q.push(p, p) };
+        unsafe { q.q.push(q.base, p, p) };
     }
 
     /// As the allocator pops: the fast path, then the full pop.
-    fn pop(q: &ClassQueue) -> Option<usize> {
-        q.pop_fast()
-            .or_else(|| q.pop())
+    fn pop(q: &Q) -> Option<usize> {
+        q.q.pop_fast(q.base)
+            .or_else(|| q.q.pop(q.base))
             .map(|p| p.as_ptr().expose_provenance())
     }
 
-    fn drain(q: &ClassQueue) -> Vec<usize> {
+    /// As a thread cache refills: a batch, else one block.
+    fn pop_batch(q: &Q, max: usize) -> Vec<usize> {
+        match q.q.pop_batch(q.base, max) {
+            Some((first, last, n)) => {
+                let mut got = vec![first.as_ptr().expose_provenance()];
+                let mut x = first;
+                while got.len() < n {
+                    // SAFETY: the run is ours, linked in queue order.
+                    x = NonNull::new(unsafe { link(x) }.load(Ordering::Relaxed)).unwrap();
+                    got.push(x.as_ptr().expose_provenance());
+                }
+                assert_eq!(x, last);
+                got
+            }
+            None => pop(q).into_iter().collect(),
+        }
+    }
+
+    fn drain(q: &Q) -> Vec<usize> {
         std::iter::from_fn(|| pop(q)).collect()
     }
 
     fn release(addrs: &[usize]) {
-        for &a in addrs {
-            // SAFETY: made by `blocks` with Box<Block>.
-            drop(unsafe { Box::from_raw(ptr::with_exposed_provenance_mut::<Block>(a)) });
-        }
+        let mem = ptr::slice_from_raw_parts_mut(
+            ptr::with_exposed_provenance_mut::<Block>(addrs[0]),
+            addrs.len(),
+        );
+        // SAFETY: made by `blocks` as one boxed slice starting at block 0.
+        drop(unsafe { Box::from_raw(mem) });
     }
 
     fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -477,8 +739,8 @@ mod loom_tests {
     #[test]
     fn loom_concurrent_push_pop() {
         model(|| {
-            let q = Arc::new(ClassQueue::new());
             let b = blocks(3);
+            let q = queue(&b);
             push(&q, b[0]);
             let producers: Vec<_> = [b[1], b[2]]
                 .into_iter()
@@ -504,8 +766,8 @@ mod loom_tests {
     #[test]
     fn loom_empty_transition() {
         model(|| {
-            let q = Arc::new(ClassQueue::new());
             let b = blocks(2);
+            let q = queue(&b);
             push(&q, b[0]);
             let consumers: Vec<_> = (0..2)
                 .map(|_| {
@@ -530,12 +792,15 @@ mod loom_tests {
     /// ABA: one thread pops `A` and `B`, frees `A` again (a reused address)
     /// and pops once more, so the front can read `A` again while another
     /// consumer still holds the snapshot `(A, next = B)` from before; the
-    /// generation must make that snapshot fail.
+    /// generation must make that snapshot fail. The model's front writes
+    /// (three pushes, then up to four writes by the reuser while the other
+    /// consumer holds its snapshot, then the drain) run the 3-bit loom
+    /// generation through its wrap.
     #[test]
     fn loom_aba_reused_block() {
         model(|| {
-            let q = Arc::new(ClassQueue::new());
             let b = blocks(3);
+            let q = queue(&b);
             for &x in &b {
                 push(&q, x);
             }
@@ -558,6 +823,44 @@ mod loom_tests {
             got.extend(other.join().unwrap());
             got.extend(drain(&q));
             assert_same_set(got, &b);
+            release(&b);
+        });
+    }
+
+    /// The generation wraps while a consumer holds a snapshot: the queue
+    /// starts one write before the wrap, and a batch consumer races a
+    /// popping, re-pushing thread. Fewer writes than the generation's period
+    /// happen during any snapshot, so every block still comes out once.
+    #[test]
+    fn loom_batch_pop_across_the_generation_wrap() {
+        model(|| {
+            let b = blocks(3);
+            let q = queue(&b);
+            for &x in &b {
+                push(&q, x);
+            }
+            // Three writes so far; bring the generation to one below its
+            // wrap (TAG_BITS = 3 under loom).
+            let w = q.q.front.load(Ordering::Relaxed);
+            let g = (1u64 << TAG_BITS) - 1;
+            q.q.front
+                .store((w & HANDLE_MASK) | (g << TAG_SHIFT), Ordering::Relaxed);
+            let q1 = q.clone();
+            let batcher = thread::spawn(move || pop_batch(&q1, 2));
+            let q2 = q.clone();
+            let reuser = thread::spawn(move || {
+                let mut kept = Vec::new();
+                if let Some(x) = pop(&q2) {
+                    push(&q2, x);
+                }
+                kept.extend(pop(&q2));
+                kept
+            });
+            let mut got = batcher.join().unwrap();
+            got.extend(reuser.join().unwrap());
+            got.extend(drain(&q));
+            assert_same_set(got, &b);
+            assert!(q.q.is_empty());
             release(&b);
         });
     }

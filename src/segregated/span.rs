@@ -1,27 +1,35 @@
-//! Spans: the page-allocator memory a size class grows by.
+//! Spans: the region memory a size class grows by.
 //!
-//! **Layout.** A span is exactly `PageAllocator::round(want)` bytes, so no
-//! rounding slack is stranded past it. Blocks start at the span's first byte
-//! (page-aligned) at multiples of the block size, which keeps each block
-//! aligned as the class promises. The [`SpanHeader`] goes at the *tail*, in
-//! the leftover space where alignment does not matter; a header at the head
-//! would skew every block by its size.
+//! **Layout.** A span's length is a power of two (at least [`SPAN_MIN`],
+//! the base allocator's granularity and [`SPAN_MIN_BLOCKS`] blocks plus the
+//! tail) and the span is aligned to it, so the span of a block is its
+//! address masked ([`header_of`]). Blocks start at the span's first byte at
+//! multiples of the block size, which keeps each block aligned as the class
+//! promises. The [`SpanHeader`] goes at the *tail*, in the leftover space
+//! where alignment does not matter (a header at the head would skew every
+//! block by its size); debug builds put a bitmap of the span's free blocks
+//! right below it (one bit per block: set while the block is free, in a
+//! queue or a thread cache), which catches a double free in any order and a
+//! block handed out twice.
 //!
 //! **Ownership.** Spans of a class form a singly linked list through their
 //! headers, pushed under the class's growth lock and read without it (the
-//! headers are immutable once published). Spans are released only when the
-//! allocator is dropped: while it lives, every block address stays mapped,
-//! which the lock-free queue relies on.
+//! list fields are immutable once published). Spans are released only when
+//! the allocator is dropped: while it lives, every block address stays
+//! readable, which the lock-free queue relies on. `trim` purges an empty
+//! span's pages (all but the one holding the header), which keeps them
+//! mapped and readable, and marks it; growth reuses marked spans first.
 //!
-//! **Costs.** One header (32 bytes) per span; the tail leftover
-//! (`len - header`) modulo the block size.
+//! **Costs.** One header (48 bytes) per span plus, in debug builds, one bit
+//! per block; the tail leftover modulo the block size.
 
 use core::mem::size_of;
 use core::ptr::{self, NonNull};
 
 use super::queue::link;
-use crate::sync::{AtomicPtr, Ordering};
-use crate::{AllocError, PageAllocator};
+use super::region::Region;
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use crate::{AllocError, sys};
 
 /// A span of at least this many bytes is requested.
 pub(crate) const SPAN_MIN: usize = 16 * 1024;
@@ -35,87 +43,209 @@ pub(crate) struct SpanHeader {
     /// The previously grown span of the same class (immutable once
     /// published).
     pub(crate) next: *mut SpanHeader,
-    /// The span's first byte (page-aligned).
+    /// The span's first byte (aligned to `len`).
     pub(crate) base: *mut u8,
-    /// The span's length: exactly what the page allocator rounded to.
+    /// The span's length (a power of two).
     pub(crate) len: usize,
     /// How many blocks the span was cut into.
     pub(crate) blocks: usize,
+    /// `trim`'s count of the span's free blocks (under the growth lock).
+    pub(crate) free: AtomicUsize,
+    /// 1 while the span is trimmed: its blocks are in no queue, its pages
+    /// purged (under the growth lock).
+    pub(crate) trimmed: AtomicUsize,
 }
 
-/// A freshly grown span: its blocks linked privately, ready to publish.
+const HEADER: usize = size_of::<SpanHeader>();
+
+/// The shape of one class's spans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// The span length: a power of two.
+    pub(crate) len: usize,
+    /// Blocks per span.
+    pub(crate) blocks: usize,
+    /// Bytes of the debug bitmap below the header (0 in release builds).
+    pub(crate) bitmap: usize,
+}
+
+/// The geometry of a span of blocks of `block_size` bytes.
+pub(crate) fn geometry(block_size: usize) -> Geometry {
+    let want = (block_size * SPAN_MIN_BLOCKS + HEADER).max(SPAN_MIN);
+    // Sized to what the base allocator hands out: the granularity (64 KiB on
+    // Windows, the page elsewhere), so nothing is stranded past a span.
+    let len = want.max(sys::granularity()).next_power_of_two();
+    let blocks = (len - HEADER) / block_size;
+    let bitmap = if cfg!(debug_assertions) {
+        blocks.div_ceil(64) * 8
+    } else {
+        0
+    };
+    Geometry {
+        len,
+        blocks: (len - HEADER - bitmap) / block_size,
+        bitmap,
+    }
+}
+
+/// A freshly grown or reused span: its blocks linked privately, ready to
+/// publish.
 pub(crate) struct Grown {
     pub(crate) first: NonNull<u8>,
     pub(crate) last: NonNull<u8>,
+    pub(crate) blocks: usize,
 }
 
-/// How long a span of blocks of `block_size` bytes is, and how many blocks it
-/// holds.
-pub(crate) fn geometry(
-    pages: &PageAllocator,
-    block_size: usize,
-) -> Result<(usize, usize), AllocError> {
-    let want = (block_size * SPAN_MIN_BLOCKS).max(SPAN_MIN) + size_of::<SpanHeader>();
-    let len = pages.round(want).ok_or(AllocError::TooLarge {
-        requested: want,
-        max: isize::MAX as usize,
-    })?;
-    Ok((len, (len - size_of::<SpanHeader>()) / block_size))
-}
-
-/// Grows a class by one span: asks the page allocator for exactly the
-/// rounded length, links the blocks through their first words in private
-/// memory, writes the tail header and pushes it onto `spans`.
+/// The header of the span holding `block`, a block of a class with span
+/// geometry `g`.
 ///
-/// Must be called under the class's growth lock (the `spans` push is not
-/// atomic against other growers).
-pub(crate) fn grow(spans: &AtomicPtr<SpanHeader>, block_size: usize) -> Result<Grown, AllocError> {
-    let pages = PageAllocator::new();
-    let (len, blocks) = geometry(&pages, block_size)?;
-    let span = pages.alloc(len)?;
-    debug_assert_eq!(
-        span.len(),
-        len,
-        "the page allocator rounded differently than it said"
-    );
-    let base = span.cast::<u8>();
-    let end = base.as_ptr().addr() as u64 + len as u64;
-    if end > super::queue::ADDRESS_LIMIT {
-        // The queue packs addresses into 45 bits (divided by 8).
-        // SAFETY: just allocated with this length; nothing has seen it.
-        unsafe { pages.dealloc(base, len) };
-        return Err(AllocError::OutOfMemory {
-            requested: block_size,
-            available: 0,
-        });
-    }
-    // SAFETY: `blocks * block_size <= len - header`, so every block lies in
-    // the span; blocks are multiples of 8 bytes from a page-aligned base.
+/// # Safety
+///
+/// `block` is a block of a span of that class (live, free or cached).
+#[inline]
+pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanHeader> {
+    let base = block.as_ptr().addr() & !(g.len - 1);
+    // The span's own provenance (exposed when it was carved), not the
+    // block's: a user's pointer may only cover the block.
+    let h = ptr::with_exposed_provenance_mut::<SpanHeader>(base + g.len - HEADER);
+    // SAFETY: spans are aligned to `len`, so `base` is the span's first byte
+    // and the header its last HEADER bytes, never at address 0.
+    unsafe { NonNull::new_unchecked(h) }
+}
+
+/// Links the blocks of the span at `base` through their first words and
+/// marks them all free in the debug bitmap.
+///
+/// # Safety
+///
+/// The span is ours alone (fresh, or trimmed under the growth lock).
+unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize) -> Grown {
+    // SAFETY: `blocks * block_size <= len - HEADER - bitmap`, so every block
+    // lies in the span; blocks are multiples of 8 bytes from an aligned base.
     let block = |i: usize| unsafe { base.add(i * block_size) };
-    for i in 0..blocks - 1 {
-        // SAFETY: block `i` lies in the fresh span, which only we can see.
+    for i in 0..g.blocks - 1 {
+        // SAFETY: block `i` lies in the span, which only we can see.
         unsafe { link(block(i)) }.store(block(i + 1).as_ptr(), Ordering::Relaxed);
     }
     // SAFETY: as above.
-    unsafe { link(block(blocks - 1)) }.store(ptr::null_mut(), Ordering::Relaxed);
-    // SAFETY: the header's slot is the last `size_of::<SpanHeader>()` bytes
-    // of the span: in bounds, 8-aligned (len is a page multiple, the header a
-    // multiple of 8), and beyond the last block.
-    let header = unsafe { base.add(len - size_of::<SpanHeader>()) }.cast::<SpanHeader>();
+    unsafe { link(block(g.blocks - 1)) }.store(ptr::null_mut(), Ordering::Relaxed);
+    #[cfg(debug_assertions)]
+    for w in 0..g.bitmap / 8 {
+        let bits = (g.blocks - w * 64).min(64);
+        let word = if bits == 64 {
+            u64::MAX
+        } else {
+            (1 << bits) - 1
+        };
+        // SAFETY: the bitmap lies in the span (see `bitmap_word`).
+        unsafe { bitmap_word(base, g, w) }.store(word, Ordering::Relaxed);
+    }
+    Grown {
+        first: block(0),
+        last: block(g.blocks - 1),
+        blocks: g.blocks,
+    }
+}
+
+/// Grows a class by one span: reuses a trimmed span if there is one (then
+/// `trimmed` is decremented), else carves a fresh one from the region; links
+/// its blocks in private memory, and (fresh) writes the tail header and
+/// pushes it onto `spans`.
+///
+/// Must be called under the class's growth lock.
+pub(crate) fn grow(
+    region: &Region,
+    spans: &AtomicPtr<SpanHeader>,
+    trimmed: &AtomicUsize,
+    block_size: usize,
+) -> Result<Grown, AllocError> {
+    let g = geometry(block_size);
+    if trimmed.load(Ordering::Relaxed) > 0 {
+        let mut h = spans.load(Ordering::Acquire);
+        while !h.is_null() {
+            // SAFETY: published headers live until the allocator is dropped;
+            // `trimmed` and the purged pages are ours under the lock.
+            let span = unsafe { &*h };
+            if span.trimmed.load(Ordering::Relaxed) == 1 {
+                span.trimmed.store(0, Ordering::Relaxed);
+                trimmed.fetch_sub(1, Ordering::Relaxed);
+                let base = NonNull::new(span.base).expect("span base");
+                // SAFETY: a trimmed span's blocks are in no queue and no
+                // cache: ours alone under the lock.
+                return Ok(unsafe { link_all(base, g, block_size) });
+            }
+            h = span.next;
+        }
+    }
+    let base = region.carve(g.len)?;
+    // SAFETY: a fresh span, which only we can see.
+    let grown = unsafe { link_all(base, g, block_size) };
+    // SAFETY: the header's slot is the last HEADER bytes of the span: in
+    // bounds, 8-aligned (len is a page multiple, the header a multiple of 8),
+    // and beyond the last block and the bitmap.
+    let header = unsafe { base.add(g.len - HEADER) }.cast::<SpanHeader>();
     // SAFETY: as above; the slot is ours and unaliased.
     unsafe {
         header.write(SpanHeader {
             next: spans.load(Ordering::Relaxed),
             base: base.as_ptr(),
-            len,
-            blocks,
+            len: g.len,
+            blocks: g.blocks,
+            free: AtomicUsize::new(0),
+            trimmed: AtomicUsize::new(0),
         });
     }
+    // ORDERING: Release publishes the header to the lock-free readers of
+    // the list (`contains_block`, `count`).
     spans.store(header.as_ptr(), Ordering::Release);
-    Ok(Grown {
-        first: block(0),
-        last: block(blocks - 1),
-    })
+    Ok(grown)
+}
+
+/// Word `w` of the debug bitmap of the span at `base`.
+///
+/// # Safety
+///
+/// `base` is the first byte of a live span of geometry `g`, `w < bitmap/8`.
+#[cfg(debug_assertions)]
+unsafe fn bitmap_word<'a>(base: NonNull<u8>, g: Geometry, w: usize) -> &'a AtomicU64Debug {
+    // SAFETY: the bitmap is the `bitmap` bytes right below the header,
+    // 8-aligned (the header's offset and size are multiples of 8).
+    unsafe {
+        &*base
+            .as_ptr()
+            .add(g.len - HEADER - g.bitmap + 8 * w)
+            .cast::<AtomicU64Debug>()
+    }
+}
+
+#[cfg(debug_assertions)]
+type AtomicU64Debug = crate::sync::AtomicU64;
+
+/// Debug builds: flips `block`'s free bit to `free`, panicking if it already
+/// had that value (a double free, or a block handed out twice).
+///
+/// # Safety
+///
+/// `block` is a block of a live span of geometry `g`.
+#[cfg(debug_assertions)]
+pub(crate) unsafe fn debug_mark(block: NonNull<u8>, g: Geometry, block_size: usize, free: bool) {
+    let base = block.as_ptr().addr() & !(g.len - 1);
+    let index = (block.as_ptr().addr() - base) / block_size;
+    // The span's own (exposed) provenance, as in `header_of`.
+    let base = NonNull::new(ptr::with_exposed_provenance_mut::<u8>(base)).expect("span base");
+    // SAFETY: the caller's block lies in a live span of this geometry.
+    let word = unsafe { bitmap_word(base, g, index / 64) };
+    let bit = 1u64 << (index % 64);
+    if free {
+        let old = word.fetch_or(bit, Ordering::Relaxed);
+        assert!(old & bit == 0, "SegregatedFit: double free of {block:#p}");
+    } else {
+        let old = word.fetch_and(!bit, Ordering::Relaxed);
+        assert!(
+            old & bit != 0,
+            "SegregatedFit: {block:#p} handed out while in use"
+        );
+    }
 }
 
 /// Whether `ptr` is the start of a block of one of the spans in `spans`
@@ -128,8 +258,8 @@ pub(crate) fn contains_block(
     let addr = ptr.as_ptr() as usize;
     let mut h = spans.load(Ordering::Acquire);
     while !h.is_null() {
-        // SAFETY: published headers are immutable and live until the
-        // allocator is dropped.
+        // SAFETY: published headers live until the allocator is dropped; the
+        // fields read here are immutable once published.
         let span = unsafe { &*h };
         let base = span.base as usize;
         if addr >= base && addr < base + span.blocks * block_size {
@@ -152,23 +282,47 @@ pub(crate) fn count(spans: &AtomicPtr<SpanHeader>) -> usize {
     n
 }
 
-/// Releases every span of the list to the page allocator.
+/// Purges the pages of an empty span (all but the last, which holds the
+/// header and the debug bitmap) and returns how many bytes it gave back.
+///
+/// # Safety
+///
+/// None of the span's blocks is in a queue, a cache or in use; under the
+/// class's growth lock.
+pub(crate) unsafe fn purge(span: &SpanHeader) -> usize {
+    let page = sys::page_size();
+    let len = span.len - page;
+    if len == 0 {
+        return 0;
+    }
+    let base = NonNull::new(span.base).expect("span base");
+    // SAFETY: the span's first `len - page` bytes are committed, page-aligned
+    // and unused (the caller's contract); purging keeps them readable for the
+    // queue's stale readers.
+    match unsafe { sys::purge(base, len) } {
+        Ok(()) => len,
+        Err(_) => 0,
+    }
+}
+
+/// Releases every span of the list (to the region: see
+/// [`Region::release_span`]).
 ///
 /// # Safety
 ///
 /// Nothing uses any block of these spans afterwards, and no other thread
 /// touches the list.
-pub(crate) unsafe fn release_all(spans: &AtomicPtr<SpanHeader>) {
-    let pages = PageAllocator::new();
+pub(crate) unsafe fn release_all(region: &Region, spans: &AtomicPtr<SpanHeader>) {
     let mut h = spans.swap(ptr::null_mut(), Ordering::Acquire);
     while !h.is_null() {
         // SAFETY: a published header; read before its span goes away.
-        let SpanHeader {
-            next, base, len, ..
-        } = unsafe { h.read() };
-        // SAFETY: the span came from `pages.alloc(len)` and the caller
+        let (next, base, len) = unsafe { ((*h).next, (*h).base, (*h).len) };
+        // SAFETY: the span came from `region.carve(len)` and the caller
         // guarantees nothing uses it.
-        unsafe { pages.dealloc(NonNull::new_unchecked(base), len) };
+        unsafe { region.release_span(NonNull::new_unchecked(base), len) };
         h = next;
     }
 }
+
+#[cfg(not(loom))]
+const _: () = assert!(HEADER.is_multiple_of(8));

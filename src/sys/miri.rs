@@ -17,6 +17,24 @@ pub(super) fn page_size() -> usize {
 /// `mmap` would return ENOMEM.
 const MAX_RESERVATION: usize = 1 << 30;
 
+pub(super) fn granularity() -> usize {
+    PAGE
+}
+
+pub(super) fn map(len: usize) -> Result<NonNull<u8>, AllocError> {
+    reserve(len)
+}
+
+pub(super) unsafe fn purge(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // SAFETY: the caller guarantees the range is committed and ours.
+    unsafe { ptr.as_ptr().write_bytes(0, len) };
+    Ok(())
+}
+
+pub(super) unsafe fn remap(_ptr: NonNull<u8>, _old: usize, _new: usize) -> Option<NonNull<u8>> {
+    None
+}
+
 pub(super) fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {
     if len > MAX_RESERVATION {
         return Err(AllocError::Os { code: 12 });

@@ -7,8 +7,13 @@
 //! - [`decommit`]: give the physical pages back, keep the addresses, no access;
 //! - [`release`]: give the addresses back.
 //!
-//! Plus [`protect_none`] (make a committed range inaccessible, for guard pages)
-//! and [`page_size`].
+//! Plus [`protect_none`] (make a committed range inaccessible, for guard pages),
+//! [`page_size`] and [`granularity`] (what one reservation is rounded to:
+//! the page size on Unix, the 64 KiB allocation granularity on Windows),
+//! [`map`] (reserve and commit in one system call), [`purge`] (drop the
+//! physical pages of a committed range but keep it readable and writable)
+//! and [`remap`] (grow or shrink a mapping, moving it if needed: Linux's
+//! `mremap`; `None` elsewhere).
 
 #[cfg(all(unix, not(miri)))]
 mod unix;
@@ -36,6 +41,50 @@ use crate::AllocError;
 #[inline]
 pub fn page_size() -> usize {
     imp::page_size()
+}
+
+/// What one reservation is rounded to, in bytes (a power of two, a multiple
+/// of [`page_size`]): the page size on Unix, the allocation granularity
+/// (64 KiB) on Windows, where reserving less strands the rest of the
+/// granule. Allocators that size their own reservations should size them to
+/// this.
+#[inline]
+pub fn granularity() -> usize {
+    imp::granularity()
+}
+
+/// Reserves and commits `len` bytes (a multiple of [`page_size`]) in one
+/// system call: readable, writable, zeroed. Give it back with [`release`].
+pub fn map(len: usize) -> Result<NonNull<u8>, AllocError> {
+    imp::map(len)
+}
+
+/// Drops the physical pages behind `len` bytes at `ptr` (page-aligned, inside
+/// a committed range) while keeping the range readable and writable: reads
+/// afterwards see zeros or the old bytes (on Windows, `MEM_RESET`: whatever
+/// was there until the OS reclaims it), never fault.
+///
+/// # Safety
+///
+/// As for [`commit`]; the range must be committed, and its contents may be
+/// lost.
+pub unsafe fn purge(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // SAFETY: forwarded contract.
+    unsafe { imp::purge(ptr, len) }
+}
+
+/// Resizes the mapping of `old` bytes at `ptr` (one [`map`] or [`reserve`]
+/// range, committed) to `new` bytes, moving it if needed (Linux `mremap`
+/// with `MREMAP_MAYMOVE`): the new address, or `None` where the OS cannot
+/// (every other target), in which case nothing changed.
+///
+/// # Safety
+///
+/// `ptr` and `old` are exactly those of one live mapping; on success the old
+/// range must not be used again (unless the address is the same).
+pub unsafe fn remap(ptr: NonNull<u8>, old: usize, new: usize) -> Option<NonNull<u8>> {
+    // SAFETY: forwarded contract.
+    unsafe { imp::remap(ptr, old, new) }
 }
 
 /// Reserves `len` bytes of address space (a multiple of [`page_size`]) with

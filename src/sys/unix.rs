@@ -17,6 +17,59 @@ pub(super) fn page_size() -> usize {
     rustix::param::page_size()
 }
 
+pub(super) fn granularity() -> usize {
+    page_size()
+}
+
+pub(super) fn map(len: usize) -> Result<NonNull<u8>, AllocError> {
+    // SAFETY: an anonymous private mapping at an address of the kernel's
+    // choosing aliases nothing.
+    let p = unsafe {
+        mm::mmap_anonymous(
+            core::ptr::null_mut(),
+            len,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::PRIVATE,
+        )
+    }
+    .map_err(os_err)?;
+    NonNull::new(p.cast::<u8>()).ok_or(AllocError::Os { code: 0 })
+}
+
+pub(super) unsafe fn purge(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // Linux's MADV_DONTNEED drops the pages at once (private anonymous pages
+    // read as zero afterwards); elsewhere the POSIX advice lets the kernel
+    // reclaim them. Either way the range stays mapped and accessible.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let advice = mm::Advice::LinuxDontNeed;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let advice = mm::Advice::DontNeed;
+    // SAFETY: the caller guarantees the range is committed, ours, and that
+    // its contents may be lost.
+    unsafe { mm::madvise(ptr.as_ptr().cast::<c_void>(), len, advice) }.map_err(os_err)
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(super) unsafe fn remap(ptr: NonNull<u8>, old: usize, new: usize) -> Option<NonNull<u8>> {
+    // SAFETY: the caller guarantees `ptr..ptr+old` is exactly one live
+    // mapping of ours.
+    let p = unsafe {
+        mm::mremap(
+            ptr.as_ptr().cast::<c_void>(),
+            old,
+            new,
+            mm::MremapFlags::MAYMOVE,
+        )
+    }
+    .ok()?;
+    NonNull::new(p.cast::<u8>())
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(super) unsafe fn remap(_ptr: NonNull<u8>, _old: usize, _new: usize) -> Option<NonNull<u8>> {
+    None
+}
+
 pub(super) fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {
     // SAFETY: an anonymous private mapping at an address of the kernel's
     // choosing aliases nothing.

@@ -6,7 +6,7 @@ use core::ptr::NonNull;
 
 use windows_sys::Win32::Foundation::GetLastError;
 use windows_sys::Win32::System::Memory::{
-    MEM_COMMIT, MEM_DECOMMIT, MEM_RELEASE, MEM_RESERVE, PAGE_NOACCESS, PAGE_READWRITE,
+    MEM_COMMIT, MEM_DECOMMIT, MEM_RELEASE, MEM_RESERVE, MEM_RESET, PAGE_NOACCESS, PAGE_READWRITE,
     VirtualAlloc, VirtualFree, VirtualProtect,
 };
 use windows_sys::Win32::System::SystemInformation::{GetSystemInfo, SYSTEM_INFO};
@@ -26,6 +26,46 @@ pub(super) fn page_size() -> usize {
     // SAFETY: `info` is a valid out-pointer.
     unsafe { GetSystemInfo(&mut info) };
     info.dwPageSize as usize
+}
+
+pub(super) fn granularity() -> usize {
+    // SAFETY: SYSTEM_INFO is plain data; GetSystemInfo fills it in.
+    let mut info: SYSTEM_INFO = unsafe { core::mem::zeroed() };
+    // SAFETY: `info` is a valid out-pointer.
+    unsafe { GetSystemInfo(&mut info) };
+    info.dwAllocationGranularity as usize
+}
+
+pub(super) fn map(len: usize) -> Result<NonNull<u8>, AllocError> {
+    // SAFETY: reserving and committing fresh address space aliases nothing.
+    let p = unsafe {
+        VirtualAlloc(
+            core::ptr::null(),
+            len,
+            MEM_RESERVE | MEM_COMMIT,
+            PAGE_READWRITE,
+        )
+    };
+    NonNull::new(p.cast::<u8>()).ok_or_else(last_err)
+}
+
+pub(super) unsafe fn purge(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
+    // MEM_RESET: the pages' contents are no longer of interest; they stay
+    // committed and accessible, and are not written to the paging file.
+    // SAFETY: the caller guarantees the range is committed and ours.
+    let p = unsafe {
+        VirtualAlloc(
+            ptr.as_ptr().cast::<c_void>(),
+            len,
+            MEM_RESET,
+            PAGE_READWRITE,
+        )
+    };
+    if p.is_null() { Err(last_err()) } else { Ok(()) }
+}
+
+pub(super) unsafe fn remap(_ptr: NonNull<u8>, _old: usize, _new: usize) -> Option<NonNull<u8>> {
+    None
 }
 
 pub(super) fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {

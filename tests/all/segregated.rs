@@ -106,10 +106,18 @@ fn growth_cuts_one_exact_span_and_batch_free_returns_every_block() {
     let class = SegregatedFit::size_class(64, 8).unwrap();
     let per_span = SegregatedFit::blocks_per_span(class);
     let pages = PageAllocator::new();
-    // The span is exactly the page allocator's rounding of what it needs;
-    // the 32-byte header takes the tail, blocks start at the base.
-    let len = pages.round(16 * 1024 + 32).unwrap(); // 8 blocks of 64 bytes are less than the 16 KiB minimum
-    assert_eq!(per_span, (len - 32) / 64);
+    // The span is a power of two of at least 16 KiB (8 blocks of 64 bytes
+    // are less than that minimum) and of the base allocator's granularity;
+    // the 48-byte header (and in debug builds a bit per block) takes the
+    // tail, blocks start at the base and fill the rest but for less than a
+    // block.
+    let len = SegregatedFit::span_len(class);
+    assert!(len.is_power_of_two() && len >= 16 * 1024 && len >= allocasm::sys::granularity());
+    let tail = len - per_span * 64 - 48;
+    assert!(
+        tail < 64 + per_span.div_ceil(64) * 8,
+        "{len}-byte span, {per_span} blocks: {tail} bytes unused"
+    );
 
     let first = a.alloc(l).unwrap();
     let mut all = take_all(&a, l);
@@ -265,6 +273,43 @@ fn large_double_free_panics_in_debug_builds() {
     }
 }
 
+/// Fault 4: the first version caught a double free only when the block
+/// was the back of its queue; free A, free B, free A lost B and queued A
+/// twice. Debug builds now keep a free bit per block.
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "double free")]
+fn double_free_in_any_order_panics_in_debug_builds() {
+    let a = SegregatedFit::new();
+    let l = layout(16, 8);
+    let p = a.alloc(l).unwrap();
+    let q = a.alloc(l).unwrap();
+    // SAFETY: allocated above; the third free is the bug under test, caught
+    // by the debug check before it touches any list.
+    unsafe {
+        a.dealloc(p, l);
+        a.dealloc(q, l);
+        a.dealloc(p, l);
+    }
+}
+
+/// The same through the shared queue (no thread cache in between).
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "double free")]
+fn double_free_through_the_queue_panics_in_debug_builds() {
+    let a = SegregatedFit::new();
+    let l = layout(48, 8);
+    let p = a.alloc_shared(l).unwrap();
+    let q = a.alloc_shared(l).unwrap();
+    // SAFETY: as above.
+    unsafe {
+        a.dealloc_shared(p, l);
+        a.dealloc_shared(q, l);
+        a.dealloc_shared(p, l);
+    }
+}
+
 #[test]
 #[cfg(debug_assertions)]
 #[should_panic(expected = "double free")]
@@ -398,4 +443,318 @@ fn cross_thread_frees_under_miri() {
             assert_eq!(n, 2 * rounds);
         });
     });
+}
+
+#[test]
+fn the_thread_cache_is_lifo() {
+    let a = SegregatedFit::new();
+    let l = layout(64, 8);
+    let p = a.alloc(l).unwrap();
+    let q = a.alloc(l).unwrap();
+    // SAFETY: allocated above with `l`; each freed once.
+    unsafe {
+        a.dealloc(p, l);
+        a.dealloc(q, l);
+    }
+    assert_eq!(a.alloc(l).unwrap(), q, "the newest free block comes first");
+    assert_eq!(a.alloc(l).unwrap(), p);
+}
+
+/// Blocks allocated on one thread and freed on another (the producer /
+/// consumer pattern) are reused without growth, through the freeing
+/// thread's cache and its flushes to the queue.
+#[test]
+fn remote_frees_are_reused_without_growth() {
+    let a = SegregatedFit::new();
+    let l = layout(256, 8);
+    let class = SegregatedFit::size_class(256, 8).unwrap();
+    let n = if cfg!(miri) { 40 } else { 4000 };
+    let rounds = if cfg!(miri) { 2 } else { 10 };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<usize>(64);
+    let mut spans_after_first = 0;
+    std::thread::scope(|s| {
+        let consumer = s.spawn(|| {
+            for addr in rx {
+                let p = NonNull::new(addr as *mut u8).unwrap();
+                // SAFETY: the producer allocated it with `l` and gave it up.
+                unsafe { a.dealloc(p, l) };
+            }
+        });
+        for round in 0..rounds {
+            for i in 0..n {
+                let p = a.alloc(l).unwrap();
+                // SAFETY: ours, 256 bytes.
+                unsafe { p.as_ptr().write_bytes((i % 251) as u8, 256) };
+                tx.send(p.as_ptr() as usize).unwrap();
+            }
+            if round == 0 {
+                spans_after_first = a.span_count(class);
+            }
+        }
+        drop(tx);
+        consumer.join().unwrap();
+    });
+    let spans = a.span_count(class);
+    assert!(
+        spans <= spans_after_first + 2,
+        "{spans} spans after {rounds} rounds, {spans_after_first} after the first"
+    );
+}
+
+/// A thread's exit flushes its cache to the queue: nothing stays cached,
+/// and another thread gets the blocks without growth.
+#[test]
+fn thread_exit_flushes_the_cache() {
+    let a = SegregatedFit::new();
+    let l = layout(96, 8);
+    let class = SegregatedFit::size_class(96, 8).unwrap();
+    let i = class.index();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let v: Vec<_> = (0..10).map(|_| a.alloc(l).unwrap()).collect();
+            for p in v {
+                // SAFETY: allocated above with `l`.
+                unsafe { a.dealloc(p, l) };
+            }
+            let st = a.stats();
+            assert!(st.classes[i].cached >= 10, "{:?}", st.classes[i]);
+            assert_eq!(st.classes[i].in_use, 0);
+        })
+        .join()
+        .unwrap();
+    });
+    let st = a.stats();
+    assert_eq!(
+        st.classes[i].cached, 0,
+        "the exited thread's cache was flushed"
+    );
+    assert_eq!(st.classes[i].in_use, 0);
+    assert_eq!(st.classes[i].free, st.classes[i].blocks);
+    let spans = a.span_count(class);
+    let all: Vec<_> = (0..st.classes[i].blocks)
+        .map(|_| a.alloc(l).unwrap())
+        .collect();
+    assert_eq!(
+        a.span_count(class),
+        spans,
+        "every flushed block is reusable"
+    );
+    assert_eq!(a.stats().classes[i].in_use, all.len());
+}
+
+/// Dropping an allocator whose blocks sit in another (live) thread's cache
+/// makes that cache forget them; the thread goes on with another allocator
+/// and exits cleanly.
+#[test]
+fn dropping_an_allocator_clears_other_threads_caches() {
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let first = Box::new(SegregatedFit::new());
+    let addr = &*first as *const SegregatedFit as usize;
+    let t = std::thread::spawn(move || {
+        // SAFETY: `first` is alive until this thread says it is ready.
+        let a = unsafe { &*(addr as *const SegregatedFit) };
+        let l = layout(32, 8);
+        let v: Vec<_> = (0..5).map(|_| a.alloc(l).unwrap()).collect();
+        for p in v {
+            // SAFETY: allocated above with `l`.
+            unsafe { a.dealloc(p, l) };
+        }
+        ready_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        // `first` is gone: another allocator works on this thread.
+        let b = SegregatedFit::new();
+        let p = b.alloc(l).unwrap();
+        assert!(b.owns(p, l));
+        // SAFETY: allocated above with `l`.
+        unsafe { b.dealloc(p, l) };
+        let c = b.stats().classes[SegregatedFit::size_class(32, 8).unwrap().index()];
+        assert!(c.cached >= 1 && c.in_use == 0, "{c:?}");
+    });
+    ready_rx.recv().unwrap();
+    drop(first);
+    go_tx.send(()).unwrap();
+    t.join().unwrap();
+}
+
+/// One thread alternating between two allocators: each switch hands the
+/// cache over; every block goes back to its own allocator.
+#[test]
+fn one_thread_two_allocators() {
+    let a = SegregatedFit::new();
+    let b = SegregatedFit::new();
+    let l = layout(128, 8);
+    let class = SegregatedFit::size_class(128, 8).unwrap();
+    for _ in 0..if cfg!(miri) { 3 } else { 200 } {
+        let p = a.alloc(l).unwrap();
+        let q = b.alloc(l).unwrap();
+        assert!(a.owns(p, l) && b.owns(q, l));
+        // SAFETY: each allocated just above with `l` by its allocator.
+        unsafe {
+            a.dealloc(p, l);
+            b.dealloc(q, l);
+        }
+    }
+    assert_eq!(a.span_count(class), 1);
+    assert_eq!(b.span_count(class), 1);
+    assert_eq!(a.stats().classes[class.index()].in_use, 0);
+    assert_eq!(b.stats().classes[class.index()].in_use, 0);
+}
+
+#[test]
+fn stats_count_spans_free_cached_and_in_use() {
+    let a = SegregatedFit::new();
+    let l = layout(200, 8);
+    let class = SegregatedFit::size_class(200, 8).unwrap();
+    let i = class.index();
+    let empty = a.stats();
+    assert_eq!(
+        empty.classes[i],
+        allocasm::segregated::ClassStats {
+            block_size: class.block_size(),
+            ..Default::default()
+        }
+    );
+    let live: Vec<_> = (0..50).map(|_| a.alloc(l).unwrap()).collect();
+    let st = a.stats();
+    let c = st.classes[i];
+    assert_eq!(c.block_size, 208);
+    assert_eq!(c.spans, 1);
+    assert_eq!(c.blocks, SegregatedFit::blocks_per_span(class));
+    assert_eq!(c.in_use, 50);
+    assert_eq!(c.bytes_in_use, 50 * 208);
+    assert_eq!(c.free + c.cached + c.in_use, c.blocks);
+    assert_eq!(st.bytes_in_use(), 50 * 208);
+    assert_eq!(st.span_bytes, SegregatedFit::span_len(class));
+    let big = a.alloc(layout(1 << 20, 8)).unwrap();
+    let st = a.stats();
+    assert_eq!(st.large_blocks, 1);
+    assert!(st.large_bytes >= 1 << 20);
+    // SAFETY: allocated above with these layouts.
+    unsafe {
+        a.dealloc(big, layout(1 << 20, 8));
+        for p in live {
+            a.dealloc(p, l);
+        }
+    }
+    let st = a.stats();
+    assert_eq!((st.large_blocks, st.large_bytes), (0, 0));
+    assert_eq!(st.classes[i].in_use, 0);
+    assert_eq!(
+        st.classes[i].free + st.classes[i].cached,
+        st.classes[i].blocks
+    );
+}
+
+/// `trim` purges the pages of spans all of whose blocks are free, keeps
+/// those with a live block, and growth reuses trimmed spans before it
+/// carves new ones.
+#[test]
+fn trim_gives_empty_spans_back_and_growth_reuses_them() {
+    let a = SegregatedFit::new();
+    let l = layout(1024, 8);
+    let class = SegregatedFit::size_class(1024, 8).unwrap();
+    let i = class.index();
+    let per = SegregatedFit::blocks_per_span(class);
+    let live: Vec<_> = (0..3 * per).map(|_| a.alloc(l).unwrap()).collect();
+    assert_eq!(a.span_count(class), 3);
+    // `live[0]` stays live: its span is not empty.
+    for &p in &live[1..] {
+        // SAFETY: allocated above with `l`.
+        unsafe { a.dealloc(p, l) };
+    }
+    let purged = a.trim();
+    let page = PageAllocator::new().page_size();
+    assert_eq!(
+        purged,
+        2 * (SegregatedFit::span_len(class) - page),
+        "two empty spans purged, all but their header page"
+    );
+    let st = a.stats();
+    assert_eq!((st.classes[i].spans, st.classes[i].trimmed_spans), (3, 2));
+    assert_eq!(st.classes[i].blocks, per);
+    assert_eq!(st.classes[i].in_use, 1);
+    assert_eq!(
+        st.classes[i].free,
+        per - 1,
+        "the kept span's other blocks stay free"
+    );
+    assert_eq!(a.trim(), 0, "nothing left to trim");
+    // Growth takes the trimmed spans back before carving a new one.
+    let again: Vec<_> = (0..3 * per - 1).map(|_| a.alloc(l).unwrap()).collect();
+    assert_eq!(a.span_count(class), 3);
+    assert_eq!(a.stats().classes[i].trimmed_spans, 0);
+    for (k, &p) in again.iter().enumerate() {
+        // SAFETY: ours; purged pages read back as what we write.
+        unsafe { p.as_ptr().write_bytes(k as u8, 1024) };
+    }
+    for (k, &p) in again.iter().enumerate() {
+        // SAFETY: as above.
+        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), 1024) };
+        assert!(bytes.iter().all(|&b| b == k as u8));
+    }
+}
+
+#[test]
+fn alloc_zeroed_zeroes_reused_blocks() {
+    let a = SegregatedFit::new();
+    let l = layout(300, 8);
+    let p = a.alloc(l).unwrap();
+    // SAFETY: ours, 300 bytes; freed with `l`.
+    unsafe {
+        p.as_ptr().write_bytes(0xAB, 300);
+        a.dealloc(p, l);
+    }
+    let q = a.alloc_zeroed(l).unwrap();
+    assert_eq!(q, p, "the same block comes back (LIFO)");
+    // SAFETY: ours.
+    let bytes = unsafe { std::slice::from_raw_parts(q.as_ptr(), 300) };
+    assert!(bytes.iter().all(|&b| b == 0));
+    let n = if cfg!(miri) { 1 << 17 } else { 3 << 20 };
+    let big = layout(n, 8);
+    // SAFETY: GlobalAlloc with a non-zero size; freed with its layout.
+    unsafe {
+        let z = GlobalAlloc::alloc_zeroed(&a, big);
+        assert!(!z.is_null());
+        assert!(std::slice::from_raw_parts(z, n).iter().all(|&b| b == 0));
+        GlobalAlloc::dealloc(&a, z, big);
+    }
+}
+
+/// Large blocks are page-aligned, grow in place within their mapping's
+/// slack, and (on Linux) by `mremap` past it, keeping their contents.
+#[test]
+fn large_blocks_are_page_aligned_and_grow_without_copying() {
+    let a = SegregatedFit::new();
+    let page = PageAllocator::new().page_size();
+    let l = layout(100_000, 8);
+    // SAFETY: GlobalAlloc calls with non-zero sizes; every pointer is used
+    // within its size and freed with its last layout.
+    unsafe {
+        let p = GlobalAlloc::alloc(&a, l);
+        assert_eq!(p as usize % page, 0, "large blocks are page-aligned");
+        p.write_bytes(5, 100_000);
+        // The mapping is rounded to the granularity: a little more fits.
+        let q = GlobalAlloc::realloc(&a, p, l, 100_100);
+        assert_eq!(q, p, "growth within the mapping's slack stays in place");
+        assert!(a.owns(NonNull::new(q).unwrap(), layout(100_100, 8)));
+        let big = if cfg!(miri) { 1 << 20 } else { 50 << 20 };
+        let r = GlobalAlloc::realloc(&a, q, layout(100_100, 8), big);
+        assert!(!r.is_null());
+        assert!(
+            std::slice::from_raw_parts(r, 100_000)
+                .iter()
+                .all(|&b| b == 5)
+        );
+        r.add(big - 1).write(1);
+        let s = GlobalAlloc::realloc(&a, r, layout(big, 8), 70_000);
+        assert_eq!(s, r, "shrinking stays in place");
+        assert!(
+            std::slice::from_raw_parts(s, 70_000)
+                .iter()
+                .all(|&b| b == 5)
+        );
+        GlobalAlloc::dealloc(&a, s, layout(70_000, 8));
+    }
+    assert_eq!(a.stats().large_blocks, 0);
 }

@@ -1,0 +1,482 @@
+//! Per-thread caches in front of the class queues of
+//! [`SegregatedFit`](super::SegregatedFit).
+//!
+//! **Contract.** Each thread has one cache, in a `const`-initialised
+//! thread-local without `Drop` (so its accesses carry no lazy-registration
+//! check and never allocate). The cache serves one allocator at a time, its
+//! *owner* (the allocator's heap address): per size class a LIFO free list
+//! threaded through the blocks' first words, up to [`cap`] blocks. A hit
+//! (alloc from a non-empty list, free into a list below its cap) is a
+//! compare of the owner and a few plain loads and stores: no atomic
+//! read-modify-write, no lock, no call. (The list heads and counts are
+//! atomics written with `Relaxed` loads and stores, plain moves, so that
+//! `stats` and an allocator's drop may read and clear them from another
+//! thread under the registry lock.)
+//!
+//! **Misses.** An empty list refills with up to `cap / 2` blocks taken from
+//! the class queue with one compare-exchange (`ClassQueue::pop_batch`); a
+//! full list flushes `cap / 2` blocks to the queue with one publish (the
+//! queue's batch push). A block freed on another thread than the one that
+//! allocated it simply joins the freeing thread's list: no lock, no remote
+//! queue; it goes back to the shared queue with that thread's next flush.
+//!
+//! **Ownership and lifetime.** A thread's first use of a cache (and any use
+//! with another allocator than the owner) takes the global registry lock
+//! (a spin lock: never allocates): the cache is linked into the registry,
+//! its lists are flushed to the previous owner, and the owner changes. The
+//! thread-exit hook is armed at registration *without allocating*: a
+//! `pthread_key_create` destructor on Unix (`pthread_setspecific` stores the
+//! cache's address), a fiber-local-storage callback (`FlsAlloc`) on Windows;
+//! std's `thread_local!` destructors are not used because on some targets
+//! their registration pushes onto a heap-allocated list, which would
+//! re-enter the allocator while it is installed as `#[global_allocator]`. At
+//! thread exit the hook flushes every list to the owner, unlinks the cache,
+//! and marks it dead: later allocations on that thread (other destructors)
+//! go straight to the class queues. Dropping an allocator clears, under the
+//! registry lock, the lists of every cache it owns (their blocks die with
+//! it). Where no hook can be armed (targets other than Unix and Windows),
+//! caches stay off and every operation goes to the queues.
+//!
+//! **Costs.** Per thread: [`ThreadCache`] (1.4 KiB) plus up to `cap` blocks
+//! per class (about 16 KiB of blocks per class at most, 2..=128 blocks).
+//! Blocks in caches are neither free in the queue nor in use: `stats`
+//! reports them separately; `trim` cannot give back a span one of whose
+//! blocks sits in another thread's cache.
+
+use core::ptr::{self, NonNull};
+
+use super::Heap;
+use super::class::{CLASS_COUNT, SizeClass};
+use super::lock::SpinLock;
+use super::queue::link;
+use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+
+/// The owner value of a cache that serves no allocator.
+const NO_OWNER: usize = usize::MAX;
+
+/// Cache states.
+const UNREGISTERED: usize = 0;
+const LIVE: usize = 1;
+const DEAD: usize = 2;
+
+/// The most blocks a thread caches per class: about 16 KiB of blocks,
+/// between 2 and 128.
+const CAPS: [u32; CLASS_COUNT] = {
+    let mut caps = [0u32; CLASS_COUNT];
+    let mut i = 0;
+    while i < CLASS_COUNT {
+        let size = match SizeClass::from_index(i) {
+            Some(c) => c.block_size(),
+            None => 1,
+        };
+        let cap = (16 * 1024) / size;
+        caps[i] = if cap < 2 {
+            2
+        } else if cap > 128 {
+            128
+        } else {
+            cap as u32
+        };
+        i += 1;
+    }
+    caps
+};
+
+/// How many blocks of class `index` a thread caches at most.
+#[inline(always)]
+pub(crate) fn cap(index: usize) -> u32 {
+    CAPS[index]
+}
+
+/// How many blocks a refill takes and a flush gives back.
+#[inline(always)]
+pub(crate) fn batch(index: usize) -> usize {
+    (CAPS[index] / 2) as usize
+}
+
+/// One class's LIFO list.
+#[derive(Debug)]
+struct Bin {
+    head: AtomicPtr<u8>,
+    count: AtomicU32,
+}
+
+/// One thread's cache. See the [module docs](self).
+#[derive(Debug)]
+pub(crate) struct ThreadCache {
+    /// The owning heap's address, or `NO_OWNER`.
+    owner: AtomicUsize,
+    /// `UNREGISTERED`, `LIVE` or `DEAD`.
+    state: AtomicUsize,
+    /// Registry links (under the registry lock).
+    prev: AtomicPtr<ThreadCache>,
+    next: AtomicPtr<ThreadCache>,
+    bins: [Bin; CLASS_COUNT],
+}
+
+impl ThreadCache {
+    const fn new() -> Self {
+        ThreadCache {
+            owner: AtomicUsize::new(NO_OWNER),
+            state: AtomicUsize::new(UNREGISTERED),
+            prev: AtomicPtr::new(ptr::null_mut()),
+            next: AtomicPtr::new(ptr::null_mut()),
+            bins: [const {
+                Bin {
+                    head: AtomicPtr::new(ptr::null_mut()),
+                    count: AtomicU32::new(0),
+                }
+            }; CLASS_COUNT],
+        }
+    }
+
+    #[inline(always)]
+    fn bin(&self, index: usize) -> &Bin {
+        debug_assert!(index < CLASS_COUNT);
+        // SAFETY: `index` comes from a `SizeClass`, always below COUNT.
+        unsafe { self.bins.get_unchecked(index) }
+    }
+
+    /// The hit path of `alloc`: the newest block of the class's list, if the
+    /// cache serves `heap` and the list is not empty.
+    #[inline(always)]
+    fn pop(&self, heap: usize, index: usize) -> Option<NonNull<u8>> {
+        if self.owner.load(Ordering::Relaxed) != heap {
+            return None;
+        }
+        let bin = self.bin(index);
+        let block = NonNull::new(bin.head.load(Ordering::Relaxed))?;
+        // SAFETY: a block in our list: ours, mapped, its first word the link
+        // we (or the refill) wrote.
+        let next = unsafe { link(block) }.load(Ordering::Relaxed);
+        bin.head.store(next, Ordering::Relaxed);
+        bin.count
+            .store(bin.count.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
+        Some(block)
+    }
+
+    /// The hit path of `dealloc`: pushes `block` onto the class's list if
+    /// the cache serves `heap` and the list is below its cap.
+    #[inline(always)]
+    fn push(&self, heap: usize, index: usize, block: NonNull<u8>) -> bool {
+        if self.owner.load(Ordering::Relaxed) != heap {
+            return false;
+        }
+        let bin = self.bin(index);
+        let n = bin.count.load(Ordering::Relaxed);
+        if n >= cap(index) {
+            return false;
+        }
+        // SAFETY: the caller gives us the block: ours, mapped, 8 bytes.
+        unsafe { link(block) }.store(bin.head.load(Ordering::Relaxed), Ordering::Relaxed);
+        bin.head.store(block.as_ptr(), Ordering::Relaxed);
+        bin.count.store(n + 1, Ordering::Relaxed);
+        true
+    }
+}
+
+std::thread_local! {
+    static CACHE: ThreadCache = const { ThreadCache::new() };
+}
+
+/// The registry of live caches (a doubly linked list through the caches).
+static REGISTRY: SpinLock = SpinLock::new();
+static HEAD: AtomicPtr<ThreadCache> = AtomicPtr::new(ptr::null_mut());
+
+/// The cache hit path of `alloc` for the heap at `heap`.
+#[inline(always)]
+pub(crate) fn try_pop(heap: usize, index: usize) -> Option<NonNull<u8>> {
+    CACHE.with(|t| t.pop(heap, index))
+}
+
+/// The cache hit path of `dealloc`; `false` means "take the slow path".
+#[inline(always)]
+pub(crate) fn try_push(heap: usize, index: usize, block: NonNull<u8>) -> bool {
+    CACHE.with(|t| t.push(heap, index, block))
+}
+
+/// The alloc miss: bind the cache to `heap` if needed, then refill the
+/// class's list from the queue and return one block. `Ok(None)`: no cache
+/// on this thread (dead, or no exit hook), use the queue.
+#[inline(never)]
+pub(crate) fn refill(
+    heap: &Heap,
+    class: SizeClass,
+) -> Result<Option<NonNull<u8>>, crate::AllocError> {
+    CACHE.with(|t| {
+        if !bind(t, heap) {
+            return Ok(None);
+        }
+        let index = class.index();
+        let bin = t.bin(index);
+        if let Some(p) = t.pop(heap.addr(), index) {
+            // Binding kept a list (the cache already served this heap).
+            return Ok(Some(p));
+        }
+        let (first, last, n) = heap.take(class, batch(index))?;
+        if n > 1 {
+            // SAFETY: the run is ours; `first`'s link names its second block.
+            let second = unsafe { link(first) }.load(Ordering::Relaxed);
+            // SAFETY: as above; terminate the list at `last`.
+            unsafe { link(last) }.store(ptr::null_mut(), Ordering::Relaxed);
+            bin.head.store(second, Ordering::Relaxed);
+            bin.count.store((n - 1) as u32, Ordering::Relaxed);
+        }
+        Ok(Some(first))
+    })
+}
+
+/// The dealloc miss: bind the cache to `heap` if needed, flush half of a
+/// full list to the queue, then keep `block`. `false`: no cache on this
+/// thread, use the queue.
+#[inline(never)]
+pub(crate) fn flush_and_push(heap: &Heap, class: SizeClass, block: NonNull<u8>) -> bool {
+    CACHE.with(|t| {
+        if !bind(t, heap) {
+            return false;
+        }
+        let index = class.index();
+        if t.push(heap.addr(), index, block) {
+            return true;
+        }
+        flush_bin(t, heap, index, batch(index));
+        let pushed = t.push(heap.addr(), index, block);
+        debug_assert!(pushed);
+        pushed
+    })
+}
+
+/// Moves the newest `n` blocks (or all, if fewer) of list `index` to the
+/// heap's queue with one publish.
+fn flush_bin(t: &ThreadCache, heap: &Heap, index: usize, n: usize) {
+    let bin = t.bin(index);
+    let Some(first) = NonNull::new(bin.head.load(Ordering::Relaxed)) else {
+        return;
+    };
+    let mut last = first;
+    let mut k = 1;
+    loop {
+        // SAFETY: blocks of our list.
+        let next = unsafe { link(last) }.load(Ordering::Relaxed);
+        match NonNull::new(next) {
+            Some(b) if k < n => {
+                last = b;
+                k += 1;
+            }
+            _ => {
+                bin.head.store(next, Ordering::Relaxed);
+                break;
+            }
+        }
+    }
+    bin.count.store(
+        bin.count.load(Ordering::Relaxed) - k as u32,
+        Ordering::Relaxed,
+    );
+    let class = SizeClass::from_index(index).expect("class index");
+    // SAFETY: a chain of `k` blocks of this class of `heap`, ours, linked
+    // through their first words.
+    unsafe { heap.give(class, first, last, k) };
+}
+
+/// Flushes every list of `t` to `heap`.
+fn flush_all(t: &ThreadCache, heap: &Heap) {
+    for index in 0..CLASS_COUNT {
+        flush_bin(t, heap, index, usize::MAX);
+    }
+}
+
+/// Makes `t` serve `heap`: registers it (arming the exit hook) on first
+/// use, flushes it to its previous owner. `false` if the cache is dead or
+/// cannot be registered.
+fn bind(t: &ThreadCache, heap: &Heap) -> bool {
+    if t.owner.load(Ordering::Relaxed) == heap.addr() {
+        return true;
+    }
+    let _guard = REGISTRY.lock();
+    match t.state.load(Ordering::Relaxed) {
+        DEAD => return false,
+        UNREGISTERED => {
+            if !arm_exit_hook(t) {
+                t.state.store(DEAD, Ordering::Relaxed);
+                return false;
+            }
+            let me = ptr::from_ref(t).cast_mut();
+            let head = HEAD.load(Ordering::Relaxed);
+            t.next.store(head, Ordering::Relaxed);
+            t.prev.store(ptr::null_mut(), Ordering::Relaxed);
+            // SAFETY: registered caches stay valid until their thread's exit
+            // hook unlinks them, under this lock.
+            if let Some(h) = unsafe { head.as_ref() } {
+                h.prev.store(me, Ordering::Relaxed);
+            }
+            HEAD.store(me, Ordering::Relaxed);
+            t.state.store(LIVE, Ordering::Relaxed);
+        }
+        _ => {}
+    }
+    let old = t.owner.load(Ordering::Relaxed);
+    if old != NO_OWNER {
+        // SAFETY: a cache's owner is a live heap: an allocator's drop resets
+        // the owner of every cache it owns under this lock, which we hold.
+        let old = unsafe { &*ptr::with_exposed_provenance::<Heap>(old) };
+        flush_all(t, old);
+    }
+    t.owner.store(heap.addr(), Ordering::Relaxed);
+    true
+}
+
+/// The thread-exit hook: flush to the owner, unlink, mark dead.
+///
+/// # Safety
+///
+/// `t` is the exiting thread's registered cache.
+unsafe fn on_exit(t: *const ThreadCache) {
+    // SAFETY: the hook's value is the registered cache of this thread,
+    // still valid (thread-locals without `Drop` live until the thread is
+    // gone, after every exit hook).
+    let t = unsafe { &*t };
+    let _guard = REGISTRY.lock();
+    let old = t.owner.load(Ordering::Relaxed);
+    if old != NO_OWNER {
+        // SAFETY: as in `bind`.
+        let old = unsafe { &*ptr::with_exposed_provenance::<Heap>(old) };
+        flush_all(t, old);
+    }
+    t.owner.store(NO_OWNER, Ordering::Relaxed);
+    if t.state.load(Ordering::Relaxed) == LIVE {
+        let prev = t.prev.load(Ordering::Relaxed);
+        let next = t.next.load(Ordering::Relaxed);
+        // SAFETY: registered neighbours, valid under the lock.
+        unsafe {
+            match prev.as_ref() {
+                Some(p) => p.next.store(next, Ordering::Relaxed),
+                None => HEAD.store(next, Ordering::Relaxed),
+            }
+            if let Some(n) = next.as_ref() {
+                n.prev.store(prev, Ordering::Relaxed);
+            }
+        }
+    }
+    t.state.store(DEAD, Ordering::Relaxed);
+}
+
+/// Calls `f` on every registered cache, under the registry lock.
+fn for_each(mut f: impl FnMut(&ThreadCache)) {
+    let _guard = REGISTRY.lock();
+    let mut c = HEAD.load(Ordering::Relaxed);
+    // SAFETY: registered caches are valid under the lock.
+    while let Some(t) = unsafe { c.as_ref() } {
+        f(t);
+        c = t.next.load(Ordering::Relaxed);
+    }
+}
+
+/// The allocator at `heap` is being dropped: every cache it owns forgets
+/// its lists (their blocks die with the heap) and its owner.
+pub(crate) fn forget(heap: usize) {
+    for_each(|t| {
+        if t.owner.load(Ordering::Relaxed) == heap {
+            for bin in &t.bins {
+                bin.head.store(ptr::null_mut(), Ordering::Relaxed);
+                bin.count.store(0, Ordering::Relaxed);
+            }
+            t.owner.store(NO_OWNER, Ordering::Relaxed);
+        }
+    });
+}
+
+/// Adds the cached blocks of `heap` per class to `counts`.
+pub(crate) fn cached(heap: usize, counts: &mut [usize; CLASS_COUNT]) {
+    for_each(|t| {
+        if t.owner.load(Ordering::Relaxed) == heap {
+            for (n, bin) in counts.iter_mut().zip(&t.bins) {
+                *n += bin.count.load(Ordering::Relaxed) as usize;
+            }
+        }
+    });
+}
+
+/// Flushes the calling thread's cache if it serves `heap` (for `trim`).
+pub(crate) fn flush_current(heap: &Heap) {
+    CACHE.with(|t| {
+        if t.owner.load(Ordering::Relaxed) == heap.addr() {
+            let _guard = REGISTRY.lock();
+            flush_all(t, heap);
+        }
+    });
+}
+
+#[cfg(unix)]
+fn arm_exit_hook(t: &ThreadCache) -> bool {
+    use core::ffi::c_void;
+
+    /// The key, plus one (0: not created yet; `usize::MAX`: creation failed).
+    static KEY: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn dtor(p: *mut c_void) {
+        // SAFETY: the key's value is the cache `arm_exit_hook` stored.
+        unsafe { on_exit(p.cast::<ThreadCache>()) }
+    }
+
+    // Under the registry lock: no other thread creates the key meanwhile.
+    let mut key = KEY.load(Ordering::Relaxed);
+    if key == 0 {
+        let mut k: libc::pthread_key_t = 0;
+        // SAFETY: `k` is a valid out-pointer; the destructor is a plain
+        // `extern "C"` function. pthread_key_create does not call malloc.
+        let r = unsafe { libc::pthread_key_create(&mut k, Some(dtor)) };
+        key = if r == 0 { k as usize + 1 } else { usize::MAX };
+        KEY.store(key, Ordering::Relaxed);
+    }
+    if key == usize::MAX {
+        return false;
+    }
+    // SAFETY: a key we created; the value is the cache's address, non-null,
+    // so the destructor runs at thread exit.
+    let r = unsafe {
+        libc::pthread_setspecific(
+            (key - 1) as libc::pthread_key_t,
+            ptr::from_ref(t).cast::<c_void>(),
+        )
+    };
+    r == 0
+}
+
+#[cfg(windows)]
+fn arm_exit_hook(t: &ThreadCache) -> bool {
+    use core::ffi::c_void;
+    use windows_sys::Win32::System::Threading::{FLS_OUT_OF_INDEXES, FlsAlloc, FlsSetValue};
+
+    /// The FLS index, plus one (0: not allocated yet; `usize::MAX`: failed).
+    static INDEX: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "system" fn callback(p: *const c_void) {
+        if !p.is_null() {
+            // SAFETY: the slot's value is the cache `arm_exit_hook` stored.
+            unsafe { on_exit(p.cast::<ThreadCache>()) }
+        }
+    }
+
+    let mut index = INDEX.load(Ordering::Relaxed);
+    if index == 0 {
+        // SAFETY: registering a callback has no preconditions.
+        let i = unsafe { FlsAlloc(Some(callback)) };
+        index = if i == FLS_OUT_OF_INDEXES {
+            usize::MAX
+        } else {
+            i as usize + 1
+        };
+        INDEX.store(index, Ordering::Relaxed);
+    }
+    if index == usize::MAX {
+        return false;
+    }
+    // SAFETY: an index we allocated; the value is the cache's address.
+    unsafe { FlsSetValue((index - 1) as u32, ptr::from_ref(t).cast::<c_void>()) != 0 }
+}
+
+#[cfg(not(any(unix, windows)))]
+fn arm_exit_hook(_t: &ThreadCache) -> bool {
+    false
+}

@@ -1,0 +1,200 @@
+//! The span region of one [`SegregatedFit`](super::SegregatedFit): where
+//! its size classes' spans come from, and the *handle base* the class
+//! queues name blocks from.
+//!
+//! **64-bit targets.** One reservation of [`REGION_LEN`] (32 GiB of address
+//! space, nothing committed; 64 MiB under Miri), made at the first growth.
+//! Spans are carved from it by a bump under a lock, each aligned to its own
+//! (power-of-two) length and committed on its own, so a block's span is
+//! found by masking its address. The reservation's start is the handle
+//! base: every block lies less than 32 GiB above it, so a queue names a
+//! block with 32 bits and keeps the other 32 of its front word for the
+//! generation. The first span slot stays unused, so no block sits at the
+//! base itself (handle 0 means "none"). On Windows a span is a commit inside
+//! the reservation, page-granular: no 64 KiB allocation granule is stranded
+//! per span, which is what sizing spans to the page size did when each span
+//! was its own reservation.
+//!
+//! **32-bit targets.** Every address fits a handle: the base is 0 and each
+//! span is its own aligned mapping, sized to the allocation granularity of
+//! the base allocator ([`sys::granularity`]), released one by one on drop.
+//!
+//! **Costs.** One lock and one commit per span (64-bit), one mapping per span
+//! (32-bit); the region gives spans back to the OS only when the allocator
+//! is dropped (`trim` purges their pages instead, keeping the addresses).
+
+use core::ptr::NonNull;
+
+use super::lock::SpinLock;
+use crate::sync::{AtomicUsize, Ordering};
+use crate::{AllocError, sys};
+
+/// The address space one allocator reserves for its spans.
+#[cfg(all(target_pointer_width = "64", not(miri)))]
+pub(crate) const REGION_LEN: usize = 1 << 35;
+/// The address space one allocator reserves for its spans (Miri: its
+/// stand-in backs the whole reservation with heap memory).
+#[cfg(all(target_pointer_width = "64", miri))]
+pub(crate) const REGION_LEN: usize = 64 << 20;
+
+/// Where one allocator's spans come from. See the [module docs](self).
+/// Its initial state is all-zero bytes (it lives in the zeroed heap).
+#[derive(Debug)]
+// On 32-bit targets only `carved` is used (each span is its own mapping).
+#[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
+pub(crate) struct Region {
+    /// Serializes the bump (and the reservation).
+    lock: SpinLock,
+    /// The reservation's first byte, 0 until reserved (64-bit).
+    base: AtomicUsize,
+    /// The next free address in the reservation (64-bit).
+    next: AtomicUsize,
+    /// Bytes carved so far.
+    carved: AtomicUsize,
+}
+
+impl Region {
+    /// The handle base of the class queues: the reservation's start (64-bit),
+    /// 0 on 32-bit targets.
+    #[inline(always)]
+    pub(crate) fn base(&self) -> usize {
+        #[cfg(target_pointer_width = "64")]
+        {
+            // ORDERING: Relaxed: the base is written once, before the first
+            // span is carved; any thread holding a block of this allocator
+            // got it through the queue's or the lock's acquire, which orders
+            // it after that write.
+            self.base.load(Ordering::Relaxed)
+        }
+        #[cfg(not(target_pointer_width = "64"))]
+        {
+            0
+        }
+    }
+
+    /// Bytes of spans carved so far.
+    pub(crate) fn carved(&self) -> usize {
+        self.carved.load(Ordering::Relaxed)
+    }
+
+    /// A fresh span of `len` bytes (a power of two, a multiple of the page
+    /// size), aligned to `len`, committed, zeroed.
+    #[cfg(target_pointer_width = "64")]
+    pub(crate) fn carve(&self, len: usize) -> Result<NonNull<u8>, AllocError> {
+        let oom = AllocError::OutOfMemory {
+            requested: len,
+            available: 0,
+        };
+        let _guard = self.lock.lock();
+        let mut base = self.base.load(Ordering::Relaxed);
+        if base == 0 {
+            let len = REGION_LEN.next_multiple_of(sys::granularity());
+            // Exposed: spans are made from addresses in the reservation
+            // (`with_exposed_provenance_mut` below).
+            base = sys::reserve(len)?.as_ptr().expose_provenance();
+            // The first slot stays unused: a block at the base would have
+            // handle 0.
+            self.next.store(base + 1, Ordering::Relaxed);
+            // ORDERING: Release pairs with the Acquire of `contains`; the
+            // queues read it Relaxed (see `base`).
+            self.base.store(base, Ordering::Release);
+        }
+        let next = self.next.load(Ordering::Relaxed);
+        let start = next.next_multiple_of(len);
+        let end = start.checked_add(len).ok_or(oom)?;
+        if end > base + REGION_LEN {
+            return Err(oom);
+        }
+        let span = NonNull::new(core::ptr::with_exposed_provenance_mut::<u8>(start)).ok_or(oom)?;
+        // SAFETY: `start..end` lies inside our reservation (checked above),
+        // page-aligned (len is a page multiple and so is the base), and no
+        // span has been carved there.
+        unsafe { sys::commit(span, len)? };
+        self.next.store(end, Ordering::Relaxed);
+        self.carved.fetch_add(len, Ordering::Relaxed);
+        Ok(span)
+    }
+
+    /// A fresh span of `len` bytes (a power of two, a multiple of the
+    /// granularity), aligned to `len`, committed, zeroed: its own mapping.
+    #[cfg(not(target_pointer_width = "64"))]
+    pub(crate) fn carve(&self, len: usize) -> Result<NonNull<u8>, AllocError> {
+        // Over-reserve by `len`, then keep the aligned part.
+        let total = len.checked_mul(2).ok_or(AllocError::OutOfMemory {
+            requested: len,
+            available: 0,
+        })?;
+        let raw = sys::reserve(total)?;
+        // SAFETY: `raw..raw+total` is the reservation just made.
+        if let Err(e) = unsafe { sys::commit(raw, total) } {
+            // SAFETY: as above; nothing else has seen it.
+            let _ = unsafe { sys::release(raw, total) };
+            return Err(e);
+        }
+        let addr = raw.as_ptr().addr();
+        let start = addr.next_multiple_of(len);
+        let span = raw.with_addr(core::num::NonZeroUsize::new(start).unwrap());
+        // Exposed: span headers and bitmaps are reached from block addresses.
+        let _ = span.as_ptr().expose_provenance();
+        self.trim_mapping(raw, total, span, len);
+        self.carved.fetch_add(len, Ordering::Relaxed);
+        Ok(span)
+    }
+
+    /// Gives back the parts of `raw..raw+total` outside `span..span+len`.
+    #[cfg(all(not(target_pointer_width = "64"), unix))]
+    fn trim_mapping(&self, raw: NonNull<u8>, total: usize, span: NonNull<u8>, len: usize) {
+        let head = span.as_ptr().addr() - raw.as_ptr().addr();
+        let tail = total - head - len;
+        // SAFETY: on Unix a mapping may be unmapped in parts; both pieces are
+        // ours and unused.
+        unsafe {
+            if head > 0 {
+                let _ = sys::release(raw, head);
+            }
+            if tail > 0 {
+                let _ = sys::release(span.add(len), tail);
+            }
+        }
+    }
+
+    /// Where a mapping cannot be released in parts, the slack stays
+    /// reserved (address space only: it is never touched).
+    #[cfg(all(not(target_pointer_width = "64"), not(unix)))]
+    fn trim_mapping(&self, _raw: NonNull<u8>, _total: usize, _span: NonNull<u8>, _len: usize) {}
+
+    /// Releases one span (32-bit: each span is its own mapping; 64-bit: the
+    /// region goes back whole in [`release_all`](Self::release_all)).
+    ///
+    /// # Safety
+    ///
+    /// The span came from [`carve`](Self::carve)`(len)` and nothing uses it.
+    pub(crate) unsafe fn release_span(&self, span: NonNull<u8>, len: usize) {
+        #[cfg(all(not(target_pointer_width = "64"), unix))]
+        {
+            // SAFETY: the caller's span is exactly the part of the mapping
+            // `carve` kept.
+            let _ = unsafe { sys::release(span, len) };
+        }
+        let _ = (span, len);
+    }
+
+    /// Releases the whole reservation (64-bit).
+    ///
+    /// # Safety
+    ///
+    /// Nothing uses any span afterwards, and no other thread uses the region.
+    pub(crate) unsafe fn release_all(&self) {
+        #[cfg(target_pointer_width = "64")]
+        {
+            let base = self.base.swap(0, Ordering::Acquire);
+            if let Some(p) = NonNull::new(core::ptr::with_exposed_provenance_mut::<u8>(base)) {
+                let len = REGION_LEN.next_multiple_of(sys::granularity());
+                // SAFETY: exactly the reservation `carve` made; the caller
+                // guarantees nothing uses it.
+                let r = unsafe { sys::release(p, len) };
+                debug_assert!(r.is_ok(), "release of the span region failed: {r:?}");
+            }
+        }
+    }
+}
