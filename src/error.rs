@@ -45,16 +45,13 @@ pub enum AllocError {
     BadMarker,
     /// A constructor argument or configuration field that the allocator
     /// cannot be built with (a capacity too small to hold one block, a block
-    /// size that is not a power of two, an envelope smaller than the largest
-    /// request, ...).
+    /// size that is not a power of two, a maximum below the minimum, ...).
+    /// What the field must be is documented on the constructor.
     InvalidConfig {
-        /// The argument or field, as the constructor names it
-        /// (`"capacity"`, `"block_size"`, `"max_block"`).
-        field: &'static str,
+        /// The argument or field.
+        field: ConfigField,
         /// The value that was given.
         value: usize,
-        /// What the value must be, in words (`"at least 32"`).
-        expected: &'static str,
     },
     /// A free named a size other than the one the block was allocated with
     /// (for allocators that take the size on free).
@@ -70,6 +67,64 @@ pub enum AllocError {
         code: i32,
     },
 }
+
+/// The constructor argument or configuration field an
+/// [`AllocError::InvalidConfig`] names. A one-byte enum rather than a string,
+/// so that `AllocError` stays three words and every allocation's `Result`
+/// stays as small as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigField {
+    /// A buffer, pool or arena capacity in bytes.
+    Capacity,
+    /// A pool's slot size.
+    SlotSize,
+    /// A pool's slot count.
+    Count,
+    /// `Rewindable`'s first block size.
+    InitialBlock,
+    /// `Rewindable`'s largest block size.
+    MaxBlock,
+    /// A block size (`PackedConfig`, `ThreadCursorConfig`).
+    BlockSize,
+    /// A chunk size (`ThreadCursorConfig`).
+    ChunkSize,
+    /// A block count (`PackedConfig`, `ThreadCursorConfig`).
+    MaxBlocks,
+    /// The largest request (`PackedConfig::max_request`).
+    MaxRequest,
+    /// The most concurrent entrants (`PackedConfig::max_entrants`).
+    MaxEntrants,
+}
+
+impl ConfigField {
+    /// The field's name as the constructor spells it (`"capacity"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ConfigField::Capacity => "capacity",
+            ConfigField::SlotSize => "slot_size",
+            ConfigField::Count => "count",
+            ConfigField::InitialBlock => "initial_block",
+            ConfigField::MaxBlock => "max_block",
+            ConfigField::BlockSize => "block_size",
+            ConfigField::ChunkSize => "chunk_size",
+            ConfigField::MaxBlocks => "max_blocks",
+            ConfigField::MaxRequest => "max_request",
+            ConfigField::MaxEntrants => "max_entrants",
+        }
+    }
+}
+
+impl fmt::Display for ConfigField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+// Three words, as before the configuration variants: every allocator's
+// `Result<NonNull<u8>, AllocError>` keeps its size (and its probes their
+// stack frames).
+const _: () = assert!(core::mem::size_of::<AllocError>() <= 3 * core::mem::size_of::<usize>());
 
 impl fmt::Display for AllocError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -94,14 +149,9 @@ impl fmt::Display for AllocError {
             AllocError::ForeignPointer => f.write_str("pointer was not allocated here"),
             AllocError::DoubleFree => f.write_str("block freed twice"),
             AllocError::BadMarker => f.write_str("marker or handle is not valid here"),
-            AllocError::InvalidConfig {
-                field,
-                value,
-                expected,
-            } => write!(
-                f,
-                "invalid configuration: {field} = {value}, must be {expected}"
-            ),
+            AllocError::InvalidConfig { field, value } => {
+                write!(f, "invalid configuration: {field} = {value}")
+            }
             AllocError::SizeMismatch { allocated, freed } => write!(
                 f,
                 "freed with size {freed}, but the block was allocated with size {allocated}"

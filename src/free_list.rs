@@ -138,9 +138,8 @@ impl FreeList<'static> {
     pub fn new(capacity: usize, policy: FitPolicy) -> Result<Self, AllocError> {
         if capacity == 0 {
             return Err(AllocError::InvalidConfig {
-                field: "capacity",
+                field: crate::ConfigField::Capacity,
                 value: 0,
-                expected: "non-zero",
             });
         }
         Ok(FreeList::build(Buffer::owned(capacity)?, policy))

@@ -76,9 +76,8 @@ impl LinearArena<'static> {
     pub fn new(capacity: usize) -> Result<Self, AllocError> {
         if capacity == 0 {
             return Err(AllocError::InvalidConfig {
-                field: "capacity",
+                field: crate::ConfigField::Capacity,
                 value: 0,
-                expected: "non-zero",
             });
         }
         Ok(LinearArena {

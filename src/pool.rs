@@ -93,9 +93,8 @@ fn slot_geometry(slot_size: usize, slot_align: usize) -> Result<(usize, usize), 
     crate::check_align(slot_align)?;
     if slot_size == 0 {
         return Err(AllocError::InvalidConfig {
-            field: "slot_size",
+            field: crate::ConfigField::SlotSize,
             value: 0,
-            expected: "non-zero",
         });
     }
     let align = slot_align.max(align_of::<*mut u8>());
@@ -115,9 +114,8 @@ impl Pool<'static> {
         let (size, align) = slot_geometry(slot_size, slot_align)?;
         if count == 0 {
             return Err(AllocError::InvalidConfig {
-                field: "count",
+                field: crate::ConfigField::Count,
                 value: 0,
-                expected: "non-zero",
             });
         }
         let len = size.checked_mul(count).ok_or(AllocError::TooLarge {

@@ -209,16 +209,14 @@ impl Rewindable {
     pub fn new(initial_block: usize, max_block: usize) -> Result<Self, AllocError> {
         if initial_block == 0 {
             return Err(AllocError::InvalidConfig {
-                field: "initial_block",
+                field: crate::ConfigField::InitialBlock,
                 value: 0,
-                expected: "non-zero",
             });
         }
         if max_block < initial_block {
             return Err(AllocError::InvalidConfig {
-                field: "max_block",
+                field: crate::ConfigField::MaxBlock,
                 value: max_block,
-                expected: "at least initial_block",
             });
         }
         if max_block > MAX_CAPACITY {

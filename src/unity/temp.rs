@@ -89,9 +89,8 @@ impl<F: RawAllocator> Temp<F> {
     pub fn new(capacity: usize, fallback: F) -> Result<Self, AllocError> {
         if capacity < Self::MIN_ALIGN {
             return Err(AllocError::InvalidConfig {
-                field: "capacity",
+                field: crate::ConfigField::Capacity,
                 value: capacity,
-                expected: "at least 64 bytes",
             });
         }
         let capacity = capacity & !(Self::MIN_ALIGN - 1);

@@ -251,9 +251,8 @@ impl TempJob {
     pub fn new(capacity: usize) -> Result<Self, AllocError> {
         if capacity < 2 * RECORD {
             return Err(AllocError::InvalidConfig {
-                field: "capacity",
+                field: crate::ConfigField::Capacity,
                 value: capacity,
-                expected: "at least 32 bytes",
             });
         }
         let capacity = capacity & !(Self::MIN_ALIGN - 1);

@@ -825,7 +825,7 @@ mod bad_input {
             "LinearArena::new(0)",
             LinearArena::new(0),
             AllocError::InvalidConfig {
-                field: "capacity",
+                field: allocasm::ConfigField::Capacity,
                 value: 0,
                 ..
             }
@@ -835,7 +835,7 @@ mod bad_input {
             "StackAllocator::new(0)",
             StackAllocator::new(0),
             AllocError::InvalidConfig {
-                field: "capacity",
+                field: allocasm::ConfigField::Capacity,
                 value: 0,
                 ..
             }
@@ -845,7 +845,7 @@ mod bad_input {
             "FrameAllocator::<2>::new(0)",
             FrameAllocator::<2>::new(0),
             AllocError::InvalidConfig {
-                field: "capacity",
+                field: allocasm::ConfigField::Capacity,
                 value: 0,
                 ..
             }
@@ -855,7 +855,7 @@ mod bad_input {
             "FreeList::new(0)",
             FreeList::new(0, FitPolicy::FirstFit),
             AllocError::InvalidConfig {
-                field: "capacity",
+                field: allocasm::ConfigField::Capacity,
                 value: 0,
                 ..
             }
@@ -865,7 +865,7 @@ mod bad_input {
             "Pool::new(0, 8, 4)",
             Pool::new(0, 8, 4),
             AllocError::InvalidConfig {
-                field: "slot_size",
+                field: allocasm::ConfigField::SlotSize,
                 value: 0,
                 ..
             }
@@ -887,7 +887,7 @@ mod bad_input {
             "Pool::new(8, 8, 0)",
             Pool::new(8, 8, 0),
             AllocError::InvalidConfig {
-                field: "count",
+                field: allocasm::ConfigField::Count,
                 value: 0,
                 ..
             }
@@ -930,7 +930,7 @@ mod bad_input {
             "Temp::new(0)",
             Temp::new(0, &job),
             AllocError::InvalidConfig {
-                field: "capacity",
+                field: allocasm::ConfigField::Capacity,
                 value: 0,
                 ..
             }
@@ -940,7 +940,7 @@ mod bad_input {
             "Temp::new(63)",
             Temp::new(63, &job),
             AllocError::InvalidConfig {
-                field: "capacity",
+                field: allocasm::ConfigField::Capacity,
                 value: 63,
                 ..
             }
@@ -958,7 +958,7 @@ mod bad_input {
             "TempJob::new(0)",
             TempJob::new(0),
             AllocError::InvalidConfig {
-                field: "capacity",
+                field: allocasm::ConfigField::Capacity,
                 value: 0,
                 ..
             }
@@ -968,7 +968,7 @@ mod bad_input {
             "TempJob::new(31)",
             TempJob::new(31),
             AllocError::InvalidConfig {
-                field: "capacity",
+                field: allocasm::ConfigField::Capacity,
                 value: 31,
                 ..
             }
@@ -987,7 +987,7 @@ mod bad_input {
             "Rewindable::new(0, 4096)",
             Rewindable::new(0, 4096),
             AllocError::InvalidConfig {
-                field: "initial_block",
+                field: allocasm::ConfigField::InitialBlock,
                 value: 0,
                 ..
             }
@@ -997,7 +997,7 @@ mod bad_input {
             "Rewindable::new(8192, 4096)",
             Rewindable::new(8192, 4096),
             AllocError::InvalidConfig {
-                field: "max_block",
+                field: allocasm::ConfigField::MaxBlock,
                 value: 4096,
                 ..
             }

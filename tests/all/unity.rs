@@ -261,7 +261,7 @@ fn temp_bad_input_is_a_clear_error() {
     assert!(matches!(
         Temp::new(63, &job),
         Err(AllocError::InvalidConfig {
-            field: "capacity",
+            field: allocasm::ConfigField::Capacity,
             value: 63,
             ..
         })
@@ -537,7 +537,7 @@ fn tempjob_bad_input_is_a_clear_error() {
     assert!(matches!(
         TempJob::new(16),
         Err(AllocError::InvalidConfig {
-            field: "capacity",
+            field: allocasm::ConfigField::Capacity,
             value: 16,
             ..
         })
@@ -869,14 +869,14 @@ fn rewindable_bad_input_is_a_clear_error() {
     assert!(matches!(
         Rewindable::new(0, 4096),
         Err(AllocError::InvalidConfig {
-            field: "initial_block",
+            field: allocasm::ConfigField::InitialBlock,
             ..
         })
     ));
     assert!(matches!(
         Rewindable::new(8192, 4096),
         Err(AllocError::InvalidConfig {
-            field: "max_block",
+            field: allocasm::ConfigField::MaxBlock,
             value: 4096,
             ..
         })
