@@ -276,6 +276,7 @@ impl TempJob {
         };
         // The pre-check: a full pool refuses before touching the offset, so
         // only threads already past this load can push it beyond `cap`.
+        // ORDERING: Relaxed: a hint only; the `fetch_add` below decides.
         let seen = self.offset.load(Ordering::Relaxed);
         if size > cap || extra > cap {
             return Err(out(seen));
@@ -285,6 +286,11 @@ impl TempJob {
         if need > cap || seen > cap - need {
             return Err(out(seen));
         }
+        // ORDERING: Relaxed. The add only has to hand out disjoint ranges
+        // (its modification order does). Pool bytes are reused only after
+        // `end_frame(&mut self)` stores 0, and `&mut self` already orders
+        // every earlier access (allocations, records, frees) before the
+        // reuse; the records are read only under `&mut self` too.
         let old = self.offset.fetch_add(need, Ordering::Relaxed);
         debug_assert!(
             old.is_multiple_of(Self::MIN_ALIGN),
@@ -451,6 +457,8 @@ impl TempJob {
             _ => {}
         });
         if live == 0 {
+            // ORDERING: Relaxed: under `&mut self`; whatever hands the
+            // allocator to other threads again publishes this store.
             self.offset.store(0, Ordering::Relaxed);
         }
         let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
