@@ -379,12 +379,12 @@ impl ThreadCursorArena {
 
     /// A chunk (or a direct allocation) from the backing arena.
     fn take(&self, size: usize) -> Attempt {
-        // SAFETY (the contract of the relaxed entry point): nothing is ever
-        // freed into the backing arena (frees are no-ops), so none of its
-        // blocks is recycled before `reset`, which takes `&mut self`.
         // ORDERING: Relaxed, as the write-up's refill: a block is only
         // reused after `reset`, and `&mut self` orders every earlier access
         // before it; fresh blocks are published under the capacity lock.
+        // SAFETY: the relaxed entry point's contract holds: nothing is ever
+        // freed into the backing arena (frees are no-ops), so none of its
+        // blocks is recycled before `reset`, which takes `&mut self`.
         unsafe { self.backing.alloc_raw::<RELAXED>(size) }
     }
 
