@@ -12,16 +12,23 @@
 //!
 //! **Fast path** ([`alloc`](PackedArena::alloc)). One compare rejects a
 //! zero or over-large request; the size is aligned up to 16; then ONE
-//! `fetch_add(Relaxed)` on the cursor word, a decode of the word it returned
+//! `fetch_add(Acquire)` on the cursor word ([`alloc_relaxed`](PackedArena::alloc_relaxed):
+//! the write-up's `Relaxed`), a decode of the word it returned
 //! (block index in bits 63..57, size factor in 56..55, position in 54..0,
 //! see [`PackedArena::POSITION_BITS`] and friends), a fit check
 //! `position + size <= block_size << factor`, and
 //! `base + (block << stride_log2) + position`. No loop, no other shared
-//! mutable state: `base`, `block_size` and `stride_log2` are read-only after
-//! construction. One atomic read-modify-write per allocation (`lock xadd` on
-//! x86-64; `ldadd` with LSE or on Apple silicon; `__aarch64_ldadd8_relax`
-//! with outline atomics). [`dealloc`](PackedArena::dealloc) is one
-//! `fetch_sub(Release)` on the block's counter.
+//! mutable state: `base`, `block_size`, `M` and `stride_log2` are read-only
+//! after construction and sit together on the cache line after the
+//! cursor's. One atomic read-modify-write per allocation (`lock xadd` on
+//! x86-64 for every ordering; `ldadda` / `ldadd` / `ldaddal` for Acquire /
+//! Relaxed / SeqCst with LSE or on Apple silicon; `__aarch64_ldadd8_acq`
+//! etc. with outline atomics). The fast and slow paths return an `Attempt`
+//! (the pointer and a one-word refusal) in two registers; the detailed
+//! [`AllocError`] is built by the caller only when it asks for it, so the
+//! hot path has no stack access and no frame (see the probes' listings).
+//! [`dealloc`](PackedArena::dealloc) is one `fetch_sub(Release)` on the
+//! block's counter.
 //!
 //! **Slow path** (`#[cold] #[inline(never)]`). Under the capacity lock: if no
 //! other thread rotated since this thread's failed add, take a free block
@@ -43,18 +50,28 @@
 //! inside `alloc` at once is outside the contract and can corrupt the
 //! cursor**; debug builds count entrants and panic past `C`.
 //!
-//! **Memory ordering.** The fast path is `Relaxed`, as the write-up
-//! specifies. A fresh block is ordered by the commit (a system call) that
-//! precedes its publication. A *recycled* block relies on the address
-//! dependency from the `fetch_add` result to the first access (what C++
-//! calls `consume`), which every supported CPU honours but the Rust memory
-//! model does not recognise; [`alloc_seqcst`](PackedArena::alloc_seqcst) is
-//! the formally synchronising variant (and the suite's contrast).
+//! **Memory ordering.** The safe entry points are free of data races: a
+//! *recycled* block was last written by the threads that freed into it;
+//! their `fetch_sub(Release)`s are acquired (a fence) by the thread whose
+//! free drained the block, which releases the capacity lock; the rotating
+//! thread takes the lock and publishes the block with a release swap of the
+//! cursor; [`alloc`](PackedArena::alloc)'s `Acquire` add reads that swap (or
+//! a later add in its release sequence), so the old owners' accesses happen
+//! before the new owner's (a loom model checks it, and shows the race with
+//! `Relaxed`). The write-up's `Relaxed` add is
+//! [`alloc_relaxed`](PackedArena::alloc_relaxed), `unsafe`, whose caller
+//! guarantees that ordering some other way (for example by never freeing
+//! before `reset`, as [`ThreadCursorArena`](crate::ThreadCursorArena)
+//! does); it relies otherwise on the address dependency (C++'s `consume`),
+//! which CPUs honour but the Rust model does not. On x86-64 all three are
+//! the same `lock xadd`. [`alloc_seqcst`](PackedArena::alloc_seqcst) is
+//! the suite's third contrast.
 //!
-//! **Costs.** 8 bytes of hot state (the cursor, on its own cache line); per
-//! block one padded counter and one capacity word; one reservation of
-//! `max_blocks * stride` bytes of address space (`stride = max(block_size << 3,
-//! page)`), committed block by block. Oversized requests strand the tail of
+//! **Costs.** 8 bytes of hot mutable state (the cursor, on its own cache
+//! line) and one line of read-only state; per block one padded counter and
+//! one capacity word; one reservation of `max_blocks * stride` bytes of
+//! address space (`stride = max(block_size << f, page)`, `f` the smallest
+//! factor whose block holds `M`), committed block by block. Oversized requests strand the tail of
 //! the block they rotate away from; realloc only shrinks in place;
 //! [`owns`](PackedArena::owns) is O(blocks). Failure modes:
 //! [`AllocError::ZeroSize`], [`AllocError::TooLarge`] (`size > M`),
@@ -160,7 +177,7 @@ struct Capacity {
 
 /// The packed-cursor arena: one `AtomicU64` cursor (block index in bits
 /// 63..57, size factor in 56..55, position in 54..0); an allocation is one
-/// relaxed `fetch_add`, a decode and a fit check. Sized frees feed per-block
+/// `fetch_add`, a decode and a fit check. Sized frees feed per-block
 /// counters; a block whose counter reaches zero is recycled or evicted.
 ///
 /// **Ceiling.** At most [`PackedConfig::max_entrants`] (`C`) threads may be
@@ -169,11 +186,15 @@ struct Capacity {
 /// below `P = 2^55` (the limit `L = P - C*M` is [`PackedArena::limit`]).
 /// More entrants can corrupt the cursor; debug builds panic past `C`.
 ///
-/// **Ordering.** The relaxed fast path orders a *recycled* block's reuse
-/// only through the address dependency of the returned word (C++'s
-/// `consume`), which hardware honours but the Rust model does not;
-/// [`alloc_seqcst`](PackedArena::alloc_seqcst) synchronises formally.
-/// [`owns`](PackedArena::owns) is O(blocks). `Send + Sync`.
+/// **Ordering.** [`alloc`](PackedArena::alloc) adds with `Acquire`, which
+/// orders a *recycled* block's previous users before its new one;
+/// [`alloc_relaxed`](PackedArena::alloc_relaxed) is the write-up's relaxed
+/// add under a caller's contract. [`owns`](PackedArena::owns) is
+/// O(blocks). `Send + Sync`.
+///
+/// **Layout** (`repr(C)`, checked by a test): the cursor alone on the
+/// first cache line, the read-only fast-path state on the second, the
+/// capacity lock and everything the slow path writes after them.
 #[repr(C)]
 pub struct PackedArena {
     /// The one hot word: block index, size factor, position (see
