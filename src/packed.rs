@@ -213,15 +213,19 @@ pub struct PackedArena {
     config: PackedConfig,
     /// Bytes reserved at `base`.
     reservation_len: usize,
+    /// `L = P - C*M`: past it, a losing allocation on an exhausted arena
+    /// removes its increment from the cursor. Read-only; only the slow path
+    /// reads it, so it is not on the hot line.
+    limit: u64,
     /// Threads inside `alloc` now (debug builds only), checked against `C`.
     #[cfg(debug_assertions)]
     entrants: AtomicUsize,
 }
 
 /// The read-only hot state of a [`PackedArena`]: everything `alloc` and
-/// `dealloc` read besides the cursor. Nothing writes it after construction
-/// (tests lower `limit` before sharing the arena), so it stays in every
-/// allocating core's cache; the layout test checks it spans one line.
+/// `dealloc` read besides the cursor. Nothing writes it after construction,
+/// so it stays in every allocating core's cache; the layout test checks it
+/// fits one line (32 bytes on 32-bit Arm, where `CachePadded` is 32).
 #[derive(Debug)]
 struct Hot {
     /// Start of the reservation: slot `i` begins at `base + (i << stride_log2)`.
@@ -230,9 +234,6 @@ struct Hot {
     block_size: u64,
     /// `M`, a multiple of 16.
     max_request: usize,
-    /// `L = P - C*M`: past it, a losing allocation on an exhausted arena
-    /// removes its increment from the cursor.
-    limit: u64,
     /// Per slot: allocated bytes minus freed bytes, wrapping. Before the
     /// block is rotated out only subtractions happen (the value is 0 or
     /// "negative"); the rotation adds the final position, after which the
@@ -478,7 +479,6 @@ impl PackedArena {
                 base,
                 block_size: block_size as u64,
                 max_request,
-                limit,
                 counters: (0..max_blocks)
                     .map(|_| CachePadded::new(AtomicU64::new(0)))
                     .collect(),
@@ -498,6 +498,7 @@ impl PackedArena {
                 ..config
             },
             reservation_len,
+            limit,
             #[cfg(debug_assertions)]
             entrants: AtomicUsize::new(0),
         };
@@ -527,7 +528,7 @@ impl PackedArena {
     /// `L = P - C*M`, the position past which a losing allocation on an
     /// exhausted arena removes its increment from the cursor.
     pub fn limit(&self) -> u64 {
-        self.hot.limit
+        self.limit
     }
 
     /// The cursor word, decoded (a racy snapshot under concurrency).
@@ -728,7 +729,7 @@ impl PackedArena {
                         Attempt::ok(self.block_start(slot))
                     }
                     Ok(None) => {
-                        if failed.position + size >= self.hot.limit {
+                        if failed.position + size >= self.limit {
                             self.undo(seen, size);
                         } else {
                             self.settle(&mut cap, failed.block, size.wrapping_neg());
@@ -1186,8 +1187,8 @@ mod tests {
             policy: DrainPolicy::Recycle,
         };
         let mut a = PackedArena::with_config(config).unwrap();
-        assert_eq!(a.hot.limit, P - 4 * 32);
-        a.hot.limit = 96;
+        assert_eq!(a.limit, P - 4 * 32);
+        a.limit = 96;
         a
     }
 
@@ -1209,22 +1210,28 @@ mod tests {
             offset_of!(Hot, base),
             offset_of!(Hot, block_size),
             offset_of!(Hot, max_request),
-            offset_of!(Hot, limit),
             offset_of!(Hot, counters),
             offset_of!(Hot, stride_log2),
         ];
-        // One real cache line (64 bytes on every target here; CachePadded
-        // pads to 128 where the prefetcher pulls pairs of lines).
-        assert!(size_of::<Hot>() <= 64, "Hot is {} bytes", size_of::<Hot>());
+        // One real cache line: 64 bytes, or CachePadded's line where that
+        // is smaller (32 on 32-bit Arm); CachePadded pads to 128 where the
+        // prefetcher pulls pairs of lines.
+        let real = line.min(64);
+        assert!(
+            size_of::<Hot>() <= real,
+            "Hot is {} bytes",
+            size_of::<Hot>()
+        );
         for f in fields {
             let at = line + f;
-            assert_eq!(at / 64, line / 64, "hot field at {at} leaves the line");
+            assert_eq!(at / real, line / real, "hot field at {at} leaves the line");
         }
         for cold in [
             offset_of!(PackedArena, caps),
             offset_of!(PackedArena, capacity),
             offset_of!(PackedArena, config),
             offset_of!(PackedArena, reservation_len),
+            offset_of!(PackedArena, limit),
         ] {
             assert!(
                 cold >= 2 * line,
@@ -1435,7 +1442,7 @@ mod loom_tests {
     fn loom_overshoot_past_the_limit_is_undone() {
         loom::model(|| {
             let mut a = tiny(1);
-            a.hot.limit = 96;
+            a.limit = 96;
             let a = Arc::new(a);
             a.alloc(32).unwrap();
             assert!(a.alloc(32).is_err()); // position 64, counter -32
