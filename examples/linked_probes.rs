@@ -14,7 +14,7 @@
 use allocasm::probes::*;
 
 /// Probe addresses only; never called from here.
-struct Keep([*const (); 17]);
+struct Keep([*const (); 18]);
 
 // SAFETY: the array holds function addresses that are never dereferenced or
 // called through it; sharing them between threads is harmless.
@@ -30,6 +30,7 @@ static KEEP: Keep = Keep([
     probe_freelist_alloc as *const (),
     probe_frame_alloc as *const (),
     probe_packed_alloc_relaxed as *const (),
+    probe_packed_alloc_acquire as *const (),
     probe_packed_alloc_seqcst as *const (),
     probe_packed_dealloc as *const (),
     probe_thread_cursor_alloc as *const (),

@@ -49,12 +49,15 @@ const DRIVEN: &[&str] = &[
     "probe_freelist_alloc",
     "probe_frame_alloc",
     "probe_packed_alloc_relaxed",
+    "probe_packed_alloc_acquire",
     "probe_packed_alloc_seqcst",
     "probe_packed_dealloc",
     "probe_thread_cursor_alloc",
     "probe_segregated_size_class",
     "probe_segregated_alloc",
     "probe_segregated_dealloc",
+    "probe_segregated_cached_alloc",
+    "probe_segregated_cached_dealloc",
     "probe_rewindable_alloc",
     "probe_temp_alloc",
     "probe_tempjob_alloc",
@@ -133,10 +136,19 @@ fn drive(probe: &str, calls: usize) -> usize {
                     nonnull(probe_frame_alloc(&frames, black_box(SIZE)), probe).as_ptr() as usize;
             }
         }
-        "probe_packed_alloc_relaxed" | "probe_packed_alloc_seqcst" => {
+        "probe_packed_alloc_relaxed" => {
             let arena = PackedArena::new(bytes.next_power_of_two()).expect("packed arena");
-            let f = if probe == "probe_packed_alloc_relaxed" {
-                probe_packed_alloc_relaxed
+            for _ in 0..calls {
+                // SAFETY: one thread, no block is ever recycled: nothing to
+                // order before a new owner's accesses.
+                let p = unsafe { probe_packed_alloc_relaxed(&arena, black_box(SIZE)) };
+                sum ^= nonnull(p, probe).as_ptr() as usize;
+            }
+        }
+        "probe_packed_alloc_acquire" | "probe_packed_alloc_seqcst" => {
+            let arena = PackedArena::new(bytes.next_power_of_two()).expect("packed arena");
+            let f = if probe == "probe_packed_alloc_acquire" {
+                probe_packed_alloc_acquire
             } else {
                 probe_packed_alloc_seqcst
             };
@@ -210,6 +222,37 @@ fn drive(probe: &str, calls: usize) -> usize {
                 sum += 1;
             }
             sum ^= warm[0].as_ptr() as usize;
+        }
+        "probe_segregated_cached_alloc" => {
+            let a = SegregatedFit::new();
+            let layout = Layout::from_size_align(SIZE, 8).expect("layout");
+            // Fill this thread's cache for the class: each measured call is a
+            // cache hit, then the block goes straight back to the cache.
+            let warm: Vec<NonNull<u8>> = (0..8).map(|_| a.alloc(layout).expect("alloc")).collect();
+            for p in warm {
+                // SAFETY: allocated above with `layout`, freed once.
+                unsafe { a.dealloc(p, layout) };
+            }
+            for _ in 0..calls {
+                let p = nonnull(probe_segregated_cached_alloc(&a, black_box(SIZE)), probe);
+                sum ^= p.as_ptr() as usize;
+                // SAFETY: allocated just above with `layout`, freed once.
+                unsafe { a.dealloc(p, layout) };
+            }
+        }
+        "probe_segregated_cached_dealloc" => {
+            let a = SegregatedFit::new();
+            let layout = Layout::from_size_align(SIZE, 8).expect("layout");
+            // One block stays live; the cache has room for each free.
+            let pin = a.alloc(layout).expect("alloc");
+            for _ in 0..calls {
+                let p = a.alloc(layout).expect("alloc");
+                // SAFETY: `p` was allocated by `a` with `SIZE` and alignment
+                // 8, freed once here, not used afterwards.
+                unsafe { probe_segregated_cached_dealloc(&a, black_box(p.as_ptr()), SIZE) };
+                sum += 1;
+            }
+            sum ^= pin.as_ptr() as usize;
         }
         "probe_rewindable_alloc" => {
             let r = Rewindable::new(bytes, bytes).expect("rewindable");

@@ -5,20 +5,43 @@ use core::ptr::NonNull;
 
 use crate::{PackedArena, ThreadCursorArena};
 
-/// [`PackedArena::alloc`]: one relaxed `fetch_add`, decode, fit check.
+/// [`PackedArena::alloc_relaxed`]: the write-up's relaxed `fetch_add`
+/// (`ldadd` with LSE), decode, fit check. The fast path returns in
+/// registers; refusals come back as null.
+///
+/// # Safety
+///
+/// As for [`PackedArena::alloc_relaxed`]: the caller orders the previous
+/// users of a recycled block before its own accesses.
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub extern "C" fn probe_packed_alloc_relaxed(arena: &PackedArena, size: usize) -> *mut u8 {
+pub unsafe extern "C-unwind" fn probe_packed_alloc_relaxed(
+    arena: &PackedArena,
+    size: usize,
+) -> *mut u8 {
+    // SAFETY: forwarded to the caller.
+    match unsafe { arena.alloc_relaxed(size) } {
+        Ok(p) => p.as_ptr(),
+        Err(_) => core::ptr::null_mut(),
+    }
+}
+
+/// [`PackedArena::alloc`], the safe entry point: the same fast path with an
+/// `Acquire` add (`ldadda` with LSE).
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn probe_packed_alloc_acquire(arena: &PackedArena, size: usize) -> *mut u8 {
     match arena.alloc(size) {
         Ok(p) => p.as_ptr(),
         Err(_) => core::ptr::null_mut(),
     }
 }
 
-/// [`PackedArena::alloc_seqcst`]: the same fast path with a `SeqCst` add.
+/// [`PackedArena::alloc_seqcst`]: the same fast path with a `SeqCst` add
+/// (`ldaddal` with LSE).
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub extern "C" fn probe_packed_alloc_seqcst(arena: &PackedArena, size: usize) -> *mut u8 {
+pub extern "C-unwind" fn probe_packed_alloc_seqcst(arena: &PackedArena, size: usize) -> *mut u8 {
     match arena.alloc_seqcst(size) {
         Ok(p) => p.as_ptr(),
         Err(_) => core::ptr::null_mut(),
@@ -32,7 +55,11 @@ pub extern "C" fn probe_packed_alloc_seqcst(arena: &PackedArena, size: usize) ->
 /// As for [`PackedArena::dealloc`]; `ptr` is non-null.
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn probe_packed_dealloc(arena: &PackedArena, ptr: *mut u8, size: usize) {
+pub unsafe extern "C-unwind" fn probe_packed_dealloc(
+    arena: &PackedArena,
+    ptr: *mut u8,
+    size: usize,
+) {
     // SAFETY: the caller guarantees `ptr` is a live, non-null allocation of
     // `size` bytes from `arena`.
     unsafe { arena.dealloc(NonNull::new_unchecked(ptr), size) }
@@ -41,7 +68,10 @@ pub unsafe extern "C" fn probe_packed_dealloc(arena: &PackedArena, ptr: *mut u8,
 /// [`ThreadCursorArena::alloc`]: one thread-local access, a compare, an add.
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub extern "C" fn probe_thread_cursor_alloc(arena: &ThreadCursorArena, size: usize) -> *mut u8 {
+pub extern "C-unwind" fn probe_thread_cursor_alloc(
+    arena: &ThreadCursorArena,
+    size: usize,
+) -> *mut u8 {
     match arena.alloc(size) {
         Ok(p) => p.as_ptr(),
         Err(_) => core::ptr::null_mut(),

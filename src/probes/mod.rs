@@ -2,6 +2,14 @@
 //! each calling exactly one allocator fast path, so the codegen suite can find
 //! that fast path by name in the assembly of every target.
 //!
+//! Probes whose fast path can call a cold path are `extern "C-unwind"`: a
+//! panic there unwinds as it would through Rust code, so the listing carries
+//! no abort landing pad that Rust callers do not have (with `extern "C"` the
+//! pad's frame kept LLVM from shrink-wrapping the prologue into the slow
+//! path). Every allocation probe returns the pointer (null on failure) in a
+//! register, and the fast paths they call return in registers too: see
+//! `PackedArena`'s `Attempt`.
+//!
 //! Every probe is listed once in [`PROBES`]; the test suite fails when a
 //! `probe_*` function is missing from the registry or the registry names one
 //! that does not exist.
@@ -117,7 +125,14 @@ pub static PROBES: &[Probe] = &[
         "PackedArena",
         "alloc",
         Concurrent,
-        "one relaxed fetch_add (lock xadd / ldadd / __aarch64_ldadd8_relax), decode, fit check; no loop",
+        "one relaxed fetch_add (lock xadd / ldadd / __aarch64_ldadd8_relax), decode, fit check; no loop, no frame before the fit check",
+    ),
+    probe(
+        "probe_packed_alloc_acquire",
+        "PackedArena",
+        "alloc (Acquire)",
+        Concurrent,
+        "the safe entry point: the same fast path with Acquire: lock xadd on x86, ldadda with LSE, __aarch64_ldadd8_acq with outline atomics",
     ),
     probe(
         "probe_packed_alloc_seqcst",

@@ -29,7 +29,7 @@ pub extern "C" fn probe_segregated_size_class(size: usize) -> usize {
 #[allow(improper_ctypes_definitions)]
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub extern "C" fn probe_segregated_alloc(a: &SegregatedFit, size: usize) -> *mut u8 {
+pub extern "C-unwind" fn probe_segregated_alloc(a: &SegregatedFit, size: usize) -> *mut u8 {
     match Layout::from_size_align(size, 8) {
         Ok(layout) => a
             .alloc_shared(layout)
@@ -67,7 +67,11 @@ pub extern "C" fn probe_segregated_cached_alloc(a: &SegregatedFit, size: usize) 
 #[allow(improper_ctypes_definitions)]
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn probe_segregated_dealloc(a: &SegregatedFit, ptr: *mut u8, size: usize) {
+pub unsafe extern "C-unwind" fn probe_segregated_dealloc(
+    a: &SegregatedFit,
+    ptr: *mut u8,
+    size: usize,
+) {
     // SAFETY: forwarded contract; `Layout` is valid because `a` allocated
     // this size with alignment 8.
     unsafe {

@@ -266,6 +266,11 @@ impl Rewindable {
         if needs_cas(need) {
             return Self::bump_cas(block, size, align, need, seen);
         }
+        // ORDERING: Relaxed. The add only has to hand out disjoint ranges of
+        // the block. The block itself was published by the Release store of
+        // `current` that the caller's Acquire load read (or under the
+        // blocks lock); its bytes are reused only after `rewind(&mut self)`,
+        // and `&mut self` orders every earlier access before that.
         let old = block.offset.fetch_add(need, Ordering::Relaxed);
         debug_assert!(
             old.is_multiple_of(Self::MIN_ALIGN),
@@ -442,9 +447,13 @@ impl Rewindable {
         for (i, block) in old.into_iter().enumerate() {
             // SAFETY: a live block of the list (it just left it, and is
             // either put back or released below).
+            // ORDERING: Relaxed: `&mut self`, no allocation in flight.
             let offset = unsafe { block.as_ref() }.offset.load(Ordering::Relaxed);
             if i == 0 || offset > 0 {
                 // SAFETY: as above.
+                // ORDERING: Relaxed: `&mut self`; the Release store of
+                // `current` below (and whatever shares the allocator again)
+                // publishes the emptied block.
                 unsafe { block.as_ref() }.offset.store(0, Ordering::Relaxed);
                 blocks.list.push(block);
             } else {

@@ -323,6 +323,7 @@ impl TempJob {
         };
         // The pre-check: a full pool refuses before touching the offset, so
         // only threads already past this load can push it beyond `cap`.
+        // ORDERING: Relaxed: a hint only; the `fetch_add` below decides.
         let seen = self.offset.load(Ordering::Relaxed);
         if size > cap || extra > cap {
             return Err(out(seen));
@@ -335,6 +336,11 @@ impl TempJob {
         if needs_cas(need) {
             return self.try_alloc_cas(size, align, need, seen);
         }
+        // ORDERING: Relaxed. The add only has to hand out disjoint ranges
+        // (its modification order does). Pool bytes are reused only after
+        // `end_frame(&mut self)` rolls the offset back, and `&mut self` already orders
+        // every earlier access (allocations, records, frees) before the
+        // reuse; the records are read only under `&mut self` too.
         let old = self.offset.fetch_add(need, Ordering::Relaxed);
         debug_assert!(
             old.is_multiple_of(Self::MIN_ALIGN),
@@ -599,6 +605,9 @@ impl TempJob {
             })
             .max()
             .unwrap_or(0);
+        // ORDERING: Relaxed: under `&mut self`, which orders every earlier
+        // allocation and free before this reuse; whatever hands the
+        // allocator to other threads again publishes the store.
         self.offset.store(end, Ordering::Relaxed);
         self.walked = end;
         self.live_records = keep;

@@ -1,5 +1,5 @@
 //! The probe registry and the probe functions agree: every
-//! `pub extern "C" fn probe_*` in `src/probes/*.rs` is listed in
+//! `pub extern "C" fn probe_*` (or `"C-unwind"`) in `src/probes/*.rs` is listed in
 //! `allocasm::probes::PROBES`, and every entry there is defined.
 
 use std::collections::BTreeSet;
@@ -20,9 +20,11 @@ fn defined() -> Vec<(String, String)> {
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
         for line in text.lines() {
             let line = line.trim_start();
-            let rest = line
-                .strip_prefix("pub extern \"C\" fn ")
-                .or_else(|| line.strip_prefix("pub unsafe extern \"C\" fn "));
+            let rest = ["pub ", "pub unsafe "].iter().find_map(|p| {
+                let rest = line.strip_prefix(p)?;
+                rest.strip_prefix("extern \"C\" fn ")
+                    .or_else(|| rest.strip_prefix("extern \"C-unwind\" fn "))
+            });
             if let Some(rest) = rest {
                 let name: String = rest
                     .chars()
