@@ -566,6 +566,28 @@ impl<'a> Cfg<'a> {
             || self.cold_patterns.iter().any(|p| p.is_match(callee))
     }
 
+    /// Whether instruction `index` is a conditional tail call (`jne slow`,
+    /// `b.ne slow`): a branch to a function, taken only one way.
+    pub fn is_conditional_tail_call(&self, index: usize) -> bool {
+        let Line::Instruction(i) = &self.listing.lines[index] else {
+            return false;
+        };
+        self.is_branch(i)
+            && is_conditional(&self.arch, &i.mnemonic)
+            && self.branch_target(i, &self.listing.label_index()).is_none()
+            && self.callee(index).is_some()
+    }
+
+    /// [`Self::callee`] as the hot path sees it: a conditional tail call is
+    /// not taken there (falling through is the fast way), so it calls
+    /// nothing.
+    pub fn hot_callee(&self, index: usize) -> Option<String> {
+        if self.is_conditional_tail_call(index) {
+            return None;
+        }
+        self.callee(index)
+    }
+
     /// The callee of a call or tail-call instruction (`None` for other
     /// instructions). Indirect calls are named after what they call where
     /// the listing says (the TLV thunk on Mach-O, a TLS descriptor).
@@ -630,7 +652,7 @@ impl<'a> Cfg<'a> {
                 || self.blocks[b]
                     .instructions
                     .iter()
-                    .any(|&n| self.callee(n).is_some_and(|c| self.is_cold_callee(&c)));
+                    .any(|&n| self.hot_callee(n).is_some_and(|c| self.is_cold_callee(&c)));
             self.blocks[b].cold_call = cold_call;
             self.blocks[b].cold = cold_call;
         }
@@ -777,7 +799,7 @@ impl<'a> Cfg<'a> {
         });
         let calls = line_indices
             .iter()
-            .filter_map(|&n| self.callee(n))
+            .filter_map(|&n| self.hot_callee(n))
             .collect();
         let cold_lines = self
             .blocks

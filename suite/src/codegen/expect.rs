@@ -206,6 +206,9 @@ impl Scoped<'_, '_> {
                 Scope::Hot => self.hot_loops.contains(&n),
                 Scope::Function => self.function_loops.contains(&n),
             },
+            // On the hot path a conditional tail call (`jne slow`) is a
+            // branch not taken: the call is the cold way out.
+            Class::Call if scope == Scope::Hot => self.cfg.hot_callee(n).is_some(),
             other => self.cfg.in_class(n, other),
         }
     }
@@ -251,7 +254,13 @@ impl Scoped<'_, '_> {
     fn callees(&self, scope: Scope) -> Vec<(usize, String)> {
         self.lines(scope)
             .iter()
-            .filter_map(|&n| self.cfg.callee(n).map(|c| (n, c)))
+            .filter_map(|&n| {
+                match scope {
+                    Scope::Hot => self.cfg.hot_callee(n),
+                    Scope::Function => self.cfg.callee(n),
+                }
+                .map(|c| (n, c))
+            })
             .collect()
     }
 

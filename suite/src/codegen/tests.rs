@@ -1238,3 +1238,35 @@ fn coff_and_macho_fragments_keep_their_instruction_counts() {
         }
     }
 }
+
+/// A miss that leaves by a conditional tail call (`b.hi refill`, as LLVM
+/// writes `if miss { return self.refill(..) }`) is not a call on the hot
+/// path: the fast path falls through it, and its block stays hot. (Before,
+/// the block counted as cold, and `count call = 0` failed on the branch.)
+#[test]
+fn a_conditional_tail_call_to_a_cold_path_is_not_a_hot_call() {
+    let p = test_profile();
+    let body = GOOD.replace(
+        "\tb.ls\t.LBB0_2\n",
+        "\tb.hi\t_ZN8allocasm13thread_cursor17ThreadCursorArena6refill17h0123456789abcdefE\n\tb.ls\t.LBB0_2\n",
+    );
+    let l = arm_listing(&body);
+    let cold: BTreeSet<String> =
+        ["allocasm::thread_cursor::ThreadCursorArena::refill".to_string()].into();
+    let c = cfg::analyze(&l, &p, &cold);
+    let h = c.hot_path();
+    assert!(h.calls.is_empty(), "{h:#?}");
+    // ldadd, ubfx, cmp, b.hi, b.ls, then the return: the entry block is hot.
+    assert_eq!(h.instructions, 7, "{h:#?}");
+    assert!(!h.no_hot_return, "{h:#?}");
+    let f = expect::check(&p, &l, &RELAXED);
+    assert!(!f.iter().any(|f| f.rule.contains("count call")), "{f:#?}");
+    // In the whole function it is still a call.
+    let n = l
+        .lines
+        .iter()
+        .position(|line| matches!(line, Line::Instruction(i) if i.mnemonic == "b.hi"))
+        .unwrap();
+    assert!(c.is_conditional_tail_call(n));
+    assert!(c.callee(n).is_some() && c.hot_callee(n).is_none());
+}
