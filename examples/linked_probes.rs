@@ -14,7 +14,7 @@
 use allocasm::probes::*;
 
 /// Probe addresses only; never called from here.
-struct Keep([*const (); 18]);
+struct Keep([*const (); 20]);
 
 // SAFETY: the array holds function addresses that are never dereferenced or
 // called through it; sharing them between threads is harmless.
@@ -37,6 +37,8 @@ static KEEP: Keep = Keep([
     probe_segregated_size_class as *const (),
     probe_segregated_alloc as *const (),
     probe_segregated_dealloc as *const (),
+    probe_segregated_cached_alloc as *const (),
+    probe_segregated_cached_dealloc as *const (),
     probe_rewindable_alloc as *const (),
     probe_temp_alloc as *const (),
     probe_tempjob_alloc as *const (),
