@@ -1179,14 +1179,14 @@ mod tests {
 
     /// The stalled consumer: parks before its pops (once) until told.
     fn stall_before_pop() {
-        queue_hook_off();
+        pop_hook_off();
         POP_STALLED.store(true, Ordering::SeqCst);
         while !POP_RESUME.load(Ordering::SeqCst) {
             std::thread::yield_now();
         }
     }
 
-    fn queue_hook_off() {
+    fn pop_hook_off() {
         hooks::BEFORE_POP.with(|h| h.set(None));
     }
 
@@ -1210,7 +1210,7 @@ mod tests {
             let consumer = s.spawn(|| {
                 hooks::BEFORE_POP.with(|h| h.set(Some(stall_before_pop)));
                 let p = a.alloc_shared(l).map(|p| p.as_ptr() as usize);
-                queue_hook_off();
+                pop_hook_off();
                 p
             });
             while !POP_STALLED.load(Ordering::SeqCst) {
