@@ -183,14 +183,17 @@ impl Heap {
         let c = self.class(class);
         let mut spins = 0;
         loop {
-            let base = self.base();
+            // The queue reads the base after its `front` (see `HandleBase`):
+            // a base read here, before the first growth, would be 0.
+            #[cfg(all(test, not(loom)))]
+            hooks::before_pop();
             if max > 1
-                && let Some(run) = c.queue.pop_batch(base, max)
+                && let Some(run) = c.queue.pop_batch(&self.region, max)
             {
                 c.growth.free.fetch_sub(run.2, Ordering::Relaxed);
                 return Ok(run);
             }
-            if let Some(p) = c.queue.pop(base) {
+            if let Some(p) = c.queue.pop(&self.region) {
                 c.growth.free.fetch_sub(1, Ordering::Relaxed);
                 return Ok((p, p, 1));
             }
@@ -253,7 +256,7 @@ impl Heap {
     #[inline(always)]
     fn alloc_shared(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
         let c = self.class(class);
-        match c.queue.pop_fast(self.base()) {
+        match c.queue.pop_fast(&self.region) {
             Some(p) => {
                 c.growth.free.fetch_sub(1, Ordering::Relaxed);
                 Ok(p)
@@ -266,6 +269,25 @@ impl Heap {
     #[inline(never)]
     fn alloc_shared_slow(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
         self.take(class, 1).map(|(p, _, _)| p)
+    }
+}
+
+/// Test hooks: a consumer can be stalled in `Heap::take` right before it
+/// reads its class queue.
+#[cfg(all(test, not(loom)))]
+mod hooks {
+    use core::cell::Cell;
+
+    std::thread_local! {
+        /// Called by `Heap::take` on this thread before each round of pops.
+        pub(super) static BEFORE_POP: Cell<Option<fn()>> = const { Cell::new(None) };
+    }
+
+    #[inline(always)]
+    pub(super) fn before_pop() {
+        if let Some(f) = BEFORE_POP.with(Cell::get) {
+            f();
+        }
     }
 }
 
@@ -535,7 +557,7 @@ impl SegregatedFit {
         }
         let heap = self.heap().ok_or(empty)?;
         let c = heap.class(class);
-        let p = c.queue.pop(heap.base()).ok_or(empty)?;
+        let p = c.queue.pop(&heap.region).ok_or(empty)?;
         c.growth.free.fetch_sub(1, Ordering::Relaxed);
         #[cfg(debug_assertions)]
         self.debug_check_alloc(class, p, layout);
@@ -1150,5 +1172,65 @@ mod tests {
         let p = got.expect("the allocation completes once the freer resumes");
         assert!(p == blocks[0].as_ptr() as usize || p == blocks[1].as_ptr() as usize);
         assert_eq!(a.span_count(class), 1);
+    }
+
+    static POP_STALLED: AtomicBool = AtomicBool::new(false);
+    static POP_RESUME: AtomicBool = AtomicBool::new(false);
+
+    /// The stalled consumer: parks before its pops (once) until told.
+    fn stall_before_pop() {
+        pop_hook_off();
+        POP_STALLED.store(true, Ordering::SeqCst);
+        while !POP_RESUME.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+
+    fn pop_hook_off() {
+        hooks::BEFORE_POP.with(|h| h.set(None));
+    }
+
+    /// A consumer that reads the handle base before the heap's first growth
+    /// and the queue's front after it must not name blocks from the stale
+    /// base (0): it did, and dereferenced `handle * 8`, a few KiB above
+    /// address 0: SIGSEGV. The handle base must be read after a `front`
+    /// that names a block.
+    #[test]
+    fn a_pop_racing_the_first_growth_reads_the_base_after_the_front() {
+        let a = SegregatedFit::new();
+        // Map the heap (a large block does not reserve the span region).
+        let big = Layout::from_size_align(256 * 1024, 8).unwrap();
+        let p = a.alloc(big).unwrap();
+        // SAFETY: allocated above with `big`.
+        unsafe { a.dealloc(p, big) };
+        let heap = a.heap().unwrap();
+        assert_eq!(heap.base(), 0, "no span region yet");
+        let l = Layout::from_size_align(32, 8).unwrap();
+        let got = std::thread::scope(|s| {
+            let consumer = s.spawn(|| {
+                hooks::BEFORE_POP.with(|h| h.set(Some(stall_before_pop)));
+                let p = a.alloc_shared(l).map(|p| p.as_ptr() as usize);
+                pop_hook_off();
+                p
+            });
+            while !POP_STALLED.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            // The first growth: reserves the region, carves a span, queues
+            // its blocks; one of them is ours.
+            let mine = a.alloc_shared(l).unwrap();
+            assert_ne!(heap.base(), 0);
+            POP_RESUME.store(true, Ordering::SeqCst);
+            let got = consumer.join().unwrap().expect("a block");
+            // SAFETY: allocated above with `l`.
+            unsafe { a.dealloc_shared(mine, l) };
+            got
+        });
+        let class = SegregatedFit::size_class(32, 8).unwrap();
+        assert!(
+            a.owns(NonNull::new(got as *mut u8).unwrap(), l),
+            "{got:#x} is not a block of the class"
+        );
+        assert_eq!(a.span_count(class), 1, "the consumer grew the class");
     }
 }

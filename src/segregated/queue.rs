@@ -119,6 +119,28 @@ fn front_block(word: u64, base: usize) -> Option<NonNull<u8>> {
     NonNull::new(ptr::with_exposed_provenance_mut::<u8>(addr))
 }
 
+/// Where a consumer gets the handle base of a queue's `front` word from.
+///
+/// A consumer reads the base only *after* an acquire load of `front` that
+/// names a block (see [`ClassQueue::pop`]): an allocator's base is written
+/// once, when its span region is reserved, before any block exists, so a
+/// base read before that load may still be the 0 of a heap whose first
+/// growth has not happened yet, while the `front` read next already names a
+/// block of it; `0 + handle * 8` is then an address a few KiB above 0.
+pub(crate) trait HandleBase: Copy {
+    /// The base (non-zero on 64-bit targets once a block exists).
+    fn get(self) -> usize;
+}
+
+/// A fixed base (queue tests, 32-bit targets, callers holding a lock that
+/// orders them after the base's write).
+impl HandleBase for usize {
+    #[inline(always)]
+    fn get(self) -> usize {
+        self
+    }
+}
+
 /// The generation of a `front` word.
 #[cfg(test)]
 fn generation(word: u64) -> u64 {
@@ -192,8 +214,14 @@ impl ClassQueue {
     /// call in its loop. `None` means "empty, the last block, or in
     /// transition": ask [`pop`](Self::pop).
     #[inline(always)]
-    pub(crate) fn pop_fast(&self, base: usize) -> Option<NonNull<u8>> {
+    pub(crate) fn pop_fast(&self, base: impl HandleBase) -> Option<NonNull<u8>> {
         let mut front = self.front.load(Ordering::Acquire);
+        if front & HANDLE_MASK == 0 {
+            return None;
+        }
+        // ORDERING: after the Acquire load of a `front` naming a block (see
+        // `pop`).
+        let base = base.get();
         loop {
             let block = front_block(front, base)?;
             // SAFETY: as in `pop`.
@@ -213,8 +241,21 @@ impl ClassQueue {
     /// Pops the front block, including the last one, or `None` when no
     /// block is available now (see [`is_empty`](Self::is_empty) for why).
     #[inline]
-    pub(crate) fn pop(&self, base: usize) -> Option<NonNull<u8>> {
+    pub(crate) fn pop(&self, base: impl HandleBase) -> Option<NonNull<u8>> {
         let mut front = self.front.load(Ordering::Acquire);
+        if front & HANDLE_MASK == 0 {
+            return None;
+        }
+        // ORDERING: the base is read only now, after the Acquire load of a
+        // `front` that names a block: every write of such a `front` (a
+        // producer's republish, a consumer's compare-exchange or its
+        // `pop_last` store, all Release) comes after the base's one write
+        // (the region is reserved before any block is carved from it), so
+        // this load sees the base, not the 0 of a heap whose first growth
+        // had not happened yet when a caller read it up front. The base
+        // never changes afterwards (until the allocator is dropped), so it
+        // holds for every retry below.
+        let base = base.get();
         loop {
             let block = front_block(front, base)?;
             // SAFETY: `block` was a free block of this queue when `front` was
@@ -253,10 +294,16 @@ impl ClassQueue {
     #[inline]
     pub(crate) fn pop_batch(
         &self,
-        base: usize,
+        base: impl HandleBase,
         max: usize,
     ) -> Option<(NonNull<u8>, NonNull<u8>, usize)> {
         let mut front = self.front.load(Ordering::Acquire);
+        if front & HANDLE_MASK == 0 {
+            return None;
+        }
+        // ORDERING: after the Acquire load of a `front` naming a block (see
+        // `pop`).
+        let base = base.get();
         'retry: loop {
             let first = front_block(front, base)?;
             let mut last = first;

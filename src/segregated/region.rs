@@ -26,6 +26,7 @@
 use core::ptr::NonNull;
 
 use super::lock::SpinLock;
+use super::queue::HandleBase;
 use crate::sync::{AtomicUsize, Ordering};
 use crate::{AllocError, sys};
 
@@ -53,6 +54,15 @@ pub(crate) struct Region {
     carved: AtomicUsize,
 }
 
+/// The base as a consumer of a class queue reads it: after its `front`
+/// (see [`HandleBase`]).
+impl HandleBase for &Region {
+    #[inline(always)]
+    fn get(self) -> usize {
+        self.base()
+    }
+}
+
 impl Region {
     /// The handle base of the class queues: the reservation's start (64-bit),
     /// 0 on 32-bit targets.
@@ -63,7 +73,10 @@ impl Region {
             // ORDERING: Relaxed: the base is written once, before the first
             // span is carved; any thread holding a block of this allocator
             // got it through the queue's or the lock's acquire, which orders
-            // it after that write.
+            // it after that write, and so did a consumer that has just read
+            // a queue's `front` naming a block with Acquire (the queue reads
+            // the base only then: `HandleBase`). Read before that, it may
+            // still be 0 while the span region is being reserved.
             self.base.load(Ordering::Relaxed)
         }
         #[cfg(not(target_pointer_width = "64"))]
