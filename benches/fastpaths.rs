@@ -132,7 +132,7 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_packed_alloc_relaxed", 32))]
+    #[library_benchmark(config = counting("probe_packed_alloc_relaxed", 23))]
     #[bench::warm(setup = packed)]
     fn packed_alloc_relaxed(a: PackedArena) -> PackedArena {
         // SAFETY: one thread and no recycled block: nothing to order.
@@ -147,7 +147,7 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_thread_cursor_alloc", 33))]
+    #[library_benchmark(config = counting("probe_thread_cursor_alloc", 28))]
     #[bench::warm(setup = thread_cursor)]
     fn thread_cursor_alloc(a: ThreadCursorArena) -> ThreadCursorArena {
         black_box(probe_thread_cursor_alloc(black_box(&a), black_box(SIZE)));
@@ -171,7 +171,7 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_segregated_alloc", 58))]
+    #[library_benchmark(config = counting("probe_segregated_alloc", 67))]
     #[bench::warm(setup = segregated)]
     fn segregated_alloc(a: SegregatedFit) -> SegregatedFit {
         black_box(probe_segregated_alloc(black_box(&a), black_box(SIZE)));
