@@ -305,8 +305,16 @@ fn segregated_fit() {
         "blocks must cross threads: {r:?}"
     );
     // The allocator's own accounting: every block is back (the workers'
-    // caches were flushed when they exited), nothing large is left mapped.
-    let first = a.stats();
+    // caches are flushed by their exit hooks, which run just after the scope
+    // has returned: wait for them), nothing large is left mapped.
+    let settled = || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while a.stats().cached_blocks() > 0 && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        a.stats()
+    };
+    let first = settled();
     assert_eq!(
         first.bytes_in_use(),
         0,
@@ -316,7 +324,7 @@ fn segregated_fit() {
     // A second, smaller run (one worker, a prefix of worker 0's program)
     // reuses the grown spans: no class that has spans grows another.
     run("SegregatedFit (second run)", &a, 1, rounds(500));
-    let second = a.stats();
+    let second = settled();
     assert_eq!(
         second.bytes_in_use(),
         0,
