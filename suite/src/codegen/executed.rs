@@ -54,7 +54,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use anyhow::{Context, bail};
@@ -249,36 +249,9 @@ pub fn build_driver(
         .parent()
         .unwrap_or(Path::new("."))
         .to_path_buf();
-    let mut cmd = build::tool(&toolchain, "cargo");
-    cmd.args([
-        "build",
-        "--release",
-        "--features",
-        "probes",
-        "--example",
-        DRIVER,
-        "--target",
-        &profile.triple,
-        "--message-format=json-render-diagnostics",
-    ])
-    .arg("--target-dir")
-    .arg(&dir)
-    .arg("--manifest-path")
-    .arg(&opts.manifest_path)
-    .current_dir(&crate_dir)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    for var in build::SCRUBBED_ENV {
-        cmd.env_remove(var);
-    }
-    cmd.env(
-        "CARGO_PROFILE_RELEASE_LTO",
-        match lto {
-            Lto::Off => "false",
-            Lto::Fat => "fat",
-        },
+    let mut cmd = linked::example_build(
+        &toolchain, profile, opts, DRIVER, &dir, lto, &flags, &crate_dir,
     );
-    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\u{1f}"));
     let command = build::command_line(&cmd);
     let label = format!("{} ({lto}, {DRIVER})", profile.name);
     progress(BuildEvent::Started {

@@ -231,6 +231,49 @@ pub fn target_dir(opts: &BuildOptions, toolchain: &str, profile: &Profile, lto: 
         .join(format!("{}-{suffix}", profile.name))
 }
 
+/// `cargo build --release --features probes --example <example>` for a
+/// profile's target, in its own target dir, with the release profile's LTO
+/// set to `lto` and exactly `flags` as RUSTFLAGS (the environment scrubbed of
+/// what would change the build): the linked view's build and the executed
+/// count's driver build.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn example_build(
+    toolchain: &str,
+    profile: &Profile,
+    opts: &BuildOptions,
+    example: &str,
+    dir: &Path,
+    lto: Lto,
+    flags: &[String],
+    crate_dir: &Path,
+) -> Command {
+    let mut cmd = build::tool(toolchain, "cargo");
+    cmd.args([
+        "build",
+        "--release",
+        "--features",
+        "probes",
+        "--example",
+        example,
+        "--target",
+        &profile.triple,
+        "--message-format=json-render-diagnostics",
+    ])
+    .arg("--target-dir")
+    .arg(dir)
+    .arg("--manifest-path")
+    .arg(&opts.manifest_path)
+    .current_dir(crate_dir)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for var in build::SCRUBBED_ENV {
+        cmd.env_remove(var);
+    }
+    cmd.env("CARGO_PROFILE_RELEASE_LTO", lto.cargo_value());
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\u{1f}"));
+    cmd
+}
+
 /// Builds `examples/linked_probes.rs` for a profile and disassembles it.
 ///
 /// The profile must have a `[linked]` table; the build runs in the crate's
@@ -256,30 +299,9 @@ pub fn build_linked(
         .unwrap_or(Path::new("."))
         .to_path_buf();
 
-    let mut cmd = build::tool(&toolchain, "cargo");
-    cmd.args([
-        "build",
-        "--release",
-        "--features",
-        "probes",
-        "--example",
-        EXAMPLE,
-        "--target",
-        &profile.triple,
-        "--message-format=json-render-diagnostics",
-    ])
-    .arg("--target-dir")
-    .arg(&dir)
-    .arg("--manifest-path")
-    .arg(&opts.manifest_path)
-    .current_dir(&crate_dir)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    for var in build::SCRUBBED_ENV {
-        cmd.env_remove(var);
-    }
-    cmd.env("CARGO_PROFILE_RELEASE_LTO", lto.cargo_value());
-    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\u{1f}"));
+    let mut cmd = example_build(
+        &toolchain, profile, opts, EXAMPLE, &dir, lto, &flags, &crate_dir,
+    );
     let command = build::command_line(&cmd);
     progress(BuildEvent::Started {
         profile: format!("{} ({lto})", profile.name),
