@@ -1174,9 +1174,12 @@ mod tests {
         assert_eq!(a.span_count(class), 1);
     }
 
+    #[cfg(target_pointer_width = "64")]
     static POP_STALLED: AtomicBool = AtomicBool::new(false);
+    #[cfg(target_pointer_width = "64")]
     static POP_RESUME: AtomicBool = AtomicBool::new(false);
 
+    #[cfg(target_pointer_width = "64")]
     /// The stalled consumer: parks before its pops (once) until told.
     fn stall_before_pop() {
         pop_hook_off();
@@ -1186,15 +1189,31 @@ mod tests {
         }
     }
 
+    #[cfg(target_pointer_width = "64")]
     fn pop_hook_off() {
         hooks::BEFORE_POP.with(|h| h.set(None));
+    }
+
+    #[cfg(target_pointer_width = "64")]
+    /// Sets `POP_RESUME` when dropped: the stalled consumer is released
+    /// even when the test thread panics first (else the scope's join hangs).
+    struct ResumeOnDrop;
+
+    #[cfg(target_pointer_width = "64")]
+    impl Drop for ResumeOnDrop {
+        fn drop(&mut self) {
+            POP_RESUME.store(true, Ordering::SeqCst);
+        }
     }
 
     /// A consumer that reads the handle base before the heap's first growth
     /// and the queue's front after it must not name blocks from the stale
     /// base (0): it did, and dereferenced `handle * 8`, a few KiB above
     /// address 0: SIGSEGV. The handle base must be read after a `front`
-    /// that names a block.
+    /// that names a block. 64-bit only: on 32-bit targets the base is
+    /// always 0 (handles are addresses, each span its own mapping), so
+    /// there is no stale base to read.
+    #[cfg(target_pointer_width = "64")]
     #[test]
     fn a_pop_racing_the_first_growth_reads_the_base_after_the_front() {
         let a = SegregatedFit::new();
@@ -1206,26 +1225,28 @@ mod tests {
         let heap = a.heap().unwrap();
         assert_eq!(heap.base(), 0, "no span region yet");
         let l = Layout::from_size_align(32, 8).unwrap();
-        let got = std::thread::scope(|s| {
+        let (base_after_growth, got) = std::thread::scope(|s| {
             let consumer = s.spawn(|| {
                 hooks::BEFORE_POP.with(|h| h.set(Some(stall_before_pop)));
                 let p = a.alloc_shared(l).map(|p| p.as_ptr() as usize);
                 pop_hook_off();
                 p
             });
+            let resume = ResumeOnDrop;
             while !POP_STALLED.load(Ordering::SeqCst) {
                 std::thread::yield_now();
             }
             // The first growth: reserves the region, carves a span, queues
             // its blocks; one of them is ours.
             let mine = a.alloc_shared(l).unwrap();
-            assert_ne!(heap.base(), 0);
-            POP_RESUME.store(true, Ordering::SeqCst);
+            let base = heap.base();
+            drop(resume);
             let got = consumer.join().unwrap().expect("a block");
             // SAFETY: allocated above with `l`.
             unsafe { a.dealloc_shared(mine, l) };
-            got
+            (base, got)
         });
+        assert_ne!(base_after_growth, 0, "the first growth reserves the region");
         let class = SegregatedFit::size_class(32, 8).unwrap();
         assert!(
             a.owns(NonNull::new(got as *mut u8).unwrap(), l),
