@@ -76,7 +76,8 @@
 //! [`owns`](PackedArena::owns) is O(blocks). Failure modes:
 //! [`AllocError::ZeroSize`], [`AllocError::TooLarge`] (`size > M`),
 //! [`AllocError::OutOfMemory`] (all `max_blocks` blocks in use),
-//! [`AllocError::Os`] (commit refused).
+//! [`AllocError::Os`] (commit refused); a bad [`PackedConfig`] is
+//! [`AllocError::InvalidConfig`] naming its field.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
@@ -86,7 +87,7 @@ use crossbeam_utils::CachePadded;
 #[cfg(debug_assertions)]
 use crate::sync::AtomicUsize;
 use crate::sync::{AtomicU64, Mutex, Ordering, fence};
-use crate::{AllocError, RawAllocator, align_up, sys};
+use crate::{AllocError, ConfigField, RawAllocator, align_up, sys};
 
 /// What happens to a block whose every allocation has been freed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -407,11 +408,22 @@ impl PackedArena {
     /// An arena with the given configuration. Reserves the address space of
     /// every slot and commits the first block.
     ///
-    /// Refuses (with [`AllocError::TooLarge`] or [`AllocError::BadAlignment`])
-    /// a `block_size` that is not a power of two of at least 16, a
-    /// `max_blocks` outside 1..=128, a `max_request` outside
-    /// 1..=`block_size << 3`, a zero `max_entrants`, and an envelope where
-    /// `C*M` leaves no room below `P`.
+    /// Refuses, with [`AllocError::InvalidConfig`] naming the field and its
+    /// value: a `block_size` that is not a power of two of at least 16 (or
+    /// so large that `block_size << 3` reaches a quarter of the cursor's
+    /// position range), a `max_blocks` outside 1..=128 (or whose reservation
+    /// does not fit the address space), a `max_request` outside
+    /// 1..=`block_size << 3`, and a `max_entrants` that is zero or so large
+    /// that `C*M` leaves no room below `P`.
+    ///
+    /// ```
+    /// use allocasm::{AllocError, ConfigField, PackedArena, PackedConfig};
+    /// let bad = PackedConfig { block_size: 1000, ..PackedConfig::new(4096) };
+    /// assert_eq!(
+    ///     PackedArena::with_config(bad).err(),
+    ///     Some(AllocError::InvalidConfig { field: ConfigField::BlockSize, value: 1000 })
+    /// );
+    /// ```
     pub fn with_config(config: PackedConfig) -> Result<Self, AllocError> {
         let PackedConfig {
             block_size,
@@ -420,29 +432,21 @@ impl PackedArena {
             max_entrants,
             ..
         } = config;
+        let invalid = |field, value| AllocError::InvalidConfig { field, value };
         if !block_size.is_power_of_two() || block_size < GRAIN {
-            return Err(AllocError::BadAlignment { align: block_size });
+            return Err(invalid(ConfigField::BlockSize, block_size));
         }
         let largest = block_size
             .checked_shl(MAX_FACTOR)
             .filter(|&c| (c as u64) < P / 4);
-        let largest = largest.ok_or(AllocError::TooLarge {
-            requested: block_size,
-            max: (P / 32) as usize,
-        })?;
+        let largest = largest.ok_or(invalid(ConfigField::BlockSize, block_size))?;
         if max_blocks == 0 || max_blocks > Self::MAX_BLOCKS {
-            return Err(AllocError::TooLarge {
-                requested: max_blocks,
-                max: Self::MAX_BLOCKS,
-            });
+            return Err(invalid(ConfigField::MaxBlocks, max_blocks));
         }
-        let max_request = align_up(max_request.max(1), GRAIN);
-        if max_request > largest {
-            return Err(AllocError::TooLarge {
-                requested: max_request,
-                max: largest,
-            });
+        if max_request == 0 || align_up(max_request, GRAIN) > largest {
+            return Err(invalid(ConfigField::MaxRequest, max_request));
         }
+        let max_request = align_up(max_request, GRAIN);
         // L = P - C*M must leave a full largest block plus two requests below
         // it, so that a position that reached L can never fit again.
         let reserve = (max_entrants as u64)
@@ -451,10 +455,7 @@ impl PackedArena {
         let limit = reserve
             .and_then(|r| P.checked_sub(r))
             .filter(|&l| l >= largest as u64 + 2 * max_request as u64);
-        let limit = limit.ok_or(AllocError::TooLarge {
-            requested: max_entrants,
-            max: (P / 4 / max_request as u64) as usize,
-        })?;
+        let limit = limit.ok_or(invalid(ConfigField::MaxEntrants, max_entrants))?;
 
         // The stride holds the largest block a request up to M installs
         // (`take_slot` never grows a block past what is committed, and never
@@ -467,10 +468,7 @@ impl PackedArena {
         let reservation_len = stride
             .checked_mul(max_blocks)
             .filter(|&n| n <= isize::MAX as usize)
-            .ok_or(AllocError::TooLarge {
-                requested: max_blocks,
-                max: isize::MAX as usize / stride,
-            })?;
+            .ok_or(invalid(ConfigField::MaxBlocks, max_blocks))?;
         let base = sys::reserve(reservation_len)?;
 
         let arena = PackedArena {

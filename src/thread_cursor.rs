@@ -53,7 +53,8 @@
 //! (128 MiB by default). Failure modes: [`AllocError::ZeroSize`],
 //! [`AllocError::TooLarge`] (`size > block_size`),
 //! [`AllocError::OutOfMemory`] (the backing arena's blocks are all in use),
-//! [`AllocError::Os`].
+//! [`AllocError::Os`]; a bad [`ThreadCursorConfig`] is
+//! [`AllocError::InvalidConfig`] naming its field.
 
 use core::alloc::Layout;
 use core::cell::{Cell, RefCell};
@@ -265,22 +266,29 @@ impl ThreadCursorArena {
     }
 
     /// An arena with the given configuration; refuses a chunk size that is
-    /// not a power of two in `16..=block_size` ([`AllocError::BadAlignment`]
-    /// or [`AllocError::TooLarge`]) and whatever [`PackedArena::with_config`]
-    /// refuses. Reserves `max_blocks * max(block_size, page)` bytes.
+    /// not a power of two in `16..=block_size` ([`AllocError::InvalidConfig`]
+    /// naming [`ConfigField::ChunkSize`](crate::ConfigField::ChunkSize)) and
+    /// whatever [`PackedArena::with_config`] refuses (`block_size`,
+    /// `max_blocks`). Reserves `max_blocks * max(block_size, page)` bytes.
+    ///
+    /// ```
+    /// use allocasm::{AllocError, ConfigField, ThreadCursorArena, ThreadCursorConfig};
+    /// let bad = ThreadCursorConfig { chunk_size: 1000, ..Default::default() };
+    /// assert_eq!(
+    ///     ThreadCursorArena::with_config(bad).err(),
+    ///     Some(AllocError::InvalidConfig { field: ConfigField::ChunkSize, value: 1000 })
+    /// );
+    /// ```
     pub fn with_config(config: ThreadCursorConfig) -> Result<Self, AllocError> {
         let ThreadCursorConfig {
             chunk_size,
             block_size,
             max_blocks,
         } = config;
-        if !chunk_size.is_power_of_two() || chunk_size < GRAIN {
-            return Err(AllocError::BadAlignment { align: chunk_size });
-        }
-        if chunk_size > block_size {
-            return Err(AllocError::TooLarge {
-                requested: chunk_size,
-                max: block_size,
+        if !chunk_size.is_power_of_two() || chunk_size < GRAIN || chunk_size > block_size {
+            return Err(AllocError::InvalidConfig {
+                field: crate::ConfigField::ChunkSize,
+                value: chunk_size,
             });
         }
         let backing = PackedArena::with_config(PackedConfig {

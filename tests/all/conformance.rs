@@ -716,8 +716,9 @@ mod bad_input {
     use std::ptr::NonNull;
 
     use allocasm::{
-        AllocError, FitPolicy, FrameAllocator, FreeList, GuardZone, LinearArena, PageAllocator,
-        Pool, RawAllocator, Rewindable, StackAllocator, Temp, TempJob,
+        AllocError, FitPolicy, FrameAllocator, FreeList, GuardZone, LinearArena, PackedArena,
+        PackedConfig, PageAllocator, Pool, RawAllocator, Rewindable, StackAllocator, Temp, TempJob,
+        ThreadCursorArena, ThreadCursorConfig,
     };
 
     /// Collects every row that came out wrong, so one run lists them all.
@@ -1008,6 +1009,43 @@ mod bad_input {
             Rewindable::new(64, usize::MAX),
             AllocError::TooLarge {
                 requested: usize::MAX,
+                ..
+            }
+        );
+
+        row!(
+            t,
+            "PackedArena::new(1000)",
+            PackedArena::new(1000),
+            AllocError::InvalidConfig {
+                field: allocasm::ConfigField::BlockSize,
+                value: 1000,
+                ..
+            }
+        );
+        row!(
+            t,
+            "PackedConfig { max_entrants: 0 }",
+            PackedArena::with_config(PackedConfig {
+                max_entrants: 0,
+                ..PackedConfig::new(4096)
+            }),
+            AllocError::InvalidConfig {
+                field: allocasm::ConfigField::MaxEntrants,
+                value: 0,
+                ..
+            }
+        );
+        row!(
+            t,
+            "ThreadCursorConfig { chunk_size: 24 }",
+            ThreadCursorArena::with_config(ThreadCursorConfig {
+                chunk_size: 24,
+                ..Default::default()
+            }),
+            AllocError::InvalidConfig {
+                field: allocasm::ConfigField::ChunkSize,
+                value: 24,
                 ..
             }
         );

@@ -110,39 +110,75 @@ fn bad_input_is_an_error_and_leaves_the_cursor_alone() {
         "a refused request must not touch the cursor"
     );
 
-    for bad in [
-        PackedConfig {
-            block_size: 1000,
-            ..PackedConfig::new(4096)
-        },
-        PackedConfig {
-            max_blocks: 0,
-            ..PackedConfig::new(4096)
-        },
-        PackedConfig {
-            max_blocks: 129,
-            ..PackedConfig::new(4096)
-        },
-        PackedConfig {
-            max_request: 4096 * 8 + 1,
-            ..PackedConfig::new(4096)
-        },
-        PackedConfig {
-            max_entrants: 0,
-            ..PackedConfig::new(4096)
-        },
+    use allocasm::ConfigField::{BlockSize, MaxBlocks, MaxEntrants, MaxRequest};
+    let cases = [
+        (
+            PackedConfig {
+                block_size: 1000,
+                ..PackedConfig::new(4096)
+            },
+            BlockSize,
+            1000,
+        ),
+        (PackedConfig::new(8), BlockSize, 8),
+        (
+            PackedConfig {
+                max_blocks: 0,
+                ..PackedConfig::new(4096)
+            },
+            MaxBlocks,
+            0,
+        ),
+        (
+            PackedConfig {
+                max_blocks: 129,
+                ..PackedConfig::new(4096)
+            },
+            MaxBlocks,
+            129,
+        ),
+        (
+            PackedConfig {
+                max_request: 0,
+                ..PackedConfig::new(4096)
+            },
+            MaxRequest,
+            0,
+        ),
+        (
+            PackedConfig {
+                max_request: 4096 * 8 + 1,
+                ..PackedConfig::new(4096)
+            },
+            MaxRequest,
+            4096 * 8 + 1,
+        ),
+        (
+            PackedConfig {
+                max_entrants: 0,
+                ..PackedConfig::new(4096)
+            },
+            MaxEntrants,
+            0,
+        ),
         // Too many entrants for the envelope on every width: usize::MAX
         // entrants of 64 MiB requests (with 4 KiB requests, a 32-bit
         // usize::MAX still fits below P).
-        PackedConfig {
-            max_entrants: usize::MAX,
-            max_request: 1 << 26,
-            ..PackedConfig::new(1 << 24)
-        },
-    ] {
-        assert!(
-            PackedArena::with_config(bad).is_err(),
-            "{bad:?} must be refused"
+        (
+            PackedConfig {
+                max_entrants: usize::MAX,
+                max_request: 1 << 26,
+                ..PackedConfig::new(1 << 24)
+            },
+            MaxEntrants,
+            usize::MAX,
+        ),
+    ];
+    for (bad, field, value) in cases {
+        assert_eq!(
+            PackedArena::with_config(bad).err(),
+            Some(AllocError::InvalidConfig { field, value }),
+            "{bad:?} must be refused naming {field:?}"
         );
     }
 }

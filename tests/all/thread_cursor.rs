@@ -189,25 +189,32 @@ fn bad_input_is_an_error() {
         a.allocate_aligned(8, 48).err(),
         Some(AllocError::BadAlignment { align: 48 })
     );
-    for bad in [
-        ThreadCursorConfig {
-            chunk_size: 1000,
+    for chunk_size in [1000, 8, 1 << 21] {
+        let bad = ThreadCursorConfig {
+            chunk_size,
             ..Default::default()
-        },
-        ThreadCursorConfig {
-            chunk_size: 8,
-            ..Default::default()
-        },
-        ThreadCursorConfig {
-            chunk_size: 1 << 21,
-            ..Default::default()
-        },
-    ] {
-        assert!(
-            ThreadCursorArena::with_config(bad).is_err(),
-            "{bad:?} must be refused"
+        };
+        assert_eq!(
+            ThreadCursorArena::with_config(bad).err(),
+            Some(AllocError::InvalidConfig {
+                field: allocasm::ConfigField::ChunkSize,
+                value: chunk_size
+            }),
+            "{bad:?} must be refused naming chunk_size"
         );
     }
+    // The backing arena's refusals name the fields they share.
+    let bad = ThreadCursorConfig {
+        max_blocks: 0,
+        ..Default::default()
+    };
+    assert_eq!(
+        ThreadCursorArena::with_config(bad).err(),
+        Some(AllocError::InvalidConfig {
+            field: allocasm::ConfigField::MaxBlocks,
+            value: 0
+        })
+    );
 }
 
 #[test]
