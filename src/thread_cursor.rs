@@ -520,6 +520,33 @@ impl ThreadCursorArena {
         acc
     }
 
+    /// Resizes `ptr`'s block in place when it is the last one this
+    /// thread's cursor handed out for this arena (its end, rounded to 16, is
+    /// the cursor: any later block would have moved the cursor past it) and
+    /// the new size fits the chunk; `None` otherwise (another thread's
+    /// block, a direct allocation, a block that is not the last).
+    fn resize_last(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Option<NonNull<u8>> {
+        if !ptr.as_ptr().addr().is_multiple_of(new.align()) {
+            return None;
+        }
+        let (id, slot) = (self.hot.id, self.hot.slot & (SLOTS - 1));
+        CURSORS.with(|cursors| {
+            let c = &cursors[slot];
+            let cursor = c.ptr.get();
+            let old_end = align_up(ptr.as_ptr().addr().checked_add(old.size())?, GRAIN);
+            let new_end = align_up(ptr.as_ptr().addr().checked_add(new.size())?, GRAIN);
+            if c.owner.get() != id || old_end != cursor.addr() || new_end > c.end.get().addr() {
+                return None;
+            }
+            // The bytes between the two ends are this thread's: up to the
+            // cursor they are the block's own, past it the chunk's unused
+            // room, which no one else hands out. `with_addr` keeps the
+            // cursor's provenance (the backing reservation).
+            c.ptr.set(cursor.with_addr(new_end));
+            Some(ptr)
+        })
+    }
+
     /// Whether `ptr` lies in one of the backing arena's blocks (O(blocks)).
     pub fn owns(&self, ptr: *const u8) -> bool {
         self.backing.owns(ptr)
@@ -604,7 +631,10 @@ impl RawAllocator for ThreadCursorArena {
 }
 
 // SAFETY: blocks stay valid until `reset` (needs `&mut`) or drop; `allocate`
-// hands out disjoint ranges; deallocate is a no-op.
+// hands out disjoint ranges; deallocate is a no-op. `grow`/`shrink` resize
+// this thread's last block in place (the cursor moves to its new end, and
+// nothing was handed out beyond the cursor); any other block is moved on
+// growth and kept where it is on a shrink.
 unsafe impl allocator_api2::alloc::Allocator for &ThreadCursorArena {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
         if layout.size() == 0 {
@@ -619,6 +649,31 @@ unsafe impl allocator_api2::alloc::Allocator for &ThreadCursorArena {
     }
 
     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+
+    unsafe fn grow(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded: `ptr` is a live block of this arena with `old`;
+        // `resize_last` resizes only this thread's last block of it.
+        unsafe {
+            crate::linear::bump_grow(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
+        }
+    }
+
+    unsafe fn shrink(
+        &self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+        // SAFETY: forwarded, as for `grow`.
+        unsafe {
+            crate::linear::bump_shrink(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
+        }
+    }
 }
 
 #[cfg(all(test, not(loom)))]

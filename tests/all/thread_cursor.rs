@@ -276,3 +276,64 @@ fn threads_get_disjoint_ranges() {
         "exited threads' tails are counted"
     );
 }
+
+/// The last block this thread's cursor handed out grows and shrinks in
+/// place (before `grow` was overridden every doubling of a vector copied
+/// into a new block and left the old one behind); any other block moves on
+/// growth with its contents, and a block another thread allocated is never
+/// resized through this thread's cursor.
+#[test]
+fn the_last_block_grows_and_shrinks_in_place() {
+    use allocator_api2::vec::Vec;
+    let a = ThreadCursorArena::with_config(ThreadCursorConfig {
+        chunk_size: 1 << 16,
+        block_size: 1 << 20,
+        max_blocks: 2,
+    })
+    .unwrap();
+    let mut v: Vec<u64, _> = Vec::with_capacity_in(4, &a);
+    let first = v.as_ptr() as usize;
+    for i in 0..500u64 {
+        v.push(i);
+    }
+    assert_eq!(v.as_ptr() as usize, first, "the last block moved on growth");
+    v.truncate(10);
+    v.shrink_to_fit();
+    assert_eq!(v.as_ptr() as usize, first, "the last block moved on shrink");
+    assert!(v.iter().copied().eq(0..10));
+    // The cursor sits at the shrunk block's end: the growth took no other
+    // block and the shrink gave its tail back.
+    let next = a.alloc(1).unwrap().as_ptr() as usize;
+    assert_eq!(next, first + (v.capacity() * 8).next_multiple_of(16));
+
+    // `v` is no longer the last block: growing it moves it, contents intact.
+    v.extend(10..100u64);
+    assert_ne!(
+        v.as_ptr() as usize,
+        first,
+        "a block that is not the last grew over a live one"
+    );
+    assert!(v.iter().copied().eq(0..100));
+
+    // A block from another thread's chunk, ending where this thread's
+    // cursor might be: grown here, it must move.
+    let theirs = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut w: Vec<u8, _> = Vec::with_capacity_in(64, &a);
+            w.extend(0..64u8);
+            w
+        })
+        .join()
+        .unwrap()
+    });
+    let mut theirs = theirs;
+    let before = theirs.as_ptr() as usize;
+    let mine = a.alloc(16).unwrap().as_ptr() as usize;
+    theirs.extend(64..200u8);
+    assert_ne!(theirs.as_ptr() as usize, before);
+    assert!(theirs.iter().copied().eq(0..200u8));
+    assert!(
+        !(mine..mine + 16).contains(&(theirs.as_ptr() as usize)),
+        "grew into this thread's live block"
+    );
+}
