@@ -61,6 +61,15 @@ pub enum AllocError {
         /// The size the free named.
         freed: usize,
     },
+    /// More threads inside one [`PackedArena`](crate::PackedArena) (or the
+    /// [`ThreadCursorArena`](crate::ThreadCursorArena) over it) at once than
+    /// its `max_entrants`, past which the overshoot envelope no longer
+    /// holds. Refused before the cursor is touched. Debug builds only:
+    /// release builds do not count entrants.
+    TooManyEntrants {
+        /// The configured `max_entrants`.
+        max: usize,
+    },
     /// The operating system refused to map, protect or release memory.
     Os {
         /// The raw OS error code (`errno` or `GetLastError`).
@@ -155,6 +164,10 @@ impl fmt::Display for AllocError {
             AllocError::SizeMismatch { allocated, freed } => write!(
                 f,
                 "freed with size {freed}, but the block was allocated with size {allocated}"
+            ),
+            AllocError::TooManyEntrants { max } => write!(
+                f,
+                "more than max_entrants = {max} threads inside the allocator at once"
             ),
             AllocError::Os { code } => write!(f, "the operating system refused (error {code})"),
         }

@@ -48,7 +48,7 @@
 //! `M` can be outstanding above the limit, so the position stays below `P`
 //! and never carries into the factor or block bits. **More than `C` threads
 //! inside `alloc` at once is outside the contract and can corrupt the
-//! cursor**; debug builds count entrants and panic past `C`.
+//! cursor**; debug builds count entrants and refuse past `C` ([`AllocError::TooManyEntrants`]).
 //!
 //! **Memory ordering.** The safe entry points are free of data races: a
 //! *recycled* block was last written by the threads that freed into it;
@@ -185,7 +185,8 @@ struct Capacity {
 /// inside `alloc` at once and no request may exceed `M`
 /// ([`PackedConfig::max_request`]): then the overshoot of a full block stays
 /// below `P = 2^55` (the limit `L = P - C*M` is [`PackedArena::limit`]).
-/// More entrants can corrupt the cursor; debug builds panic past `C`.
+/// More entrants can corrupt the cursor; debug builds refuse an entrant past `C` with
+/// [`AllocError::TooManyEntrants`], before touching the cursor.
 ///
 /// **Ordering.** [`alloc`](PackedArena::alloc) adds with `Acquire`, which
 /// orders a *recycled* block's previous users before its new one;
@@ -292,12 +293,15 @@ impl Refusal {
     pub(crate) const TOO_LARGE: Refusal = Refusal(isize::MIN + 1);
     /// Every block is in use.
     pub(crate) const OUT_OF_MEMORY: Refusal = Refusal(isize::MIN + 2);
+    /// More than `max_entrants` threads inside at once (debug builds).
+    pub(crate) const TOO_MANY_ENTRANTS: Refusal = Refusal(isize::MIN + 3);
 
     fn from_error(e: AllocError) -> Refusal {
         match e {
             AllocError::Os { code } => Refusal(code as isize),
             AllocError::ZeroSize => Refusal::ZERO_SIZE,
             AllocError::TooLarge { .. } => Refusal::TOO_LARGE,
+            AllocError::TooManyEntrants { .. } => Refusal::TOO_MANY_ENTRANTS,
             _ => Refusal::OUT_OF_MEMORY,
         }
     }
@@ -627,6 +631,9 @@ impl PackedArena {
                 requested: align_up(size, GRAIN),
                 available: 0,
             },
+            Refusal::TOO_MANY_ENTRANTS => AllocError::TooManyEntrants {
+                max: self.config.max_entrants,
+            },
             Refusal(code) => AllocError::Os { code: code as i32 },
         }
     }
@@ -645,7 +652,9 @@ impl PackedArena {
         }
         let size = align_up(size, GRAIN);
         #[cfg(debug_assertions)]
-        let _entrant = self.enter();
+        let Some(_entrant) = self.enter() else {
+            return Attempt::refused(Refusal::TOO_MANY_ENTRANTS);
+        };
         let seen = self.cursor.fetch_add(size as u64, ordering(ORDER));
         let size = size as u64;
         let w = decode(seen);
@@ -674,16 +683,13 @@ impl PackedArena {
         self.alloc_slow::<ORDER>(size as usize, seen)
     }
 
+    /// Counts this thread in (debug builds); `None`, counted out again,
+    /// when `max_entrants` threads are already inside.
     #[cfg(debug_assertions)]
-    fn enter(&self) -> Entrant<'_> {
+    fn enter(&self) -> Option<Entrant<'_>> {
         let n = self.entrants.fetch_add(1, Ordering::Relaxed) + 1;
         let guard = Entrant(&self.entrants);
-        assert!(
-            n <= self.config.max_entrants,
-            "PackedArena: {n} threads inside alloc at once, more than max_entrants = {}; the overshoot envelope no longer holds",
-            self.config.max_entrants
-        );
-        guard
+        (n <= self.config.max_entrants).then_some(guard)
     }
 
     /// The block that `seen` (a word returned by this thread's `fetch_add`)
@@ -1188,6 +1194,32 @@ mod tests {
         assert_eq!(a.limit, P - 4 * 32);
         a.limit = 96;
         a
+    }
+
+    /// Past `max_entrants` threads inside at once a debug build refuses,
+    /// naming the ceiling, before the cursor moves (it panicked before,
+    /// and only after the count was taken). `C` entrants are simulated by
+    /// the counter: holding `C` real threads inside `alloc` needs a hook in
+    /// the fast path.
+    #[cfg(debug_assertions)]
+    #[test]
+    fn past_max_entrants_a_debug_build_refuses_before_the_cursor() {
+        let a = PackedArena::with_config(PackedConfig {
+            max_entrants: 3,
+            ..PackedConfig::new(4096)
+        })
+        .unwrap();
+        a.entrants.store(3, Ordering::Relaxed);
+        let before = a.snapshot();
+        assert_eq!(a.alloc(24), Err(AllocError::TooManyEntrants { max: 3 }));
+        assert_eq!(a.snapshot(), before, "the cursor moved");
+        assert_eq!(a.entrants.load(Ordering::Relaxed), 3, "not counted out");
+        a.entrants.store(2, Ordering::Relaxed);
+        assert!(
+            a.alloc(24).is_ok(),
+            "the third entrant is inside the ceiling"
+        );
+        assert_eq!(a.entrants.load(Ordering::Relaxed), 2);
     }
 
     /// The fast path's state: the cursor alone on the first line, every
