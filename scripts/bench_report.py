@@ -529,6 +529,11 @@ def main():
     grows.append(goal("SegregatedFit instructions per op / mimalloc's",
                       div(ir_per_op.get("SegregatedFit"), ir_per_op.get("mimalloc")), "≤ 1x", 1.0, "x",
                       "valgrind is not installed"))
+    # Issue 14: TempJob's end of frame costs what changed, not the frames
+    # since the pool was last empty.
+    tjr = div(get("tempjob-frame", "pinned, after 100k frames"), get("tempjob-frame", "pinned, fresh"))
+    grows.append(goal("TempJob frame (16 × alloc/free + end_frame), one block pinned: "
+                      "after 100k frames / fresh", tjr, "≤ 1.2x", 1.2, "x", "no tempjob-frame run"))
     floor = get("bump16", "raw fetch_add")
     sysaf = get("alloc-free64", "system")
     notes = []
