@@ -71,3 +71,21 @@ pub use thread_cursor::{ThreadCursorArena, ThreadCursorConfig, ThreadCursorStats
 
 pub use segregated::SegregatedFit;
 pub use unity::{Persistent, Rewindable, Temp, TempJob};
+
+/// The unit tests' global allocator under `--cfg allocasm_global_segregated`
+/// (`scripts/test global`): every allocation of the test binary, the test
+/// harness's own included, goes through [`SegregatedFit`].
+#[cfg(all(test, allocasm_global_segregated, not(miri), not(loom)))]
+#[global_allocator]
+static GLOBAL: SegregatedFit = SegregatedFit::new();
+
+#[cfg(all(test, allocasm_global_segregated, not(miri), not(loom)))]
+mod global_tests {
+    /// The step cannot pass on the system allocator by mistake.
+    #[test]
+    fn the_global_allocator_is_segregated_fit() {
+        let b = std::boxed::Box::new([7u8; 48]);
+        let l = core::alloc::Layout::new::<[u8; 48]>();
+        assert!(super::GLOBAL.owns(core::ptr::NonNull::from(&*b).cast(), l));
+    }
+}

@@ -4,6 +4,22 @@
 //! turns on (the suite depends on it); `cargo test -p allocasm` alone leaves
 //! them out.
 
+/// Under `--cfg allocasm_global_segregated` (`scripts/test global`) every
+/// allocation of this binary, the test harness's own included, goes through
+/// `SegregatedFit`.
+#[cfg(all(allocasm_global_segregated, not(miri)))]
+#[global_allocator]
+static GLOBAL: allocasm::SegregatedFit = allocasm::SegregatedFit::new();
+
+/// The step cannot pass on the system allocator by mistake.
+#[cfg(all(allocasm_global_segregated, not(miri)))]
+#[test]
+fn the_global_allocator_is_segregated_fit() {
+    let b = Box::new([7u8; 48]);
+    let l = std::alloc::Layout::new::<[u8; 48]>();
+    assert!(GLOBAL.owns(std::ptr::NonNull::from(&*b).cast(), l));
+}
+
 mod chapter;
 mod conformance;
 mod guard_zone;

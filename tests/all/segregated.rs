@@ -562,7 +562,11 @@ fn thread_exit_flushes_the_cache() {
     let i = class.index();
     std::thread::scope(|s| {
         s.spawn(|| {
-            let v: Vec<_> = (0..10).map(|_| a.alloc(l).unwrap()).collect();
+            // An array, not a `Vec`: freeing a `Vec`'s buffer would use the
+            // global allocator between these frees and `stats`, and when
+            // that is a SegregatedFit too (`scripts/test global`) its miss
+            // takes this thread's cache over, flushing `a`'s blocks.
+            let v: [_; 10] = core::array::from_fn(|_| a.alloc(l).unwrap());
             for p in v {
                 // SAFETY: allocated above with `l`.
                 unsafe { a.dealloc(p, l) };
