@@ -534,6 +534,10 @@ def main():
     tjr = div(get("tempjob-frame", "pinned, after 100k frames"), get("tempjob-frame", "pinned, fresh"))
     grows.append(goal("TempJob frame (16 × alloc/free + end_frame), one block pinned: "
                       "after 100k frames / fresh", tjr, "≤ 1.2x", 1.2, "x", "no tempjob-frame run"))
+    two_heaps = div(get("two-heaps", "SegregatedFit, two heaps alternating"),
+                    get("two-heaps", "SegregatedFit, one heap"))
+    grows.append(goal("SegregatedFit, two heaps alternating on one thread / one heap "
+                      "(64-byte alloc+free pairs)", two_heaps, "≤ 2x", 2.0, "x", "no two-heaps run"))
     floor = get("bump16", "raw fetch_add")
     sysaf = get("alloc-free64", "system")
     notes = []

@@ -634,6 +634,37 @@ fn main() {
     }
     tj.finish();
 
+    // Two SegregatedFit heaps used alternately on one thread (a local heap
+    // beside a global SegregatedFit, or Persistent over its own): each
+    // thread's cache must serve both without flushing one for the other.
+    let mut th = c.benchmark_group("two-heaps");
+    let heaps = [
+        allocasm::SegregatedFit::new(),
+        allocasm::SegregatedFit::new(),
+    ];
+    let l64 = Layout::from_size_align(64, 8).expect("a layout");
+    let pair = |h: &allocasm::SegregatedFit| {
+        let p = h.alloc(l64).expect("a block");
+        // SAFETY: a fresh 64-byte block, freed once with its layout.
+        unsafe {
+            p.as_ptr().write(1);
+            h.dealloc(core::hint::black_box(p), l64);
+        }
+    };
+    th.bench_function("SegregatedFit, one heap", |b| {
+        b.iter(|| {
+            pair(&heaps[0]);
+            pair(&heaps[0]);
+        })
+    });
+    th.bench_function("SegregatedFit, two heaps alternating", |b| {
+        b.iter(|| {
+            pair(&heaps[0]);
+            pair(&heaps[1]);
+        })
+    });
+    th.finish();
+
     c.final_summary();
 }
 

@@ -1,10 +1,15 @@
 //! Per-thread caches in front of the class queues of
 //! [`SegregatedFit`](super::SegregatedFit).
 //!
-//! **Contract.** Each thread has one cache, in a `const`-initialised
+//! **Contract.** Each thread has two caches, in a `const`-initialised
 //! thread-local without `Drop` (so its accesses carry no lazy-registration
-//! check and never allocate). The cache serves one allocator at a time, its
-//! *owner* (the allocator's heap address): per size class a LIFO free list
+//! check and never allocate). A cache serves one allocator at a time, its
+//! *owner* (the allocator's heap address). The fast paths look at the
+//! *primary* cache only; the *secondary* serves a second allocator used on
+//! the same thread (a local heap beside a global `SegregatedFit`) from the
+//! out-of-line miss path: a call, still no atomic. A third allocator takes
+//! the secondary over (flushing it to its owner). Per size class a cache
+//! holds a LIFO free list
 //! threaded through the blocks' first words, up to [`cap`] blocks. A hit
 //! (alloc from a non-empty list, free into a list below its cap) is a
 //! compare of the owner and a few plain loads and stores: no atomic
@@ -21,12 +26,12 @@
 //! queue; it goes back to the shared queue with that thread's next flush.
 //!
 //! **Ownership and lifetime.** A thread's first use of a cache (and any use
-//! with another allocator than the owner) takes the global registry lock
+//! with an allocator neither cache serves) takes the global registry lock
 //! (a spin lock: never allocates): the cache is linked into the registry,
 //! its lists are flushed to the previous owner, and the owner changes. The
 //! thread-exit hook is armed at registration *without allocating*: a
 //! `pthread_key_create` destructor on Unix (`pthread_setspecific` stores the
-//! cache's address), a fiber-local-storage callback (`FlsAlloc`) on Windows;
+//! caches' address), a fiber-local-storage callback (`FlsAlloc`) on Windows;
 //! std's `thread_local!` destructors are not used because on some targets
 //! their registration pushes onto a heap-allocated list, which would
 //! re-enter the allocator while it is installed as `#[global_allocator]`. At
@@ -37,7 +42,7 @@
 //! it). Where no hook can be armed (targets other than Unix and Windows),
 //! caches stay off and every operation goes to the queues.
 //!
-//! **Costs.** Per thread: [`ThreadCache`] (1.4 KiB) plus up to `cap` blocks
+//! **Costs.** Per thread: two [`ThreadCache`]s (1.4 KiB each) plus up to `cap` blocks
 //! per class (about 16 KiB of blocks per class at most, 2..=128 blocks).
 //! Blocks in caches are neither free in the queue nor in use: `stats`
 //! reports them separately; `trim` cannot give back a span one of whose
@@ -175,8 +180,26 @@ impl ThreadCache {
     }
 }
 
+/// A thread's two caches. The fast paths look at `primary` only (first in
+/// the struct, so its fields sit where a lone cache's did); `secondary`
+/// serves a second allocator used on the same thread (a local heap beside a
+/// global `SegregatedFit`, `Persistent` over its own heap) from the miss
+/// path, without the atomics of the queue and without flushing the primary
+/// (alternating two heaps through one cache flushed every list on every
+/// switch: 80x slower).
+#[repr(C)]
+struct Caches {
+    primary: ThreadCache,
+    secondary: ThreadCache,
+}
+
 std::thread_local! {
-    static CACHE: ThreadCache = const { ThreadCache::new() };
+    static CACHE: Caches = const {
+        Caches {
+            primary: ThreadCache::new(),
+            secondary: ThreadCache::new(),
+        }
+    };
 }
 
 /// The registry of live caches (a doubly linked list through the caches).
@@ -186,13 +209,13 @@ static HEAD: AtomicPtr<ThreadCache> = AtomicPtr::new(ptr::null_mut());
 /// The cache hit path of `alloc` for the heap at `heap`.
 #[inline(always)]
 pub(crate) fn try_pop(heap: usize, index: usize) -> Option<NonNull<u8>> {
-    CACHE.with(|t| t.pop(heap, index))
+    CACHE.with(|c| c.primary.pop(heap, index))
 }
 
 /// The cache hit path of `dealloc`; `false` means "take the slow path".
 #[inline(always)]
 pub(crate) fn try_push(heap: usize, index: usize, block: NonNull<u8>) -> bool {
-    CACHE.with(|t| t.push(heap, index, block))
+    CACHE.with(|c| c.primary.push(heap, index, block))
 }
 
 /// The alloc miss: bind the cache to `heap` if needed, then refill the
@@ -203,10 +226,10 @@ pub(crate) fn refill(
     heap: &Heap,
     class: SizeClass,
 ) -> Result<Option<NonNull<u8>>, crate::AllocError> {
-    CACHE.with(|t| {
-        if !bind(t, heap) {
+    CACHE.with(|c| {
+        let Some(t) = choose(c, heap) else {
             return Ok(None);
-        }
+        };
         let index = class.index();
         let bin = t.bin(index);
         if let Some(p) = t.pop(heap.addr(), index) {
@@ -231,10 +254,10 @@ pub(crate) fn refill(
 /// thread, use the queue.
 #[inline(never)]
 pub(crate) fn flush_and_push(heap: &Heap, class: SizeClass, block: NonNull<u8>) -> bool {
-    CACHE.with(|t| {
-        if !bind(t, heap) {
+    CACHE.with(|c| {
+        let Some(t) = choose(c, heap) else {
             return false;
-        }
+        };
         let index = class.index();
         if t.push(heap.addr(), index, block) {
             return true;
@@ -286,10 +309,30 @@ fn flush_all(t: &ThreadCache, heap: &Heap) {
     }
 }
 
-/// Makes `t` serve `heap`: registers it (arming the exit hook) on first
-/// use, flushes it to its previous owner. `false` if the cache is dead or
-/// cannot be registered.
-fn bind(t: &ThreadCache, heap: &Heap) -> bool {
+/// The cache of this thread that serves `heap`: the one that does already,
+/// else the primary if it serves no allocator, else the secondary (flushed
+/// to the allocator it served). `None` if the caches are dead or cannot be
+/// registered.
+fn choose<'a>(c: &'a Caches, heap: &Heap) -> Option<&'a ThreadCache> {
+    let me = heap.addr();
+    if c.primary.owner.load(Ordering::Relaxed) == me {
+        return Some(&c.primary);
+    }
+    if c.secondary.owner.load(Ordering::Relaxed) == me {
+        return Some(&c.secondary);
+    }
+    let t = if c.primary.owner.load(Ordering::Relaxed) == NO_OWNER {
+        &c.primary
+    } else {
+        &c.secondary
+    };
+    bind(c, t, heap).then_some(t)
+}
+
+/// Makes `t`, one of `c`'s caches, serve `heap`: registers it (arming the
+/// exit hook for `c`) on first use, flushes it to its previous owner.
+/// `false` if the cache is dead or cannot be registered.
+fn bind(c: &Caches, t: &ThreadCache, heap: &Heap) -> bool {
     if t.owner.load(Ordering::Relaxed) == heap.addr() {
         return true;
     }
@@ -297,7 +340,7 @@ fn bind(t: &ThreadCache, heap: &Heap) -> bool {
     match t.state.load(Ordering::Relaxed) {
         DEAD => return false,
         UNREGISTERED => {
-            if !arm_exit_hook(t) {
+            if !arm_exit_hook(c) {
                 t.state.store(DEAD, Ordering::Relaxed);
                 return false;
             }
@@ -326,17 +369,25 @@ fn bind(t: &ThreadCache, heap: &Heap) -> bool {
     true
 }
 
-/// The thread-exit hook: flush to the owner, unlink, mark dead.
+/// The thread-exit hook: both caches flushed to their owners, unlinked,
+/// marked dead.
 ///
 /// # Safety
 ///
-/// `t` is the exiting thread's registered cache.
-unsafe fn on_exit(t: *const ThreadCache) {
-    // SAFETY: the hook's value is the registered cache of this thread,
-    // still valid (thread-locals without `Drop` live until the thread is
-    // gone, after every exit hook).
-    let t = unsafe { &*t };
+/// `c` is the exiting thread's caches, one of them registered.
+unsafe fn on_exit(c: *const Caches) {
+    // SAFETY: the hook's value is this thread's caches, still valid
+    // (thread-locals without `Drop` live until the thread is gone, after
+    // every exit hook).
+    let c = unsafe { &*c };
     let _guard = REGISTRY.lock();
+    retire(&c.primary);
+    retire(&c.secondary);
+}
+
+/// Flushes `t` to its owner, unlinks it if registered, marks it dead.
+/// Under the registry lock.
+fn retire(t: &ThreadCache) {
     let old = t.owner.load(Ordering::Relaxed);
     if old != NO_OWNER {
         // SAFETY: as in `bind`.
@@ -399,24 +450,26 @@ pub(crate) fn cached(heap: usize, counts: &mut [usize; CLASS_COUNT]) {
 
 /// Flushes the calling thread's cache if it serves `heap` (for `trim`).
 pub(crate) fn flush_current(heap: &Heap) {
-    CACHE.with(|t| {
-        if t.owner.load(Ordering::Relaxed) == heap.addr() {
-            let _guard = REGISTRY.lock();
-            flush_all(t, heap);
+    CACHE.with(|c| {
+        for t in [&c.primary, &c.secondary] {
+            if t.owner.load(Ordering::Relaxed) == heap.addr() {
+                let _guard = REGISTRY.lock();
+                flush_all(t, heap);
+            }
         }
     });
 }
 
 #[cfg(unix)]
-fn arm_exit_hook(t: &ThreadCache) -> bool {
+fn arm_exit_hook(c: &Caches) -> bool {
     use core::ffi::c_void;
 
     /// The key, plus one (0: not created yet; `usize::MAX`: creation failed).
     static KEY: AtomicUsize = AtomicUsize::new(0);
 
     unsafe extern "C" fn dtor(p: *mut c_void) {
-        // SAFETY: the key's value is the cache `arm_exit_hook` stored.
-        unsafe { on_exit(p.cast::<ThreadCache>()) }
+        // SAFETY: the key's value is the caches `arm_exit_hook` stored.
+        unsafe { on_exit(p.cast::<Caches>()) }
     }
 
     // Under the registry lock: no other thread creates the key meanwhile.
@@ -432,19 +485,20 @@ fn arm_exit_hook(t: &ThreadCache) -> bool {
     if key == usize::MAX {
         return false;
     }
-    // SAFETY: a key we created; the value is the cache's address, non-null,
-    // so the destructor runs at thread exit.
+    // SAFETY: a key we created; the value is the caches' address, non-null,
+    // so the destructor runs at thread exit (setting it again when the
+    // second cache registers stores the same value).
     let r = unsafe {
         libc::pthread_setspecific(
             (key - 1) as libc::pthread_key_t,
-            ptr::from_ref(t).cast::<c_void>(),
+            ptr::from_ref(c).cast::<c_void>(),
         )
     };
     r == 0
 }
 
 #[cfg(windows)]
-fn arm_exit_hook(t: &ThreadCache) -> bool {
+fn arm_exit_hook(c: &Caches) -> bool {
     use core::ffi::c_void;
     use windows_sys::Win32::System::Threading::{FLS_OUT_OF_INDEXES, FlsAlloc, FlsSetValue};
 
@@ -453,8 +507,8 @@ fn arm_exit_hook(t: &ThreadCache) -> bool {
 
     unsafe extern "system" fn callback(p: *const c_void) {
         if !p.is_null() {
-            // SAFETY: the slot's value is the cache `arm_exit_hook` stored.
-            unsafe { on_exit(p.cast::<ThreadCache>()) }
+            // SAFETY: the slot's value is the caches `arm_exit_hook` stored.
+            unsafe { on_exit(p.cast::<Caches>()) }
         }
     }
 
@@ -472,11 +526,11 @@ fn arm_exit_hook(t: &ThreadCache) -> bool {
     if index == usize::MAX {
         return false;
     }
-    // SAFETY: an index we allocated; the value is the cache's address.
-    unsafe { FlsSetValue((index - 1) as u32, ptr::from_ref(t).cast::<c_void>()) != 0 }
+    // SAFETY: an index we allocated; the value is the caches' address.
+    unsafe { FlsSetValue((index - 1) as u32, ptr::from_ref(c).cast::<c_void>()) != 0 }
 }
 
 #[cfg(not(any(unix, windows)))]
-fn arm_exit_hook(_t: &ThreadCache) -> bool {
+fn arm_exit_hook(_c: &Caches) -> bool {
     false
 }
