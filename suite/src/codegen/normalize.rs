@@ -19,7 +19,8 @@
 //!    both become `{closure}`). Mach-O's extra leading `_` is stripped.
 //! 4. Local labels (`.LBB0_3`, `LBB0_3`, `.Ltmp5`, `Lloh2`, `.LCPI5_0`,
 //!    `.Lfunc_begin0`, `.LJTI0_0`, `l_anon.<hash>.3`, COFF's
-//!    `anon.<hash>.3`, ...) are renumbered per function and per family in
+//!    `anon.<hash>.3`, and the `anon.<hash>.3.llvm.<n>` that ThinLTO
+//!    promotes a constant to, ...) are renumbered per function and per family in
 //!    order of first appearance (`.LBB0_3` → `.LBB1`); label definitions no
 //!    instruction or data directive refers to are dropped.
 
@@ -70,7 +71,7 @@ fn local_label_re(format: ObjectFormat) -> &'static Regex {
     match format {
         ObjectFormat::MachO => MACHO.get_or_init(|| {
             Regex::new(
-                r"\b(?:(l_?anon\.)[0-9a-f]{8,}\.(\d+)|(L[A-Za-z_]*?|l[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
+                r"\b(?:((?:l_?|_)?anon\.)[0-9a-f]{8,}\.(\d+(?:\.llvm\.\d+)?)|(L[A-Za-z_]*?|l[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
             )
             .expect("label regex")
         }),
@@ -78,13 +79,13 @@ fn local_label_re(format: ObjectFormat) -> &'static Regex {
         // ELF's `.L`: the same family, so the hash never reaches a listing.
         ObjectFormat::Coff => COFF.get_or_init(|| {
             Regex::new(
-                r"(?:^|[^\w.$])(?:((?:\.L)?anon\.)[0-9a-f]{8,}\.(\d+)|(\.L[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
+                r"(?:^|[^\w.$])(?:((?:\.L)?anon\.)[0-9a-f]{8,}\.(\d+(?:\.llvm\.\d+)?)|(\.L[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
             )
             .expect("label regex")
         }),
         ObjectFormat::Elf => ELF.get_or_init(|| {
             Regex::new(
-                r"(?:^|[^\w.$])(?:(\.Lanon\.)[0-9a-f]{8,}\.(\d+)|(\.L[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
+                r"(?:^|[^\w.$])(?:((?:\.L)?anon\.)[0-9a-f]{8,}\.(\d+(?:\.llvm\.\d+)?)|(\.L[A-Za-z_]*?)(\d+(?:_\d+)?))\b",
             )
             .expect("label regex")
         }),

@@ -379,6 +379,34 @@ fn labels_are_renumbered_per_function() {
     );
 }
 
+/// ThinLTO promotes an anonymous constant to a global named
+/// `anon.<crate hash>.<n>.llvm.<module hash>`: both hashes change with any
+/// edit of the crate, so unnormalized they changed the snapshot of every
+/// probe that loads one (`probe_segregated_cached_dealloc` on 8 profiles).
+#[test]
+fn promoted_anonymous_constants_lose_their_hashes() {
+    let hash = "38c7c55b3a5bd611380a96abce85e02a";
+    let elf = format!(
+        "\t.text\n\t.type\tf,@function\nf:\n\tlea\tr9, [rip + anon.{hash}.12.llvm.427410279807979613]\n\tadrp\tx11, :lo12:anon.{hash}.8.llvm.15937614570676966365\n\tret\n.Lfunc_end0:\n"
+    );
+    let l = listing(&elf, ObjectFormat::Elf, &Arch::X86_64, "f");
+    assert_eq!(
+        lines(&l),
+        [
+            "f:",
+            "  lea r9, [rip + anon.1]",
+            "  adrp x11, :lo12:anon.2",
+            "  ret"
+        ]
+    );
+    let macho = format!(
+        "\t.section\t__TEXT,__text\n_f:\n\tadrp\tx12, _anon.{hash}.11.llvm.15941344587249908501@PAGE\n\tadd\tx12, x12, _anon.{hash}.11.llvm.15941344587249908501@PAGEOFF\n\tret\n\t.cfi_endproc\n"
+    );
+    let m = listing(&macho, ObjectFormat::MachO, &Arch::Aarch64, "f");
+    assert!(!m.text().contains(hash), "{m}");
+    assert!(m.text().contains("anon.1@PAGEOFF"), "{m}");
+}
+
 #[test]
 fn unreferenced_labels_are_dropped() {
     // Mach-O's `Lloh` labels only feed `.loh` directives; ELF's `.Lfunc_end`.
