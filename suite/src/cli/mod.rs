@@ -7,6 +7,7 @@
 mod check;
 mod diff;
 mod list;
+mod measure;
 mod reference;
 mod report_cmd;
 mod session;
