@@ -1,9 +1,9 @@
 //! llvm-mca's prediction per CPU: the cycles a block of instructions costs
 //! when run in a loop, and what bounds it.
 //!
-//! [`analyze`] feeds a list of instruction lines (a probe's hot path; until
-//! the hot path exists, whatever lines the caller picks, such as the lines
-//! one call executed, [`super::executed::Executed::listing_path`]) to
+//! [`analyze`] feeds a list of instruction lines (a probe's hot path,
+//! `cfg::HotPath::lines`: the report gives the `.s` listing's, which
+//! one call executes line for line where the fast case is its hot path) to
 //! `llvm-mca -mtriple=<triple> -mcpu=<cpu> -iterations=100
 //! -bottleneck-analysis` and reads back:
 //!
