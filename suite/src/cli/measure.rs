@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use allocasm::probes::PROBES;
-use allocasm_suite::codegen::build::{BuildEvent, BuildOptions};
+use allocasm_suite::codegen::build::{BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::executed::{self, MeasureOptions};
 use allocasm_suite::codegen::linked::{self, Lto};
 use allocasm_suite::codegen::{ProbeListings, Profile, mca};
@@ -192,10 +192,16 @@ fn measure_one(
         } else {
             String::new()
         };
-        format!(
-            "not measured: the probe driver did not build{fix}: {}",
-            build_error_message(&e).trim_end()
-        )
+        let what = match &e {
+            // The disassembler or a cross tool, not rustup's.
+            BuildError::ToolMissing { program, error }
+                if program != "cargo" && program != "rustup" =>
+            {
+                format!("cannot run `{program}` ({error})")
+            }
+            e => build_error_message(e).trim_end().to_string(),
+        };
+        format!("not measured: the probe driver did not build{fix}: {what}")
     })?;
     step("tracing under qemu");
     executed::measure(profile, &driver, PROBES, &MeasureOptions::default())
