@@ -40,9 +40,9 @@ pub fn why_not_measured(profile: &Profile, found: &dyn Fn(&str) -> bool) -> Opti
     if executed::measured_profiles(one).is_empty() {
         if profile.triple.contains("-linux-") && executed::runner(profile).is_some() {
             return Some(
-                "not measured: a shared-library profile (its thread-locals through \
-                 `__tls_get_addr`); an executable built from it runs other code, measuring it \
-                 needs a cdylib harness"
+                "not measured (a shared-library profile: its thread-locals go through \
+                 `__tls_get_addr`, which an executable built from it does not run; measuring it \
+                 needs a cdylib harness)"
                     .to_string(),
             );
         }
