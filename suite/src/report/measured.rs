@@ -91,6 +91,10 @@ pub struct ExecutedRow {
 pub struct ExecutedCell {
     /// `hot_path.instructions` of the `.s` listing.
     pub hot_path: Option<usize>,
+    /// `hot_path.instructions` of the linked release executable's listing
+    /// (the code the driver runs, helpers apart); `null` without a linked
+    /// view.
+    pub linked_hot_path: Option<usize>,
     /// Instructions one call executed, helpers included.
     pub executed: Option<u64>,
     /// Of those, in helpers.
@@ -98,8 +102,9 @@ pub struct ExecutedCell {
     /// Block reciprocal throughput per CPU, in [`ProfileMeasurement::cpus`]
     /// order.
     pub mca: Vec<McaCycles>,
-    /// `21 / 21 / 3.70·4.20`, `39 / 44 (+5) / 7.70·11.00*`, `–` for what is
-    /// missing.
+    /// `21 / 21 / 3.70·4.20`, `39 / 44 (+5) / 7.70·11.00*`, `21 (linked 28)
+    /// / 28 / 3.80·3.80` where the linked executable's hot path differs
+    /// from the `.s` one, `–` for what is missing.
     pub text: String,
 }
 
@@ -276,8 +281,16 @@ pub struct Measurement {
 }
 
 /// `21 / 21 / 3.70·4.20`.
-fn cell_text(hot: Option<usize>, e: Option<&ExecutedReport>, mca: &[McaCycles]) -> String {
+fn cell_text(
+    hot: Option<usize>,
+    linked: Option<usize>,
+    e: Option<&ExecutedReport>,
+    mca: &[McaCycles],
+) -> String {
     let mut s = hot.map_or("–".to_string(), |n| n.to_string());
+    if let Some(l) = linked.filter(|&l| Some(l) != hot) {
+        s.push_str(&format!(" (linked {l})"));
+    }
     s.push_str(" / ");
     match e {
         Some(e) => {
@@ -360,6 +373,10 @@ impl Report {
                     .map(|c| {
                         let r = probe.results.iter().find(|r| &r.profile == c);
                         let hot = r.and_then(|r| r.hot_path.as_ref()).map(|h| h.instructions);
+                        let linked = r
+                            .and_then(|r| r.linked.as_ref())
+                            .and_then(|l| l.release.hot_path.as_ref())
+                            .map(|h| h.instructions);
                         let e = r.and_then(|r| r.executed.as_ref());
                         let mca: Vec<McaCycles> = r
                             .and_then(|r| r.mca.as_ref())
@@ -373,9 +390,10 @@ impl Report {
                             .collect();
                         ExecutedCell {
                             hot_path: hot,
+                            linked_hot_path: linked,
                             executed: e.map(|e| e.instructions),
                             helpers: e.map(|e| e.helper_instructions),
-                            text: cell_text(hot, e, &mca),
+                            text: cell_text(hot, linked, e, &mca),
                             mca,
                         }
                     })
