@@ -7,11 +7,11 @@
 //! cargo run --example measure -- [-p PROFILE]... [--lto] [--cpu CPU] [--no-mca] [--json FILE]
 //! ```
 //!
-//! - `path`: lines of the probe's listing one call went through (the hot
-//!   path's count once the report has it);
+//! - `path`: lines of the probe's listing one call went through (its hot
+//!   path's lines where the fast case is the hot path);
 //! - `executed`: instructions one call executed, helpers included (`+N` is
 //!   what the helper calls added);
-//! - `mca`: llvm-mca's block reciprocal throughput of those lines, per CPU
+//! - `mca`: llvm-mca's block reciprocal throughput of the hot path, per CPU
 //!   of the profile (`znver4/alderlake`, `neoverse-v2/apple-m4`, ...).
 //!
 //! `--json FILE` writes every measurement (the `ExecutedSet`s and the
@@ -64,8 +64,14 @@ fn main() -> anyhow::Result<()> {
             },
         )?;
         if with_mca && mca::llvm_mca().is_some() {
-            for (probe, e) in &set.probes {
-                let lines: Vec<String> = e.listing_path.clone();
+            // llvm-mca reads the hot path of the driver's own listing (the
+            // lines the fast case executes, `tests/suite/executed.rs`).
+            let listings = executed::driver_listings(profile, &driver, PROBES);
+            for probe in set.probes.keys() {
+                let Some(hot) = listings.hot_path(profile, probe) else {
+                    continue;
+                };
+                let lines: Vec<String> = hot.lines;
                 for c in mca::cpus(&profile.arch()) {
                     match mca::analyze(&lines, &profile.triple, &profile.arch(), c) {
                         Ok(m) => predictions

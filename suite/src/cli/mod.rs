@@ -7,6 +7,7 @@
 mod check;
 mod diff;
 mod list;
+mod measure;
 mod reference;
 mod report_cmd;
 mod session;
@@ -113,8 +114,12 @@ pub enum Command {
     /// first: probes down, profiles across, each cell the instruction count marked A (atomics), C
     /// (calls), L (loops). For profiles with a [linked] table, each listing is shown next to the
     /// probe disassembled from a linked executable (release profile, and fat LTO); --no-linked
-    /// leaves that out. `report` installs missing rustup targets itself (printing the command)
-    /// unless --no-install is given.
+    /// leaves that out. On the Linux executable profiles it also measures what the CPU executes:
+    /// each probe's instructions per call under qemu-user (`-singlestep -d exec,nochain`, helpers
+    /// counted apart) and llvm-mca's cycles per call for its hot path per CPU model, beside the
+    /// hot path's count; a missing qemu-user or llvm-mca is a reason in the report, not an
+    /// error. --no-executed leaves that out. `report` installs missing rustup targets itself
+    /// (printing the command) unless --no-install is given.
     Report(report_cmd::ReportArgs),
     /// Build every profile with two toolchains and show what changed
     ///

@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::report::{self, BuiltProfile, Compiler, LinkedBuild, Report};
 
+use super::measure;
 use super::session::{self, build_error_message, linked_error_message};
 use super::{BuildArgs, CliError, Status, Ui};
 
@@ -34,6 +35,10 @@ pub struct ReportArgs {
     /// release profile and with fat LTO, for the profiles with a [linked] table)
     #[arg(long)]
     pub no_linked: bool,
+    /// Leave out what the CPU executes: the instructions each probe executes per call under
+    /// qemu-user (Linux executable profiles) and llvm-mca's cycles per CPU for its hot path
+    #[arg(long)]
+    pub no_executed: bool,
     /// Build options
     #[command(flatten)]
     pub build: BuildArgs,
@@ -52,10 +57,15 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     // RUSTUP_AUTO_INSTALL=0: `report` installs missing targets itself.
     let install = !args.no_install;
     let opts = session::options(&args.build, args.build.toolchain.clone(), install);
-    let builds =
-        session::build_all_with(ui, &profiles, &[opts], args.build.backend, !args.no_linked)?
-            .pop()
-            .expect("one toolchain");
+    let builds = session::build_all_with(
+        ui,
+        &profiles,
+        std::slice::from_ref(&opts),
+        args.build.backend,
+        !args.no_linked,
+    )?
+    .pop()
+    .expect("one toolchain");
     let rustc_vv = match builds.rustc_version() {
         Some(v) => v.to_string(),
         None => allocasm_suite::codegen::build::rustc_version(&builds.toolchain)
@@ -88,7 +98,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
             },
         })
         .collect();
-    let report = Report::new(
+    let mut report = Report::new(
         Compiler::from_rustc_vv(&builds.toolchain, &rustc_vv),
         args.build.backend.name(),
         &order,
@@ -96,6 +106,20 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         &failed,
         PROBES,
         (!args.no_linked).then_some(linked.as_slice()),
+    );
+    let measurements = (!args.no_executed).then(|| {
+        let targets: Vec<measure::Target<'_>> = order
+            .iter()
+            .map(|p| measure::Target {
+                profile: p,
+                listings: builds.get(&p.name).map(|b| &b.listings),
+            })
+            .collect();
+        measure::measure_all(ui, &targets, &opts)
+    });
+    report.attach_measurements(
+        measurements.as_deref(),
+        allocasm_suite::codegen::mca::llvm_mca(),
     );
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CliError::environment(format!("cannot create {}: {e}", args.out.display())))?;
@@ -136,6 +160,20 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         }
     }
     builds.report_failures(ui);
+    if let Some(section) = &report.executed
+        && !ui.quiet
+        && !args.no_executed
+    {
+        // What could be measured here and was not (a missing qemu-user or
+        // llvm-mca, a failed driver build); "not measured (...)" is by design.
+        for p in &section.profiles {
+            for why in [&p.reason, &p.mca_reason].into_iter().flatten() {
+                if why.starts_with("not measured:") || why.starts_with("not predicted:") {
+                    eprintln!("{} {}: {why}", ui.yellow("note:"), p.profile);
+                }
+            }
+        }
+    }
     let linked_failed = builds.linked_failures().count();
     if linked_failed > 0 {
         let mut wanting: Vec<&allocasm_suite::codegen::Profile> = builds

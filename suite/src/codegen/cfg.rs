@@ -598,7 +598,16 @@ impl<'a> Cfg<'a> {
         let text = format!("{base} {}", i.operands);
         let is_call = self.classes.call.is_match(text.trim_end());
         let tail = !is_call && self.listing.is_tail_call(i, self.classes, &labels);
-        if !is_call && !tail {
+        // A tail call through the GOT (`jmp qword ptr [rip + f@GOTPCREL]`:
+        // x86-64 without PLT, the linked view and the dylib profile) leaves
+        // for a named callee too.
+        let got_tail = !is_call
+            && !tail
+            && self.is_branch(i)
+            && !is_conditional(&self.arch, &i.mnemonic)
+            && i.operands.contains('[')
+            && i.operands.contains("@GOT");
+        if !is_call && !tail && !got_tail {
             return None;
         }
         let target = match self.arch {

@@ -36,7 +36,7 @@
 //! first call of the thread cursor refills it); [`Executed::instructions`]
 //! is the most frequent count of the rest, with its minimum and maximum.
 //!
-//! Stable API (for the report, once `hot_path` exists):
+//! Stable API (the report and the tests use it):
 //!
 //! - [`build_driver`] (one profile, one [`Lto`]) and [`measure`] give an
 //!   [`ExecutedSet`]: one [`Executed`] per probe, serde-serializable, with
@@ -45,8 +45,8 @@
 //!   lines (normalized as the linked view normalizes them) in the order the
 //!   call executed them.
 //! - [`compare_path`]: the equality check of a probe's expected path
-//!   (`&[String]`, the hot path's lines; until then
-//!   [`straight_line`] of the whole listing) against what was executed; its
+//!   (`&[String]`, the hot path's lines of [`driver_listings`]) against
+//!   what was executed; its
 //!   [`PathMismatch`] names the probe and profile and shows both sequences.
 //! - [`measured_profiles`]: the profiles this applies to (Linux, run under
 //!   qemu or natively, and built as an executable).
@@ -188,6 +188,9 @@ pub struct Driver {
     pub disassembly: String,
     /// `objdump -t` of it.
     pub symbols: String,
+    /// `objdump -R` of it (empty for a static executable): names the GOT
+    /// slots its calls go through, as the linked view does.
+    pub dynamic_relocs: String,
 }
 
 /// The Linux profiles whose code, linked into an executable, is what the
@@ -291,12 +294,16 @@ pub fn build_driver(
     }
     let disassembly = objdump_text(&objdump, &args, &executable)?;
     let symbols = objdump_text(&objdump, &["-t"], &executable)?;
+    // A static executable has no dynamic relocations: `-R` fails, nothing
+    // to name.
+    let dynamic_relocs = objdump_text(&objdump, &["-R"], &executable).unwrap_or_default();
     Ok(Driver {
         profile: profile.name.clone(),
         lto,
         executable,
         disassembly,
         symbols,
+        dynamic_relocs,
     })
 }
 
@@ -691,15 +698,16 @@ pub fn windows(map: &CodeMap, pcs: &[u64], probes: &[&str]) -> Vec<Window> {
 
 /// The listing of `probe` in the executable, and for each of the probe's
 /// instruction addresses the index of its listing instruction (RISC-V's
-/// `auipc ra` + `jalr (ra)` are one `call` line, as the linked view fuses
-/// them). `None` when the two cannot be matched line for line.
+/// `auipc ra` + `jalr (ra)` are one `call` line and `auipc t1` + `jr (t1)`
+/// one `tail` line, as the linked view fuses them). `None` when the two cannot be matched line for line.
 fn listing_index(
     map: &CodeMap,
     disassembly: &str,
     symtab: &str,
+    relocs: &str,
     probe: &str,
 ) -> Option<(Listing, BTreeMap<u64, usize>)> {
-    let f = linked::parse_objdump(disassembly, symtab, &map.arch, &[probe])
+    let f = linked::parse_objdump_with(disassembly, symtab, relocs, &map.arch, &[probe])
         .into_iter()
         .next()?;
     let listing = normalize::normalize(&f, &map.arch);
@@ -713,23 +721,18 @@ fn listing_index(
         .collect();
     let mut index = BTreeMap::new();
     let mut k = 0usize;
-    let mut prev_auipc_ra = false;
+    let mut prev: Option<&str> = None;
     for (a, i) in &addrs {
+        let code = i.text.split('#').next().unwrap_or("").trim_end();
         let fused = map.arch == Arch::Riscv64
-            && prev_auipc_ra
-            && i.text.starts_with("jalr")
-            && i.text
-                .split('#')
-                .next()
-                .unwrap_or("")
-                .trim_end()
-                .ends_with("(ra)");
+            && k > 0
+            && linked::riscv_far_jump(&code.replace('\t', " "), prev).is_some();
         if fused {
             index.insert(*a, k - 1);
-            prev_auipc_ra = false;
+            prev = None;
             continue;
         }
-        prev_auipc_ra = i.text.starts_with("auipc") && i.text.contains("ra,");
+        prev = Some(i.text.as_str());
         index.insert(*a, k);
         k += 1;
     }
@@ -744,6 +747,32 @@ pub fn summarize(
     warmup: usize,
     disassembly: &str,
     symtab: &str,
+    profile: &str,
+    build: &str,
+) -> BTreeMap<String, Executed> {
+    summarize_with(
+        map,
+        windows,
+        warmup,
+        disassembly,
+        symtab,
+        "",
+        profile,
+        build,
+    )
+}
+
+/// [`summarize`] with the executable's dynamic relocations (`objdump -R`),
+/// so the listing lines of calls through the GOT name their callee as the
+/// linked view's listing does.
+#[allow(clippy::too_many_arguments)]
+pub fn summarize_with(
+    map: &CodeMap,
+    windows: &[Window],
+    warmup: usize,
+    disassembly: &str,
+    symtab: &str,
+    relocs: &str,
     profile: &str,
     build: &str,
 ) -> BTreeMap<String, Executed> {
@@ -795,7 +824,7 @@ pub fn summarize(
                 }
             }
         }
-        let listing_path = listing_index(map, disassembly, symtab, probe)
+        let listing_path = listing_index(map, disassembly, symtab, relocs, probe)
             .map(|(listing, index)| {
                 let insns: Vec<String> = listing.instructions().map(|i| i.text()).collect();
                 let mut path = Vec::new();
@@ -998,12 +1027,13 @@ pub fn measure(
     }
     let pcs = parse_trace(&trace);
     let ws = windows(&map, &pcs, &names);
-    let probes_out = summarize(
+    let probes_out = summarize_with(
         &map,
         &ws,
         opts.warmup,
         &driver.disassembly,
         &driver.symbols,
+        &driver.dynamic_relocs,
         &profile.name,
         driver.lto.name(),
     );
@@ -1028,29 +1058,6 @@ pub fn measure(
         probes: probes_out,
         missing,
     })
-}
-
-/// The provisional expected path of a probe until the hot path exists: the
-/// listing's instructions up to its first unconditional return, when none
-/// of them is a branch (a straight-line listing); `None` otherwise.
-pub fn straight_line(
-    listing: &Listing,
-    branch: &super::profile::Pattern,
-    arch: &Arch,
-) -> Option<Vec<String>> {
-    let mut out = Vec::new();
-    for i in listing.instructions() {
-        let text = i.text();
-        let ret = is_return(arch, &text);
-        if !ret && branch.is_match(&text) {
-            return None;
-        }
-        out.push(text);
-        if ret {
-            return Some(out);
-        }
-    }
-    None
 }
 
 /// The executed path differs from the expected one.
@@ -1124,9 +1131,10 @@ pub fn driver_listings(profile: &Profile, driver: &Driver, probes: &[Probe]) -> 
         objdump: String::new(),
         disassembly: driver.disassembly.clone(),
         symbols: driver.symbols.clone(),
-        // The driver's GOT calls keep their slot form: the executed trace
-        // and these listings come from the same disassembly, so they agree.
-        dynamic_relocs: String::new(),
+        // GOT slots named as the linked view names them (a call to a cold
+        // slow path through the GOT is then known to be cold); the executed
+        // lines are read with the same relocations, so the two agree.
+        dynamic_relocs: driver.dynamic_relocs.clone(),
     };
     linked::extract_linked(profile, &out, probes)
 }

@@ -809,17 +809,18 @@ pub fn parse_objdump_with(
             });
             let mut code = mask_layout(&rewritten, arch, lines_at.last().map(|(_, c)| c.as_str()));
             // RISC-V: objdump shows `call sym` as `auipc ra, X` + `jalr N(ra)`
-            // with the callee only in the comment: fuse them back.
-            if *arch == Arch::Riscv64
-                && code.starts_with("jalr")
-                && code.ends_with("(ra)")
-                && lines_at
-                    .last()
-                    .is_some_and(|(_, c)| c.starts_with("auipc") && c.contains("ra,"))
+            // and `tail sym` as `auipc t1, X` + `jr N(t1)`, with the callee
+            // only in the comment: fuse them back, as the `.s` writes them.
+            let fused = if *arch == Arch::Riscv64 {
+                riscv_far_jump(&code, lines_at.last().map(|(_, c)| c.as_str()))
+            } else {
+                None
+            };
+            if let Some(kind) = fused
                 && let Some(sym) = comment.and_then(|c| addr_sym_re().captures(c))
             {
                 let (prev_addr, _) = lines_at.pop().expect("checked above");
-                code = format!("call {}", &sym[2]);
+                code = format!("{kind} {}", &sym[2]);
                 lines_at.push((prev_addr, code));
                 continue;
             }
@@ -842,6 +843,25 @@ pub fn parse_objdump_with(
         });
     }
     functions
+}
+
+/// RISC-V's far call and tail call as objdump shows them: `jalr N(ra)`
+/// after `auipc ra, X` is a `call`, `jr N(t1)` after `auipc t1, X` a
+/// `tail`; `None` for anything else. `code` and `previous` without their
+/// comments.
+pub(crate) fn riscv_far_jump(code: &str, previous: Option<&str>) -> Option<&'static str> {
+    let previous = previous?;
+    if !previous.starts_with("auipc") {
+        return None;
+    }
+    let code = code.trim_end();
+    if code.starts_with("jalr") && code.ends_with("(ra)") && previous.contains("ra,") {
+        Some("call")
+    } else if code.starts_with("jr") && code.ends_with("(t1)") && previous.contains("t1,") {
+        Some("tail")
+    } else {
+        None
+    }
 }
 
 fn split_comment<'a>(text: &'a str, marker: &Regex) -> (&'a str, Option<&'a str>) {
@@ -978,6 +998,17 @@ mod tests {
             "probe_x:\n  call std::thread::local::LocalKey<T>::with\n  ret\n"
         );
 
+        // A far tail call: `auipc t1` + `jr (t1)` is the `.s`'s `tail`.
+        let tail = RISCV
+            .replace("auipc\tra,", "auipc\tt1,")
+            .replace("jalr\t2000(ra)", "jr\t2000(t1)");
+        let f = &parse_objdump(&tail, RISCV_SYMS, &Arch::Riscv64, &["probe_x"])[0];
+        let l = normalize::normalize(f, &Arch::Riscv64);
+        assert_eq!(
+            l.text(),
+            "probe_x:\n  tail std::thread::local::LocalKey<T>::with\n  ret\n"
+        );
+
         let f = &parse_objdump(ARM, ARM_SYMS, &Arch::Arm, &["probe_y"])[0];
         let l = normalize::normalize(f, &Arch::Arm);
         assert_eq!(
@@ -1026,6 +1057,44 @@ OFFSET           TYPE              VALUE
             normalize::normalize(f, &Arch::X86_64)
                 .text()
                 .contains("[rip + _DYNAMIC+OFF]")
+        );
+    }
+
+    /// The linked view's `jmp qword ptr [rip + drained@GOTPCREL]` (x86-64
+    /// has no PLT for Rust's own calls) is a tail call to the `#[cold]`
+    /// slow path: its block is cold and the hot path leaves by the `ret`.
+    /// (Before, an unnamed indirect jump, it was the longest hot exit, one
+    /// line more than what the fast case executes.)
+    #[test]
+    fn a_tail_call_through_the_got_to_a_cold_path_is_cold() {
+        let relocs = "0000000000015310 R_X86_64_RELATIVE  *ABS*+0x11880\n";
+        let syms = "0000000000011880 g     F .text\t0000000000000100              _ZN8allocasm6packed11PackedArena7drained17hd0d4a2dda0eb498dE\n00000000000125e0 g     F .text\t0000000000000010              probe_d\n";
+        let dis = "\
+00000000000125e0 <probe_d>:
+   125e0:\tlock sub QWORD PTR [rax+rcx*1],rdx
+   125e5:\tje     125e8 <probe_d+0x8>
+   125e7:\tret
+   125e8:\tjmp    QWORD PTR [rip+0x2d2a]        # 15310 <_DYNAMIC+0x308>
+";
+        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_d"])[0];
+        let l = normalize::normalize(f, &Arch::X86_64);
+        assert!(
+            l.text()
+                .contains("jmp qword ptr [rip + allocasm::packed::PackedArena::drained@GOTPCREL]"),
+            "{l}"
+        );
+        let profile = crate::codegen::load_profiles()
+            .unwrap()
+            .into_iter()
+            .find(|p| p.name == "x86_64-linux")
+            .unwrap();
+        let hot = crate::codegen::cfg::analyze(&l, &profile, &Default::default()).hot_path();
+        assert_eq!(
+            hot.lines,
+            ["lock sub qword ptr [rax + rcx], rdx", "je .LBB1", "ret"]
+                .map(str::to_string)
+                .to_vec(),
+            "{hot:#?}"
         );
     }
 

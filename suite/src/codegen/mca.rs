@@ -1,9 +1,9 @@
 //! llvm-mca's prediction per CPU: the cycles a block of instructions costs
 //! when run in a loop, and what bounds it.
 //!
-//! [`analyze`] feeds a list of instruction lines (a probe's hot path; until
-//! the hot path exists, whatever lines the caller picks, such as the lines
-//! one call executed, [`super::executed::Executed::listing_path`]) to
+//! [`analyze`] feeds a list of instruction lines (a probe's hot path,
+//! `cfg::HotPath::lines`: the report gives the `.s` listing's, which
+//! one call executes line for line where the fast case is its hot path) to
 //! `llvm-mca -mtriple=<triple> -mcpu=<cpu> -iterations=100
 //! -bottleneck-analysis` and reads back:
 //!
@@ -162,7 +162,26 @@ pub fn assembly(lines: &[String], arch: &Arch) -> String {
         s.push_str(".intel_syntax noprefix\n");
     }
     for l in lines {
-        let l = rust_path_re().replace_all(l, "sym");
+        let l = rust_path_re().replace_all(l, |c: &regex::Captures<'_>| {
+            // The path ends where the operand does: closing brackets it did
+            // not open (`[x9, :gottprel_lo12:a::B]`, `%tls_ie_pcrel_hi(a::B)`)
+            // stay.
+            let m = &c[0];
+            let mut end = m.len();
+            while end > 0 {
+                let head = &m[..end];
+                let unbalanced = |open: char, close: char| {
+                    head.ends_with(close)
+                        && head.matches(close).count() > head.matches(open).count()
+                };
+                if unbalanced('[', ']') || unbalanced('(', ')') {
+                    end -= 1;
+                } else {
+                    break;
+                }
+            }
+            format!("sym{}", &m[end..])
+        });
         let l = comment.replace_all(&l, "");
         s.push_str(l.trim());
         s.push('\n');
@@ -407,10 +426,15 @@ Resource pressure per iteration:
             "bl allocasm::packed::PackedArena::alloc_slow".to_string(),
             "call std::thread::local::LocalKey<T>::with".to_string(),
             "bl 48d80 <__aarch64_ldadd8_relax>".to_string(),
+            "ldr x9, [x9, :gottprel_lo12:allocasm::thread_cursor::CURSORS::{constant}::{closure}::VAL]"
+                .to_string(),
+            "auipc a3, %tls_ie_pcrel_hi(allocasm::thread_cursor::CURSORS::{closure}::VAL)".to_string(),
+            "call <[T]>::to_vec".to_string(),
         ];
         assert_eq!(
             assembly(&lines, &Arch::Aarch64),
-            "bl sym\ncall sym\nbl 48d80\n"
+            "bl sym\ncall sym\nbl 48d80\nldr x9, [x9, :gottprel_lo12:sym]\n\
+             auipc a3, %tls_ie_pcrel_hi(sym)\ncall sym\n"
         );
         assert!(assembly(&lines, &Arch::X86_64).starts_with(".intel_syntax noprefix\n"));
     }

@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use super::text::join_or_none;
 use super::{
-    Annotation, Counts, CrossSummary, Format, HotPathReport, ListingLine, ProbeReport, Report,
-    SummaryCell, TlsAccess,
+    Annotation, Counts, CrossSummary, ExecutedSection, Format, HotPathReport, ListingLine,
+    ProbeReport, ProbeResult, Report, SummaryCell, TlsAccess,
 };
 
 /// `report.html`.
@@ -268,6 +268,96 @@ fn linked_html(probe: &ProbeReport) -> String {
     s
 }
 
+/// One listing's executed count and llvm-mca predictions, or why not.
+fn measured_html(s: &mut String, res: &ProbeResult) {
+    let mut parts: Vec<String> = Vec::new();
+    match (&res.executed, &res.executed_reason) {
+        (Some(e), _) => parts.push(format!("<b>{}</b>", escape(&e.line()))),
+        (None, Some(why)) => parts.push(format!(
+            "executed: <span class=\"muted\">{}</span>",
+            escape(why.lines().next().unwrap_or(""))
+        )),
+        (None, None) => {}
+    }
+    match (&res.mca, &res.mca_reason) {
+        (Some(ms), _) => parts.extend(
+            ms.iter()
+                .map(|m| format!("llvm-mca: {}", escape(&m.line()))),
+        ),
+        (None, Some(why)) => parts.push(format!(
+            "llvm-mca: <span class=\"muted\">{}</span>",
+            escape(why.lines().next().unwrap_or(""))
+        )),
+        (None, None) => {}
+    }
+    if !parts.is_empty() {
+        let _ = writeln!(
+            s,
+            "<div class=\"counts executed\">{}</div>",
+            parts.join("<br>")
+        );
+    }
+}
+
+/// The `What the CPU executes` section: method, profiles, the table.
+fn executed_html(s: &mut String, e: &ExecutedSection) {
+    let _ = writeln!(
+        s,
+        "<h2 id=\"executed\">What the CPU executes</h2>\n<p class=\"muted\">{}</p>\n<p class=\"muted\">{}</p>\n<ul class=\"notes\">",
+        escape(&e.method),
+        escape(&e.mca_note)
+    );
+    for p in &e.profiles {
+        let exec = match (&p.reason, &p.command) {
+            (None, Some(c)) => format!("measured: <code>{}</code>", escape(c)),
+            (Some(why), _) => escape(why.lines().next().unwrap_or("")),
+            (None, None) => "measured".to_string(),
+        };
+        let mca = match &p.mca_reason {
+            None => format!("llvm-mca: {}", escape(&p.cpus.join(", "))),
+            Some(why) => format!("llvm-mca: {}", escape(why.lines().next().unwrap_or(""))),
+        };
+        let _ = writeln!(s, "<li><b>{}</b>: {exec}; {mca}</li>", escape(&p.profile));
+    }
+    let _ = writeln!(s, "</ul>");
+    let t = &e.table;
+    if t.columns.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "<p class=\"muted\">Each cell: hot-path instructions / executed instructions per call (+ in helpers) / llvm-mca cycles per call per CPU (* indicative).</p>\n<table class=\"summary executed\"><tr><th>probe</th>{}</tr>",
+        t.columns
+            .iter()
+            .map(|c| {
+                let cpus = e
+                    .profiles
+                    .iter()
+                    .find(|p| &p.profile == c)
+                    .map(|p| p.cpus.join("·"))
+                    .unwrap_or_default();
+                format!(
+                    "<th>{}<br><span class=\"muted\">{}</span></th>",
+                    escape(c),
+                    escape(&cpus)
+                )
+            })
+            .collect::<String>()
+    );
+    for row in &t.rows {
+        let _ = writeln!(
+            s,
+            "<tr><td><a href=\"#{0}\"><code>{0}</code></a></td>{1}</tr>",
+            escape(&row.probe),
+            row.cells
+                .iter()
+                .map(|c| format!("<td>{}</td>", escape(&c.text)))
+                .collect::<String>()
+        );
+    }
+    let _ = writeln!(s, "</table>");
+}
+
 fn listing_html(name: &str, lines: &[ListingLine]) -> String {
     let mut s = format!(
         "<pre class=\"listing\"><span class=\"label\">{}:</span>",
@@ -455,6 +545,9 @@ impl Format for Html {
             }
             s.push_str("</table>\n");
         }
+        if let Some(e) = &r.executed {
+            executed_html(&mut s, e);
+        }
         let linked = summary_table(&r.summary, |v| v != "asm");
         if !linked.is_empty() {
             let _ = writeln!(
@@ -517,6 +610,7 @@ impl Format for Html {
                                 escape(&h.line())
                             );
                         }
+                        measured_html(&mut s, res);
                         s.push_str(&listing_html(&probe.name, &res.lines));
                     }
                     ("missing", _, _) => {

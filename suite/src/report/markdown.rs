@@ -6,7 +6,10 @@
 use std::fmt::Write;
 
 use super::text::{join_or_none, side_by_side_fit};
-use super::{CrossSummary, Format, LinkedViews, MUTATION_LEGEND, ProbeResult, Report, SummaryCell};
+use super::{
+    CrossSummary, ExecutedSection, Format, LinkedViews, MUTATION_LEGEND, ProbeResult, Report,
+    SummaryCell,
+};
 
 /// `report.md`.
 pub struct Markdown;
@@ -102,6 +105,102 @@ fn linked_block(s: &mut String, name: &str, res: &ProbeResult, linked: &LinkedVi
     s.push('\n');
 }
 
+/// The executed counts and llvm-mca's predictions of one listing, or why
+/// there are none.
+fn measured_lines(s: &mut String, res: &ProbeResult) {
+    match (&res.executed, &res.executed_reason) {
+        (Some(e), _) => {
+            let _ = writeln!(s, "- {}", e.line());
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(s, "- executed: {}", first_line(why));
+        }
+        (None, None) => {}
+    }
+    match (&res.mca, &res.mca_reason) {
+        (Some(ms), _) => {
+            for m in ms {
+                let _ = writeln!(s, "- llvm-mca: {}", m.line());
+            }
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(s, "- llvm-mca: {}", first_line(why));
+        }
+        (None, None) => {}
+    }
+    s.push('\n');
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// The `What the CPU executes` section: the method, each profile's status
+/// and the cross-profile table.
+fn executed_section(s: &mut String, e: &ExecutedSection) {
+    let _ = writeln!(s, "## What the CPU executes\n");
+    let _ = writeln!(s, "{}\n", e.method);
+    let _ = writeln!(s, "{}\n", e.mca_note);
+    for p in &e.profiles {
+        let exec = match (&p.reason, &p.command) {
+            (None, Some(c)) => format!("measured: `{c}`"),
+            (Some(why), _) => first_line(why).to_string(),
+            (None, None) => "measured".to_string(),
+        };
+        let mca = match &p.mca_reason {
+            None => format!("llvm-mca: {}", p.cpus.join(", ")),
+            Some(why) => format!("llvm-mca: {}", first_line(why)),
+        };
+        let _ = writeln!(s, "- `{}`: {exec}; {mca}", p.profile);
+    }
+    s.push('\n');
+    let t = &e.table;
+    if t.columns.is_empty() {
+        let _ = writeln!(s, "No profile of this report was measured.\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Probes down, profiles across: each cell is `hot-path instructions / executed \
+         instructions per call (+ those in helpers) / llvm-mca cycles per call` (one figure per \
+         CPU, in the order the column names them; * indicative). The hot path is the `.s` \
+         listing's, with the linked release executable's in parentheses where it differs: the \
+         executed count is the linked code's. Where the executed count is below the hot path \
+         (helpers apart), the fast case leaves by a shorter way than the longest non-cold one.\n"
+    );
+    let mut head = String::from("| probe |");
+    for c in &t.columns {
+        let cpus = e
+            .profiles
+            .iter()
+            .find(|p| &p.profile == c)
+            .map(|p| {
+                p.cpus
+                    .iter()
+                    .map(|c| {
+                        if c.starts_with("apple-") {
+                            format!("{c}*")
+                        } else {
+                            c.clone()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("·")
+            })
+            .unwrap_or_default();
+        let _ = write!(head, " `{c}` ({cpus}) |");
+    }
+    let _ = writeln!(s, "{head}\n| --- |{}", " ---: |".repeat(t.columns.len()));
+    for row in &t.rows {
+        let _ = write!(s, "| [`{0}`](#{0}) |", row.probe);
+        for c in &row.cells {
+            let _ = write!(s, " {} |", c.text);
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+}
+
 /// Escapes `|` and backticks for a table cell's inline code.
 fn code(s: &str) -> String {
     format!("`{}`", s.replace('`', "'").replace('|', "\\|"))
@@ -182,6 +281,9 @@ impl Format for Markdown {
         } else if !r.linked_views {
             let _ = writeln!(s, "Linked views left out (`--no-linked`).\n");
         }
+        if let Some(e) = &r.executed {
+            executed_section(&mut s, e);
+        }
         if let Some(m) = &r.mutations {
             let _ = writeln!(
                 s,
@@ -249,6 +351,7 @@ impl Format for Markdown {
                     );
                     if let Some(h) = &res.hot_path {
                         let _ = writeln!(s, "{}\n", h.line());
+                        measured_lines(&mut s, res);
                         let _ = writeln!(
                             s,
                             "<details><summary>hot path</summary>\n\n```asm\n{}\n```\n\n</details>\n",

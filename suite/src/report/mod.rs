@@ -7,6 +7,7 @@ pub mod annotate;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod measured;
 pub mod text;
 
 use allocasm::probes::{Probe, ProbeKind};
@@ -18,6 +19,7 @@ use allocasm_suite::codegen::{AsmOutput, Listing, ProbeListings, Profile, Summar
 use serde::Serialize;
 
 pub use annotate::{Annotation, Tag, TlsAccess};
+pub use measured::{ExecutedReport, ExecutedSection, McaReport, Measurement};
 
 /// The schema identifier written into every JSON report. Bumped only on an
 /// incompatible change (see docs/json-schema.md).
@@ -69,6 +71,12 @@ pub struct Report {
     /// What this suite can and cannot see: the table of the last mutation
     /// self-test (`scripts/test mutate`), `null` when it has not run here.
     pub mutations: Option<MutationTable>,
+    /// What the CPU executes: per Linux executable profile, the executed
+    /// instructions per call and llvm-mca's prediction per CPU, with the
+    /// method, why a profile was not measured, and the cross-profile table
+    /// (`hot-path instructions / executed / mca cycles`); `null` only
+    /// before [`Report::attach_measurements`].
+    pub executed: Option<ExecutedSection>,
     /// Counts.
     pub totals: Totals,
 }
@@ -418,6 +426,17 @@ pub struct ProbeResult {
     /// The probe in the profile's linked executables; `null` when the
     /// profile has no linked view.
     pub linked: Option<LinkedViews>,
+    /// Instructions one call executed in the profile's probe driver (the
+    /// linked release executable), helpers included; `null` where not
+    /// measured (see `executed_reason`).
+    pub executed: Option<ExecutedReport>,
+    /// Why `executed` is `null`.
+    pub executed_reason: Option<String>,
+    /// llvm-mca's prediction of the hot path per CPU of the profile;
+    /// `null` where not predicted (see `mca_reason`).
+    pub mca: Option<Vec<McaReport>>,
+    /// Why `mca` is `null`.
+    pub mca_reason: Option<String>,
 }
 
 /// The counts of a listing.
@@ -719,6 +738,10 @@ impl Report {
                                 expectations: Vec::new(),
                                 passed: false,
                                 linked: None,
+                                executed: None,
+                                executed_reason: None,
+                                mca: None,
+                                mca_reason: None,
                             },
                         };
                         if has_linked(p) {
@@ -753,6 +776,7 @@ impl Report {
             summary,
             probes,
             mutations: MutationTable::load(),
+            executed: None,
             totals,
         }
     }
@@ -965,6 +989,10 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
             expectations,
             passed,
             linked: None,
+            executed: None,
+            executed_reason: None,
+            mca: None,
+            mca_reason: None,
         };
     };
     let hot = b.listings.hot_path(b.profile, probe.name);
@@ -980,6 +1008,10 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
         expectations,
         passed,
         linked: None,
+        executed: None,
+        executed_reason: None,
+        mca: None,
+        mca_reason: None,
     }
 }
 

@@ -53,6 +53,24 @@ impl Format for Text {
                 let _ = writeln!(s, "  {}: {}", row.mutation, cells.join(" "));
             }
         }
+        if let Some(e) = &r.executed
+            && !e.table.columns.is_empty()
+        {
+            let _ = writeln!(
+                s,
+                "\nwhat the CPU executes (hot-path instructions / executed (+helpers) / llvm-mca cycles per CPU):"
+            );
+            for row in &e.table.rows {
+                let cells: Vec<String> = e
+                    .table
+                    .columns
+                    .iter()
+                    .zip(&row.cells)
+                    .map(|(p, c)| format!("{p}={}", c.text))
+                    .collect();
+                let _ = writeln!(s, "  {}: {}", row.probe, cells.join("  "));
+            }
+        }
         for probe in &r.probes {
             let _ = writeln!(
                 s,

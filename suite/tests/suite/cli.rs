@@ -368,6 +368,21 @@ fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("linked, fat LTO: **not built**"), "{md}");
+    // The probe driver is disassembled with the same objdump: the executed
+    // counts say why they are missing, with the fix, and llvm-mca (which
+    // reads the `.s` hot path) still predicts.
+    let first = &json["probes"][0]["results"][0];
+    let why = first["executed_reason"].as_str().unwrap();
+    assert!(
+        first["executed"].is_null()
+            && why.starts_with("not measured: the probe driver did not build")
+            && why.contains("allocasm-no-such-objdump"),
+        "{first}"
+    );
+    assert!(
+        first["mca"].as_array().is_some_and(|m| m.len() == 2),
+        "{first}"
+    );
 
     // --no-linked: no linked view, nothing failed.
     let o = allocasm(&[
@@ -428,12 +443,21 @@ fn report_writes_markdown_json_and_self_contained_html() {
         "x86_64-linux,aarch64-linux",
         "--format",
         "md,json,html,text",
+        "--no-executed",
         "--quiet",
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["schema"], "allocasm-report/1");
+    // --no-executed: nothing measured, and every listing says why.
+    let first = &json["probes"][0]["results"][0];
+    assert!(
+        first["executed"].is_null() && first["mca"].is_null(),
+        "{first}"
+    );
+    assert_eq!(first["executed_reason"], "not measured (--no-executed)");
+    assert_eq!(json["executed"]["table"]["columns"], serde_json::json!([]));
     assert!(
         json["compiler"]["llvm"]
             .as_str()
@@ -604,6 +628,170 @@ fn report_writes_markdown_json_and_self_contained_html() {
         "linked listings side by side"
     );
     assert!(dir.join("report.txt").exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// What the CPU executes, in the report: on the Linux executable profiles
+/// every listing carries `executed` (instructions per call, helpers apart)
+/// and `mca` (one prediction per CPU model) beside `hot_path`, the
+/// cross-profile table has a cell per probe and profile, and a non-Linux
+/// profile says why it was not measured.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn report_json_carries_executed_and_mca_on_linux_profiles_and_a_reason_elsewhere() {
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        return; // the drivers are cross-built with Debian's x86_64 tools
+    }
+    let dir = scratch("executed");
+    let o = allocasm(&[
+        "report",
+        "--out",
+        dir.to_str().unwrap(),
+        "-p",
+        "x86_64-linux,aarch64-linux,aarch64-apple",
+        "--no-linked",
+        "--format",
+        "json,md,html",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            allocasm_suite::codegen::manifest_dir().join("docs/report.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    conforms(&schema, &schema, &json, "$");
+    let cpus = |profile: &str| -> Vec<&str> {
+        match profile {
+            "x86_64-linux" => vec!["znver4", "alderlake"],
+            _ => vec!["neoverse-v2", "apple-m4"],
+        }
+    };
+    let mut measured = 0;
+    for p in json["probes"].as_array().unwrap() {
+        for r in p["results"].as_array().unwrap() {
+            let at = format!("{} on {}", p["name"], r["profile"]);
+            match r["profile"].as_str().unwrap() {
+                "aarch64-apple" => {
+                    assert!(r["executed"].is_null() && r["mca"].is_null(), "{at}: {r}");
+                    assert_eq!(
+                        r["executed_reason"], "not measured (not a Linux executable profile)",
+                        "{at}"
+                    );
+                    assert_eq!(
+                        r["mca_reason"], "not predicted (not a Linux executable profile)",
+                        "{at}"
+                    );
+                }
+                linux => {
+                    let e = &r["executed"];
+                    assert!(r["executed_reason"].is_null(), "{at}: {r}");
+                    let n = e["instructions"].as_u64().unwrap();
+                    assert!(n > 0, "{at}: {e}");
+                    assert_eq!(
+                        n,
+                        e["in_probe"].as_u64().unwrap()
+                            + e["helper_instructions"].as_u64().unwrap(),
+                        "{at}: {e}"
+                    );
+                    assert!(r["mca_reason"].is_null(), "{at}: {r}");
+                    let ms = r["mca"].as_array().unwrap();
+                    let names: Vec<&str> = ms.iter().map(|m| m["cpu"].as_str().unwrap()).collect();
+                    assert_eq!(names, cpus(linux), "{at}");
+                    for m in ms {
+                        assert!(m["block_rthroughput"].as_f64().unwrap() > 0.0, "{at}: {m}");
+                        assert!(!m["bottleneck"].as_str().unwrap().is_empty(), "{at}: {m}");
+                        assert_eq!(m["indicative"], m["cpu"] == "apple-m4", "{at}: {m}");
+                    }
+                    measured += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(measured, 2 * PROBES.len());
+    // The measured price of default aarch64: the relaxed add runs in
+    // `__aarch64_ldadd8_relax`, whose instructions are shown apart.
+    let packed = json["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "probe_packed_alloc_relaxed")
+        .unwrap();
+    let arm = packed["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["profile"] == "aarch64-linux")
+        .unwrap();
+    assert!(
+        arm["executed"]["helpers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["function"] == "__aarch64_ldadd8_relax"
+                && h["instructions"].as_u64().unwrap() > 0),
+        "{}",
+        arm["executed"]
+    );
+    // The section: why each profile was or was not measured, and the
+    // table with one cell per probe and measured profile.
+    let section = &json["executed"];
+    let status: Vec<(String, String)> = section["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["profile"].as_str().unwrap().to_string(),
+                p["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("aarch64-apple".to_string(), "not-measured".to_string()),
+            ("aarch64-linux".to_string(), "measured".to_string()),
+            ("x86_64-linux".to_string(), "measured".to_string())
+        ]
+    );
+    assert_eq!(
+        section["table"]["columns"],
+        serde_json::json!(["aarch64-linux", "x86_64-linux"])
+    );
+    let rows = section["table"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), PROBES.len());
+    for row in rows {
+        for c in row["cells"].as_array().unwrap() {
+            let text = format!(
+                "{} / {}",
+                c["hot_path"].as_u64().unwrap(),
+                c["executed"].as_u64().unwrap()
+            );
+            assert!(c["text"].as_str().unwrap().starts_with(&text), "{c}");
+            assert_eq!(c["mca"].as_array().unwrap().len(), 2, "{c}");
+        }
+    }
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("## What the CPU executes")
+            && md.contains("-singlestep -d exec,nochain")
+            && md.contains("callgrind")
+            && md.contains("Cyclone")
+            && md.contains("- `aarch64-apple`: not measured (not a Linux executable profile)")
+            && md.contains("| `aarch64-linux` (neoverse-v2·apple-m4*) |"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("<h2 id=\"executed\">What the CPU executes</h2>")
+            && html.contains("<table class=\"summary executed\">"),
+        "the HTML's section"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -127,10 +127,49 @@ fn every_probe_executes_on_every_linux_profile() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// The equality the report relies on: a probe whose listing is straight
-/// line executes exactly its listing's lines, one each, in order. Until the
-/// hot path exists the expected lines are the whole listing up to its
-/// return (`executed::straight_line`).
+/// The probes whose fast case takes a shorter way than the hot path, per
+/// profile, and why. The hot path is the *longest* acyclic path through the
+/// non-cold blocks (`cfg::HotPath`): where a listing has several, the fast
+/// case may leave by a shorter one, and there the hot path is an upper
+/// bound, not the sequence.
+const SHORTER_THAN_THE_HOT_PATH: &[(&str, &[&str], &str)] = &[
+    (
+        "probe_freelist_alloc",
+        ALL_FIVE,
+        "the first-fit walk is a loop: the hot path goes once through its body and on through \
+         the split of the block it found, the longest way; the fast case (the first free block \
+         fits) leaves the walk at once, by a shorter way",
+    ),
+    (
+        "probe_tempjob_alloc",
+        ALL_FIVE,
+        "after the chunk's `fetch_add` the request may overrun the chunk: that way (an end \
+         marker written, `None` returned) calls no cold slow path, so it is not cold, and it is \
+         longer than the fit the fast case takes",
+    ),
+];
+
+const ALL_FIVE: &[&str] = &[
+    "aarch64-linux",
+    "aarch64-linux-lse",
+    "armv7-linux",
+    "riscv64-linux",
+    "x86_64-linux",
+];
+
+/// The equality the report relies on: one call of a probe in its fast case
+/// executes exactly the hot path of its listing, line for line, in order.
+/// The hot path is the one the report computes (`cfg::analyze` of the driver
+/// executable's own listing of the probe, with the profile's cold calls and
+/// its GOT slots named: the executed trace and that listing come from the
+/// same disassembly). Helpers' instructions are counted apart
+/// (`Executed::helpers`), never lines of the path.
+///
+/// Asserted for every probe on every profile but the pairs of
+/// [`SHORTER_THAN_THE_HOT_PATH`]; for those the test asserts what does hold
+/// (the fast case runs no more instructions of the listing than the hot
+/// path, and none of a cold block) and that they still differ, so the list
+/// stays exact.
 #[test]
 #[cfg_attr(miri, ignore)]
 fn straight_line_probes_execute_exactly_their_listing() {
@@ -138,32 +177,77 @@ fn straight_line_probes_execute_exactly_their_listing() {
         return;
     }
     let mut checked = Vec::new();
+    let mut excluded = 0;
     let mut failures = Vec::new();
     for m in &measured().0 {
-        for (name, listing) in m.listings.probes.iter().map(|(n, p)| (n, &p.listing)) {
-            let Some(expected) =
-                executed::straight_line(listing, &m.profile.classes.branch, &m.profile.arch())
-            else {
-                continue;
-            };
+        for (name, p) in &m.listings.probes {
+            let listing = &p.listing;
+            let hot = m
+                .listings
+                .hot_path(&m.profile, name)
+                .expect("a found probe has a hot path");
             let Some(e) = m.set.probes.get(name) else {
                 failures.push(format!("{name} on {}: not measured", m.profile.name));
                 continue;
             };
-            checked.push(format!("{name} on {}", m.profile.name));
-            if let Err(mismatch) = executed::compare_path(&expected, e) {
-                failures.push(mismatch.to_string());
+            let exception = SHORTER_THAN_THE_HOT_PATH
+                .iter()
+                .find(|(probe, profiles, _)| {
+                    probe == name && profiles.contains(&m.profile.name.as_str())
+                });
+            let Some((_, _, why)) = exception else {
+                checked.push(format!("{name} on {}", m.profile.name));
+                if let Err(mismatch) = executed::compare_path(&hot.lines, e) {
+                    failures.push(mismatch.to_string());
+                }
+                continue;
+            };
+            excluded += 1;
+            if executed::compare_path(&hot.lines, e).is_ok() {
+                failures.push(format!(
+                    "{name} on {} now executes exactly its hot path: remove it from \
+                     SHORTER_THAN_THE_HOT_PATH ({why})",
+                    m.profile.name
+                ));
+            }
+            if e.listing_path.len() > hot.instructions {
+                failures.push(format!(
+                    "{name} on {}: the fast case ran {} lines of the listing, more than the hot \
+                     path's {}",
+                    m.profile.name,
+                    e.listing_path.len(),
+                    hot.instructions
+                ));
+            }
+            let warm: BTreeSet<String> = listing
+                .lines
+                .iter()
+                .enumerate()
+                .filter(|(n, _)| !hot.cold_lines.contains(n))
+                .filter_map(|(_, l)| match l {
+                    codegen::Line::Instruction(i) => Some(i.text()),
+                    _ => None,
+                })
+                .collect();
+            for l in &e.listing_path {
+                if !warm.contains(l) {
+                    failures.push(format!(
+                        "{name} on {}: the fast case executed `{l}`, which is only in cold \
+                         blocks\n{listing}",
+                        m.profile.name
+                    ));
+                }
             }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // Not vacuous: armv7's free-to-marker is branch-free (predicated
-    // `streq`), and riscv64's release thread cursor calls
-    // `LocalKey::with` out of line without a branch of its own.
-    assert!(
-        checked.len() >= 2,
-        "straight-line probes checked: {checked:?}"
+    // Not vacuous: every probe on every profile, but the exceptions.
+    assert_eq!(
+        checked.len() + excluded,
+        PROBES.len() * measured().0.len(),
+        "{checked:?}"
     );
+    assert!(checked.len() > excluded, "{checked:?}");
 }
 
 /// Every executed path is a path of the listing: each line one call ran is

@@ -1,0 +1,285 @@
+//! `report`'s measurements of what the CPU executes: on every Linux
+//! executable profile asked for, the probe driver built (in the linked
+//! view's target dir, so it reuses that build's dependencies) and traced
+//! once under qemu-user ([`executed`]), and llvm-mca run on each probe's
+//! hot path per CPU ([`mca`]). Profiles are measured in parallel behind one
+//! progress bar; whatever is missing (qemu-user, llvm-mca, a cross linker)
+//! becomes a reason in the report, never an error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use allocasm::probes::PROBES;
+use allocasm_suite::codegen::build::{BuildError, BuildEvent, BuildOptions};
+use allocasm_suite::codegen::executed::{self, MeasureOptions};
+use allocasm_suite::codegen::linked::{self, Lto};
+use allocasm_suite::codegen::{ProbeListings, Profile, mca};
+
+use super::Ui;
+use super::session::build_error_message;
+use crate::report::Measurement;
+
+/// Whether `program` is an executable file in a directory of `$PATH`.
+pub fn on_path(program: &str) -> bool {
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        let p = dir.join(program);
+        std::fs::metadata(&p).is_ok_and(|m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.is_file() && m.permissions().mode() & 0o111 != 0
+        })
+    })
+}
+
+/// Why `profile`'s executed counts cannot be taken here, or `None` when
+/// they can; `found` tells whether a program is installed.
+pub fn why_not_measured(profile: &Profile, found: &dyn Fn(&str) -> bool) -> Option<String> {
+    let one = std::slice::from_ref(profile);
+    if executed::measured_profiles(one).is_empty() {
+        if profile.triple.contains("-linux-") && executed::runner(profile).is_some() {
+            return Some(
+                "not measured (a shared-library profile: its thread-locals go through \
+                 `__tls_get_addr`, which an executable built from it does not run; measuring it \
+                 needs a cdylib harness)"
+                    .to_string(),
+            );
+        }
+        return Some("not measured (not a Linux executable profile)".to_string());
+    }
+    let (qemu, _) = executed::runner(profile)?;
+    if !found(&qemu) {
+        return Some(format!(
+            "not measured: {qemu} not found (scripts/setup installs it)"
+        ));
+    }
+    None
+}
+
+/// Why llvm-mca's predictions cannot be made for `profile`, or `None`.
+pub fn why_not_predicted(profile: &Profile, llvm_mca: Option<&str>) -> Option<String> {
+    if executed::measured_profiles(std::slice::from_ref(profile)).is_empty() {
+        return Some("not predicted (not a Linux executable profile)".to_string());
+    }
+    if mca::cpus(&profile.arch()).is_empty() {
+        return Some(format!(
+            "not predicted: no CPU model for {}",
+            profile.triple
+        ));
+    }
+    if llvm_mca.is_none() {
+        return Some(format!(
+            "not predicted: llvm-mca-{} not found (scripts/setup installs it)",
+            mca::LLVM_MAJOR
+        ));
+    }
+    None
+}
+
+/// One profile of the report: its `.s` listings when it built.
+pub struct Target<'a> {
+    /// The profile.
+    pub profile: &'a Profile,
+    /// Its `.s` listings (the hot paths llvm-mca reads).
+    pub listings: Option<&'a ProbeListings>,
+}
+
+/// Measures every profile of `targets` that can be measured.
+pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<Measurement> {
+    let llvm_mca = mca::llvm_mca();
+    let plan: Vec<(&Target<'_>, Option<String>, Option<String>)> = targets
+        .iter()
+        .map(|t| {
+            let mca_reason = why_not_predicted(t.profile, llvm_mca.as_deref()).or_else(|| {
+                t.listings
+                    .is_none()
+                    .then(|| "not predicted: the profile did not build".to_string())
+            });
+            (t, why_not_measured(t.profile, &on_path), mca_reason)
+        })
+        .collect();
+    let steps = plan
+        .iter()
+        .map(|(_, e, m)| 2 * u64::from(e.is_none()) + u64::from(m.is_none()))
+        .sum();
+    let progress = ui.progress(steps, "measuring");
+    let running: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let set_step = |profile: &str, step: Option<&str>| {
+        let mut r = running.lock().expect("progress lock");
+        r.retain(|s| !s.starts_with(&format!("{profile}: ")));
+        if let Some(step) = step {
+            r.insert(format!("{profile}: {step}"));
+        }
+        progress.message(r.iter().cloned().collect::<Vec<_>>().join(", "));
+    };
+    let out = std::thread::scope(|s| {
+        let handles: Vec<_> = plan
+            .iter()
+            .map(|(t, exec_reason, mca_reason)| {
+                let (progress, set_step) = (&progress, &set_step);
+                s.spawn(move || {
+                    let name = t.profile.name.clone();
+                    let executed = match exec_reason {
+                        Some(why) => Err(why.clone()),
+                        None => {
+                            set_step(&name, Some("building the probe driver"));
+                            let traced = std::sync::atomic::AtomicBool::new(false);
+                            let r = measure_one(ui, t.profile, opts, &|step| {
+                                traced.store(true, std::sync::atomic::Ordering::Relaxed);
+                                progress.inc();
+                                set_step(&name, Some(step));
+                            });
+                            if !traced.load(std::sync::atomic::Ordering::Relaxed) {
+                                progress.inc();
+                            }
+                            progress.inc();
+                            r
+                        }
+                    };
+                    let predictions = match (mca_reason, t.listings) {
+                        (None, Some(listings)) => {
+                            set_step(&name, Some("llvm-mca"));
+                            let m = predict(t.profile, listings);
+                            progress.inc();
+                            Ok(m)
+                        }
+                        (Some(why), _) => Err(why.clone()),
+                        (None, None) => Err("not predicted: the profile did not build".into()),
+                    };
+                    set_step(&name, None);
+                    Measurement {
+                        profile: name,
+                        cpus: mca::cpus(&t.profile.arch())
+                            .iter()
+                            .map(|c| c.to_string())
+                            .collect(),
+                        executed,
+                        mca: predictions,
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("measure thread"))
+            .collect()
+    });
+    progress.finish();
+    out
+}
+
+/// Builds and traces one profile's driver.
+fn measure_one(
+    ui: &Ui,
+    profile: &Profile,
+    opts: &BuildOptions,
+    step: &dyn Fn(&str),
+) -> Result<executed::ExecutedSet, String> {
+    let verbose = |e: BuildEvent| {
+        if ui.verbose
+            && let BuildEvent::Started { command, .. } = e
+        {
+            eprintln!("{}: {command}", profile.name);
+        }
+    };
+    let driver = executed::build_driver(profile, opts, Lto::Off, &verbose).map_err(|e| {
+        let fix = if linked::missing_tools(&e) {
+            format!(
+                "; install the cross tools with `{}` (or run scripts/setup)",
+                linked::install_command(&[profile])
+            )
+        } else {
+            String::new()
+        };
+        let what = match &e {
+            // The disassembler or a cross tool, not rustup's.
+            BuildError::ToolMissing { program, error }
+                if program != "cargo" && program != "rustup" =>
+            {
+                format!("cannot run `{program}` ({error})")
+            }
+            e => build_error_message(e).trim_end().to_string(),
+        };
+        format!("not measured: the probe driver did not build{fix}: {what}")
+    })?;
+    step("tracing under qemu");
+    executed::measure(profile, &driver, PROBES, &MeasureOptions::default())
+        .map_err(|e| format!("not measured: the traced run failed: {e:#}"))
+}
+
+/// llvm-mca per CPU on each probe's hot path (of the `.s` listing).
+fn predict(
+    profile: &Profile,
+    listings: &ProbeListings,
+) -> BTreeMap<String, Result<Vec<mca::Mca>, String>> {
+    let arch = profile.arch();
+    let mut out = BTreeMap::new();
+    for probe in PROBES {
+        let Some(hot) = listings.hot_path(profile, probe.name) else {
+            continue;
+        };
+        let r: Result<Vec<mca::Mca>, String> = mca::cpus(&arch)
+            .iter()
+            .map(|cpu| {
+                mca::analyze(&hot.lines, &profile.triple, &arch, cpu)
+                    .map_err(|e| format!("not predicted: llvm-mca -mcpu={cpu}: {e:#}"))
+            })
+            .collect();
+        out.insert(probe.name.to_string(), r);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(name: &str) -> Profile {
+        let dir = allocasm_suite::codegen::manifest_dir().join("targets");
+        Profile::load_all(&dir)
+            .expect("targets/")
+            .into_iter()
+            .find(|p| p.name == name)
+            .expect("the profile")
+    }
+
+    #[test]
+    fn a_missing_qemu_is_a_reason_naming_it_and_the_fix() {
+        let p = profile("aarch64-linux");
+        assert_eq!(
+            why_not_measured(&p, &|prog| prog != "qemu-aarch64").as_deref(),
+            Some("not measured: qemu-aarch64 not found (scripts/setup installs it)")
+        );
+        assert_eq!(why_not_measured(&p, &|_| true), None);
+        let x86 = profile("x86_64-linux");
+        assert!(
+            why_not_measured(&x86, &|prog| prog != "qemu-x86_64")
+                .is_some_and(|r| r.contains("qemu-x86_64 not found"))
+        );
+    }
+
+    #[test]
+    fn non_linux_and_shared_library_profiles_say_why() {
+        for name in ["aarch64-apple", "x86_64-windows", "aarch64-windows-lse"] {
+            assert_eq!(
+                why_not_measured(&profile(name), &|_| true).as_deref(),
+                Some("not measured (not a Linux executable profile)"),
+                "{name}"
+            );
+            assert!(why_not_predicted(&profile(name), Some("llvm-mca-22")).is_some());
+        }
+        let dylib = why_not_measured(&profile("x86_64-linux-dylib"), &|_| true).unwrap();
+        assert!(dylib.contains("cdylib harness"), "{dylib}");
+    }
+
+    #[test]
+    fn a_missing_llvm_mca_is_a_reason_naming_it_and_the_fix() {
+        let p = profile("riscv64-linux");
+        assert_eq!(
+            why_not_predicted(&p, None).as_deref(),
+            Some("not predicted: llvm-mca-22 not found (scripts/setup installs it)")
+        );
+        assert_eq!(why_not_predicted(&p, Some("llvm-mca-22")), None);
+    }
+}
