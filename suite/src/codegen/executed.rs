@@ -71,6 +71,14 @@ use allocasm::probes::Probe;
 /// The example that drives every probe.
 pub const DRIVER: &str = "probe_driver";
 
+/// The workspace package whose cdylib holds the probes of a shared-library
+/// profile (`suite/dylib-probes`).
+pub const DYLIB_PACKAGE: &str = "allocasm-dylib-probes";
+
+/// The environment variable that makes the driver dlopen a shared library
+/// and call its probes (`examples/probe_driver.rs`).
+pub const DYLIB_ENV: &str = "ALLOCASM_PROBE_DYLIB";
+
 /// How many instructions one helper (a callee of the probe) executed per
 /// call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,7 +192,13 @@ pub struct Driver {
     pub lto: Lto,
     /// The executable.
     pub executable: PathBuf,
-    /// `objdump -d --no-show-raw-insn [-M intel]` of it.
+    /// A shared-library profile's cdylib of the probes ([`DYLIB_PACKAGE`]):
+    /// the driver dlopens it and calls its probes, and what follows
+    /// (disassembly, symbols, relocations) is the library's, not the
+    /// executable's. `None`: the probes are the executable's.
+    pub library: Option<PathBuf>,
+    /// `objdump -d --no-show-raw-insn [-M intel]` of the code the probes
+    /// are in (the executable, or `library`).
     pub disassembly: String,
     /// `objdump -t` of it.
     pub symbols: String,
@@ -193,21 +207,28 @@ pub struct Driver {
     pub dynamic_relocs: String,
 }
 
-/// The Linux profiles whose code, linked into an executable, is what the
-/// profile describes: a `[linked]` table, or `relocation-model=pie` in its
-/// flags. A profile of a shared library (its thread-locals through
-/// `__tls_get_addr`) is not one: an executable built from it would measure
-/// other code.
+/// A Linux profile of a shared library: no `[linked]` table and no
+/// `relocation-model=pie`, so its code is rustc's default PIC (thread-locals
+/// through `__tls_get_addr`). Linked into an executable the linker would
+/// relax that code; its probes are measured in a cdylib
+/// ([`DYLIB_PACKAGE`]) that the driver dlopens.
+pub fn shared_library(profile: &Profile) -> bool {
+    profile.triple.contains("-linux-")
+        && profile.linked.is_none()
+        && !profile
+            .rustflags
+            .iter()
+            .any(|f| f.contains("relocation-model=pie"))
+}
+
+/// The Linux profiles qemu-user runs: those whose code, linked into an
+/// executable, is what the profile describes (a `[linked]` table, or
+/// `relocation-model=pie` in its flags), and the shared-library profiles
+/// ([`shared_library`]), whose probes the driver calls in a cdylib.
 pub fn measured_profiles(profiles: &[Profile]) -> Vec<&Profile> {
     profiles
         .iter()
         .filter(|p| p.triple.contains("-linux-") && runner(p).is_some())
-        .filter(|p| {
-            p.linked.is_some()
-                || p.rustflags
-                    .iter()
-                    .any(|f| f.contains("relocation-model=pie"))
-        })
         .collect()
 }
 
@@ -283,24 +304,82 @@ pub fn build_driver(
             profile: profile.name.clone(),
             dir: dir.clone(),
         })?;
+    let mut fresh = json.contains("\"fresh\":true");
+    // A shared-library profile: the probes in the cdylib, built with the
+    // same flags into the same target dir (so it shares allocasm's build).
+    let library = if shared_library(profile) {
+        let mut cmd = linked::package_build(
+            &toolchain,
+            profile,
+            opts,
+            DYLIB_PACKAGE,
+            &dir,
+            lto,
+            &flags,
+            &crate_dir,
+        );
+        let command = build::command_line(&cmd);
+        let out = cmd.output().map_err(|e| BuildError::ToolMissing {
+            program: "cargo".into(),
+            error: e.to_string(),
+        })?;
+        if !out.status.success() {
+            return Err(BuildError::Cargo {
+                profile: profile.name.clone(),
+                command,
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        let json = String::from_utf8_lossy(&out.stdout);
+        fresh &= json.contains("\"fresh\":true");
+        let so = json
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["reason"] == "compiler-artifact")
+            .filter(|v| {
+                v["target"]["kind"]
+                    .as_array()
+                    .is_some_and(|k| k.iter().any(|k| k == "cdylib"))
+            })
+            .flat_map(|v| {
+                v["filenames"]
+                    .as_array()
+                    .map(|f| {
+                        f.iter()
+                            .filter_map(|f| f.as_str().map(PathBuf::from))
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default()
+            })
+            .find(|f| f.extension().is_some_and(|e| e == "so"))
+            .ok_or_else(|| BuildError::NoAsm {
+                profile: profile.name.clone(),
+                dir: dir.clone(),
+            })?;
+        Some(so)
+    } else {
+        None
+    };
     progress(BuildEvent::Finished {
         profile: label,
-        fresh: json.contains("\"fresh\":true"),
+        fresh,
         elapsed: start.elapsed(),
     });
     let mut args = vec!["-d", "--no-show-raw-insn"];
     if profile.arch() == Arch::X86_64 {
         args.extend(["-M", "intel"]);
     }
-    let disassembly = objdump_text(&objdump, &args, &executable)?;
-    let symbols = objdump_text(&objdump, &["-t"], &executable)?;
+    let code = library.as_deref().unwrap_or(&executable);
+    let disassembly = objdump_text(&objdump, &args, code)?;
+    let symbols = objdump_text(&objdump, &["-t"], code)?;
     // A static executable has no dynamic relocations: `-R` fails, nothing
     // to name.
-    let dynamic_relocs = objdump_text(&objdump, &["-R"], &executable).unwrap_or_default();
+    let dynamic_relocs = objdump_text(&objdump, &["-R"], code).unwrap_or_default();
     Ok(Driver {
         profile: profile.name.clone(),
         lto,
         executable,
+        library,
         disassembly,
         symbols,
         dynamic_relocs,
@@ -933,6 +1012,9 @@ pub fn measure(
         if let Some(s) = &sysroot {
             c.arg("-L").arg(s);
         }
+        if let Some(lib) = &driver.library {
+            c.env(DYLIB_ENV, lib);
+        }
         c.args(extra).arg(&driver.executable).args(args);
         c
     };
@@ -958,7 +1040,7 @@ pub fn measure(
     let symbols = function_symbols(&driver.symbols);
     let &(linked_at, _) = symbols
         .get("probe_linear_alloc")
-        .context("probe_linear_alloc is not in the driver's symbol table")?;
+        .context("probe_linear_alloc is not in the probes' symbol table")?;
     let bias = runtime as i64 - linked_at as i64;
     let mut objects = vec![Object {
         disassembly: &driver.disassembly,
@@ -1042,8 +1124,18 @@ pub fn measure(
         .filter(|n| !probes_out.contains_key(**n))
         .map(|n| n.to_string())
         .collect();
+    let (env, code) = match &driver.library {
+        Some(lib) => (
+            format!(
+                "{DYLIB_ENV}={} ",
+                lib.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            "the shared library's code",
+        ),
+        None => (String::new(), "the executable's code"),
+    };
     let method = format!(
-        "{qemu}{} -singlestep -d exec,nochain -dfilter <the executable's code, the loader's PLT targets> {DRIVER} all {} \
+        "{env}{qemu}{} -singlestep -d exec,nochain -dfilter <{code}, the loader's PLT targets> {DRIVER} all {} \
          (first {} calls of each probe dropped)",
         opts.cpu
             .as_ref()

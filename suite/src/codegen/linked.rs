@@ -247,25 +247,70 @@ pub(crate) fn example_build(
     flags: &[String],
     crate_dir: &Path,
 ) -> Command {
+    cargo_build(
+        toolchain,
+        profile,
+        opts,
+        &["--features", "probes", "--example", example],
+        dir,
+        lto,
+        flags,
+        crate_dir,
+    )
+}
+
+/// [`example_build`] of a workspace package's library instead
+/// (`-p allocasm-dylib-probes`, the shared library of the probes): the same
+/// environment, target dir and flags.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn package_build(
+    toolchain: &str,
+    profile: &Profile,
+    opts: &BuildOptions,
+    package: &str,
+    dir: &Path,
+    lto: Lto,
+    flags: &[String],
+    crate_dir: &Path,
+) -> Command {
+    cargo_build(
+        toolchain,
+        profile,
+        opts,
+        &["-p", package, "--lib"],
+        dir,
+        lto,
+        flags,
+        crate_dir,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cargo_build(
+    toolchain: &str,
+    profile: &Profile,
+    opts: &BuildOptions,
+    selection: &[&str],
+    dir: &Path,
+    lto: Lto,
+    flags: &[String],
+    crate_dir: &Path,
+) -> Command {
     let mut cmd = build::tool(toolchain, "cargo");
-    cmd.args([
-        "build",
-        "--release",
-        "--features",
-        "probes",
-        "--example",
-        example,
-        "--target",
-        &profile.triple,
-        "--message-format=json-render-diagnostics",
-    ])
-    .arg("--target-dir")
-    .arg(dir)
-    .arg("--manifest-path")
-    .arg(&opts.manifest_path)
-    .current_dir(crate_dir)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    cmd.args(["build", "--release"])
+        .args(selection)
+        .args([
+            "--target",
+            &profile.triple,
+            "--message-format=json-render-diagnostics",
+        ])
+        .arg("--target-dir")
+        .arg(dir)
+        .arg("--manifest-path")
+        .arg(&opts.manifest_path)
+        .current_dir(crate_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     for var in build::SCRUBBED_ENV {
         cmd.env_remove(var);
     }

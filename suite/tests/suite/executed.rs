@@ -82,7 +82,7 @@ fn get<'a>(profile: &str, probe: &str) -> &'a executed::Executed {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn the_five_linux_executable_profiles_are_measured() {
+fn the_six_linux_profiles_are_measured() {
     let profiles = codegen::load_profiles().unwrap();
     let names: BTreeSet<&str> = executed::measured_profiles(&profiles)
         .iter()
@@ -95,9 +95,17 @@ fn the_five_linux_executable_profiles_are_measured() {
             "aarch64-linux-lse",
             "armv7-linux",
             "riscv64-linux",
-            "x86_64-linux"
+            "x86_64-linux",
+            "x86_64-linux-dylib"
         ])
     );
+    // The shared-library profile is the one measured in a cdylib.
+    let shared: Vec<&str> = profiles
+        .iter()
+        .filter(|p| executed::shared_library(p))
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(shared, ["x86_64-linux-dylib"]);
 }
 
 #[test]
@@ -108,7 +116,8 @@ fn every_probe_executes_on_every_linux_profile() {
     }
     let (all, errors) = measured();
     assert!(errors.is_empty(), "{}", errors.join("\n"));
-    assert_eq!(all.len(), 5);
+    let profiles = codegen::load_profiles().unwrap();
+    assert_eq!(all.len(), executed::measured_profiles(&profiles).len());
     let mut problems = Vec::new();
     for m in all {
         for probe in &m.set.missing {
@@ -135,26 +144,27 @@ fn every_probe_executes_on_every_linux_profile() {
 const SHORTER_THAN_THE_HOT_PATH: &[(&str, &[&str], &str)] = &[
     (
         "probe_freelist_alloc",
-        ALL_FIVE,
+        ALL_SIX,
         "the first-fit walk is a loop: the hot path goes once through its body and on through \
          the split of the block it found, the longest way; the fast case (the first free block \
          fits) leaves the walk at once, by a shorter way",
     ),
     (
         "probe_tempjob_alloc",
-        ALL_FIVE,
+        ALL_SIX,
         "after the chunk's `fetch_add` the request may overrun the chunk: that way (an end \
          marker written, `None` returned) calls no cold slow path, so it is not cold, and it is \
          longer than the fit the fast case takes",
     ),
 ];
 
-const ALL_FIVE: &[&str] = &[
+const ALL_SIX: &[&str] = &[
     "aarch64-linux",
     "aarch64-linux-lse",
     "armv7-linux",
     "riscv64-linux",
     "x86_64-linux",
+    "x86_64-linux-dylib",
 ];
 
 /// The equality the report relies on: one call of a probe in its fast case
@@ -347,4 +357,48 @@ fn the_thread_cursor_executes_no_atomic() {
             .collect();
         assert!(atomics.is_empty(), "{}: {atomics:?}", m.profile.name);
     }
+}
+
+/// The shared-library profile's thread-locals: the thread cursor and the
+/// per-thread cache reach their thread-local through `__tls_get_addr@plt`
+/// and the dynamic loader's `__tls_get_addr` on every call, both counted as
+/// helpers, nothing untraced; the same probes linked into the PIE executable
+/// (x86_64-linux) call nothing.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_shared_library_counts_tls_get_addr() {
+    if !linux_host() || !measured().1.is_empty() {
+        return;
+    }
+    for probe in [
+        "probe_thread_cursor_alloc",
+        "probe_segregated_cached_alloc",
+        "probe_segregated_cached_dealloc",
+    ] {
+        let e = get("x86_64-linux-dylib", probe);
+        let names: Vec<&str> = e.helpers.iter().map(|h| h.function.as_str()).collect();
+        assert_eq!(
+            names,
+            ["__tls_get_addr@plt", "__tls_get_addr"],
+            "{probe}: {e:#?}"
+        );
+        assert!(e.helpers.iter().all(|h| h.instructions > 0), "{e:#?}");
+        assert_eq!(e.untraced_calls, 0, "{e:#?}");
+        assert_eq!(e.instructions, e.in_probe + e.helper_instructions());
+        assert_eq!(e.min, e.max, "{probe}: {e:#?}");
+        let exe = get("x86_64-linux", probe);
+        assert!(exe.helpers.is_empty(), "{exe:#?}");
+    }
+    // The driver called the library's probes, not its own.
+    let m = measured()
+        .0
+        .iter()
+        .find(|m| m.profile.name == "x86_64-linux-dylib")
+        .expect("measured");
+    let lib = m.driver.library.as_ref().expect("a cdylib");
+    assert!(
+        lib.extension().is_some_and(|e| e == "so"),
+        "{}",
+        lib.display()
+    );
 }
