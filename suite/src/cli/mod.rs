@@ -114,7 +114,8 @@ pub enum Command {
     /// first: probes down, profiles across, each cell the instruction count marked A (atomics), C
     /// (calls), L (loops). For profiles with a [linked] table, each listing is shown next to the
     /// probe disassembled from a linked executable (release profile, and fat LTO); --no-linked
-    /// leaves that out. On the Linux executable profiles it also measures what the CPU executes:
+    /// leaves that out. On the Linux profiles (x86_64-linux-dylib's probes in a cdylib) it also
+    /// measures what the CPU executes:
     /// each probe's instructions per call under qemu-user (`-singlestep -d exec,nochain`, helpers
     /// counted apart) and llvm-mca's cycles per call for its hot path per CPU model, beside the
     /// hot path's count; a missing qemu-user or llvm-mca is a reason in the report, not an

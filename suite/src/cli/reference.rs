@@ -93,8 +93,9 @@ disassemble it with `<triple>-objdump` (Debian's binutils for the cross targets)
 next to what the linker made of it. A missing disassembler or a failed linked build is shown in
 place of that listing, with the fix; `report` warns about it and still exits 0 (the `.s` report
 is its job), `show --linked` exits 3. `report` (unless `--no-executed`) then measures what the
-CPU executes on the Linux executable profiles: it builds `examples/probe_driver.rs` in the
-linked view's `<profile>-linked/` (reusing that build), runs it once per profile under
+CPU executes on the Linux profiles: it builds `examples/probe_driver.rs` in the linked view's
+`<profile>-linked/` (reusing that build; for `x86_64-linux-dylib` also the probes' cdylib
+`suite/dylib-probes`, which the driver dlopens), runs it once per profile under
 `qemu-<arch> -singlestep -d exec,nochain`, and puts each probe's executed instructions per call
 (helpers such as `__aarch64_ldadd8_relax` counted apart) and llvm-mca's cycles per CPU for its
 hot path beside the hot path's count, with a cross-profile table of the three; without qemu-user

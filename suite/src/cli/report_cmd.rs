@@ -36,7 +36,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub no_linked: bool,
     /// Leave out what the CPU executes: the instructions each probe executes per call under
-    /// qemu-user (Linux executable profiles) and llvm-mca's cycles per CPU for its hot path
+    /// qemu-user (Linux profiles) and llvm-mca's cycles per CPU for its hot path
     #[arg(long)]
     pub no_executed: bool,
     /// Build options

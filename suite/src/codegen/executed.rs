@@ -13,7 +13,14 @@
 //!     -dfilter <the executable's code>,<the loader's PLT targets> -D <log> probe_driver all <calls>
 //! ```
 //!
-//! (`qemu-x86_64` for x86_64: the same method on every profile). With
+//! (`qemu-x86_64` for x86_64: the same method on every profile). A
+//! shared-library profile ([`shared_library`]: `x86_64-linux-dylib`) is
+//! measured in a shared library: the cdylib [`DYLIB_PACKAGE`]
+//! (`suite/dylib-probes`, the probes re-exported) is built with the
+//! profile's own flags into the same target dir, the driver runs with
+//! `ALLOCASM_PROBE_DYLIB=<the .so>` ([`DYLIB_ENV`]), dlopens it and calls its
+//! probes, and the traced code is that library's (its PLT stubs included)
+//! and the loader functions its PLT names (`__tls_get_addr`). With
 //! `-singlestep` every translation block is one instruction and with
 //! `nochain` every execution of a block goes through the loop that logs
 //! `Trace ...: [.../<pc>/...]`, so the log is the exact sequence of executed
@@ -49,7 +56,7 @@
 //!   what was executed; its
 //!   [`PathMismatch`] names the probe and profile and shows both sequences.
 //! - [`measured_profiles`]: the profiles this applies to (Linux, run under
-//!   qemu or natively, and built as an executable).
+//!   qemu-user: the executable profiles and the shared-library one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

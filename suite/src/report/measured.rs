@@ -1,5 +1,6 @@
-//! What the CPU executes, in the report: per probe and Linux executable
-//! profile the instructions one call executed (`codegen::executed`, under
+//! What the CPU executes, in the report: per probe and Linux profile (the
+//! executable profiles, and the shared-library one in its cdylib) the
+//! instructions one call executed (`codegen::executed`, under
 //! qemu-user) and llvm-mca's prediction per CPU of the hot path
 //! (`codegen::mca`), beside `hot_path.instructions`; and the cross-profile
 //! table of the three. The measurements are taken by `allocasm report`
@@ -14,12 +15,17 @@ use serde::Serialize;
 use super::{ProbeReport, Report};
 
 /// How the counts were taken, for the report's readers.
-pub const METHOD: &str = "Each Linux executable profile's probe driver (examples/probe_driver.rs, \
-built like the linked view: release profile, the profile's [linked] rustflags) calls every probe \
+pub const METHOD: &str = "Each Linux profile's probe driver (examples/probe_driver.rs, built like \
+the linked view: release profile, the profile's [linked] rustflags, or its own where it has no \
+[linked] table) calls every probe \
 in its warm fast case 48 times under qemu-user with `-singlestep -d exec,nochain` and `-dfilter` \
 on the executable's code and the loader functions its PLT names: every translation block is one \
 instruction and every execution is logged, so the log is the exact executed sequence (x86_64 too, \
-under qemu-x86_64; valgrind's callgrind gives the same counts there: benches/fastpaths.rs). Each \
+under qemu-x86_64; valgrind's callgrind gives the same counts there: benches/fastpaths.rs). The \
+shared-library profile (x86_64-linux-dylib) is measured in a shared library: the probes built with \
+its own flags as a cdylib (suite/dylib-probes), which the driver dlopens (ALLOCASM_PROBE_DYLIB) and \
+calls; the trace covers that library's code and the loader functions its PLT names, so its \
+thread-locals' `__tls_get_addr@plt` stub and the loader's `__tls_get_addr` are counted. Each \
 call is cut from the probe's entry to its taken return, callees included; the first 8 calls are \
 dropped and the most frequent count of the other 40 is reported. Helpers (outline atomics such \
 as `__aarch64_ldadd8_relax`, a PLT stub and the loader's `__tls_get_addr`, an out-of-line \
@@ -70,7 +76,7 @@ pub struct ProfileMeasurement {
 /// The cross-profile table of the three figures.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExecutedTable {
-    /// The measured profiles (Linux executable profiles of the report).
+    /// The measured profiles (the Linux profiles of the report).
     pub columns: Vec<String>,
     /// One per probe, registry order.
     pub rows: Vec<ExecutedRow>,

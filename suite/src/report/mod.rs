@@ -71,7 +71,7 @@ pub struct Report {
     /// What this suite can and cannot see: the table of the last mutation
     /// self-test (`scripts/test mutate`), `null` when it has not run here.
     pub mutations: Option<MutationTable>,
-    /// What the CPU executes: per Linux executable profile, the executed
+    /// What the CPU executes: per Linux profile, the executed
     /// instructions per call and llvm-mca's prediction per CPU, with the
     /// method, why a profile was not measured, and the cross-profile table
     /// (`hot-path instructions / executed / mca cycles`); `null` only
