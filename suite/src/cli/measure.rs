@@ -113,6 +113,7 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                 let (progress, set_step) = (&progress, &set_step);
                 s.spawn(move || {
                     let name = t.profile.name.clone();
+                    let mut library_hot_paths = BTreeMap::new();
                     let executed = match exec_reason {
                         Some(why) => Err(why.clone()),
                         None => {
@@ -127,7 +128,10 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                                 progress.inc();
                             }
                             progress.inc();
-                            r
+                            r.map(|(set, hot)| {
+                                library_hot_paths = hot;
+                                set
+                            })
                         }
                     };
                     let predictions = match (mca_reason, t.listings) {
@@ -148,6 +152,7 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                             .map(|c| c.to_string())
                             .collect(),
                         executed,
+                        library_hot_paths,
                         mca: predictions,
                     }
                 })
@@ -162,13 +167,14 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
     out
 }
 
-/// Builds and traces one profile's driver.
+/// Builds and traces one profile's driver; for a shared-library profile
+/// also the hot path of each probe in the cdylib it ran.
 fn measure_one(
     ui: &Ui,
     profile: &Profile,
     opts: &BuildOptions,
     step: &dyn Fn(&str),
-) -> Result<executed::ExecutedSet, String> {
+) -> Result<(executed::ExecutedSet, BTreeMap<String, usize>), String> {
     let verbose = |e: BuildEvent| {
         if ui.verbose
             && let BuildEvent::Started { command, .. } = e
@@ -197,8 +203,18 @@ fn measure_one(
         format!("not measured: the probe driver did not build{fix}: {what}")
     })?;
     step("tracing under qemu");
-    executed::measure(profile, &driver, PROBES, &MeasureOptions::default())
-        .map_err(|e| format!("not measured: the traced run failed: {e:#}"))
+    let set = executed::measure(profile, &driver, PROBES, &MeasureOptions::default())
+        .map_err(|e| format!("not measured: the traced run failed: {e:#}"))?;
+    let mut hot = BTreeMap::new();
+    if driver.library.is_some() {
+        let listings = executed::driver_listings(profile, &driver, PROBES);
+        for probe in PROBES {
+            if let Some(h) = listings.hot_path(profile, probe.name) {
+                hot.insert(probe.name.to_string(), h.instructions);
+            }
+        }
+    }
+    Ok((set, hot))
 }
 
 /// llvm-mca per CPU on each probe's hot path (of the `.s` listing).

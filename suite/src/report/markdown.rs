@@ -164,8 +164,8 @@ fn executed_section(s: &mut String, e: &ExecutedSection) {
         "Probes down, profiles across: each cell is `hot-path instructions / executed \
          instructions per call (+ those in helpers) / llvm-mca cycles per call` (one figure per \
          CPU, in the order the column names them; * indicative). The hot path is the `.s` \
-         listing's, with the linked release executable's in parentheses where it differs: the \
-         executed count is the linked code's. Where the executed count is below the hot path \
+         listing's, with the linked release executable's (x86_64-linux-dylib: the cdylib's the \
+         driver ran) in parentheses where it differs: the executed count is the linked code's. Where the executed count is below the hot path \
          (helpers apart), the fast case leaves by a shorter way than the longest non-cold one.\n"
     );
     let mut head = String::from("| probe |");

@@ -98,8 +98,8 @@ pub struct ExecutedCell {
     /// `hot_path.instructions` of the `.s` listing.
     pub hot_path: Option<usize>,
     /// `hot_path.instructions` of the linked release executable's listing
-    /// (the code the driver runs, helpers apart); `null` without a linked
-    /// view.
+    /// (the code the driver runs, helpers apart); for a shared-library
+    /// profile the cdylib's the driver ran; `null` without either.
     pub linked_hot_path: Option<usize>,
     /// Instructions one call executed, helpers included.
     pub executed: Option<u64>,
@@ -282,6 +282,10 @@ pub struct Measurement {
     pub cpus: Vec<String>,
     /// Every probe's executed count, or why there are none.
     pub executed: Result<ExecutedSet, String>,
+    /// A shared-library profile's hot path per probe in the cdylib the
+    /// driver ran (its linked code; such a profile has no linked view):
+    /// the table's `linked_hot_path` there. Empty for the other profiles.
+    pub library_hot_paths: BTreeMap<String, usize>,
     /// Per probe, llvm-mca per CPU, or why there is none.
     pub mca: Result<BTreeMap<String, Result<Vec<Mca>, String>>, String>,
 }
@@ -382,7 +386,10 @@ impl Report {
                         let linked = r
                             .and_then(|r| r.linked.as_ref())
                             .and_then(|l| l.release.hot_path.as_ref())
-                            .map(|h| h.instructions);
+                            .map(|h| h.instructions)
+                            .or_else(|| {
+                                of(c).and_then(|m| m.library_hot_paths.get(&probe.name).copied())
+                            });
                         let e = r.and_then(|r| r.executed.as_ref());
                         let mca: Vec<McaCycles> = r
                             .and_then(|r| r.mca.as_ref())
