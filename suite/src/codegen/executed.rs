@@ -264,6 +264,27 @@ pub fn runner(profile: &Profile) -> Option<(String, Option<PathBuf>)> {
     ))
 }
 
+/// Runs a `cargo build --message-format json` command line (`command`, for
+/// the error) and returns its stdout, the JSON messages.
+fn run_cargo(
+    cmd: &mut std::process::Command,
+    profile: &Profile,
+    command: String,
+) -> Result<String, BuildError> {
+    let out = cmd.output().map_err(|e| BuildError::ToolMissing {
+        program: "cargo".into(),
+        error: e.to_string(),
+    })?;
+    if !out.status.success() {
+        return Err(BuildError::Cargo {
+            profile: profile.name.clone(),
+            command,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Builds `examples/probe_driver.rs` for a profile and disassembles it.
 pub fn build_driver(
     profile: &Profile,
@@ -290,18 +311,7 @@ pub fn build_driver(
         command: command.clone(),
     });
     let start = std::time::Instant::now();
-    let out = cmd.output().map_err(|e| BuildError::ToolMissing {
-        program: "cargo".into(),
-        error: e.to_string(),
-    })?;
-    if !out.status.success() {
-        return Err(BuildError::Cargo {
-            profile: profile.name.clone(),
-            command,
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
-    }
-    let json = String::from_utf8_lossy(&out.stdout);
+    let json = run_cargo(&mut cmd, profile, command)?;
     let executable = json
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -326,18 +336,7 @@ pub fn build_driver(
             &crate_dir,
         );
         let command = build::command_line(&cmd);
-        let out = cmd.output().map_err(|e| BuildError::ToolMissing {
-            program: "cargo".into(),
-            error: e.to_string(),
-        })?;
-        if !out.status.success() {
-            return Err(BuildError::Cargo {
-                profile: profile.name.clone(),
-                command,
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            });
-        }
-        let json = String::from_utf8_lossy(&out.stdout);
+        let json = run_cargo(&mut cmd, profile, command)?;
         fresh &= json.contains("\"fresh\":true");
         let so = json
             .lines()
