@@ -212,6 +212,16 @@ pub(crate) fn try_pop(heap: usize, index: usize) -> Option<NonNull<u8>> {
     CACHE.with(|c| c.primary.pop(heap, index))
 }
 
+/// A block of `heap`'s class `index` from whichever of this thread's caches
+/// serves `heap` (for `try_alloc`, which never refills).
+pub(crate) fn try_pop_either(heap: usize, index: usize) -> Option<NonNull<u8>> {
+    CACHE.with(|c| {
+        c.primary
+            .pop(heap, index)
+            .or_else(|| c.secondary.pop(heap, index))
+    })
+}
+
 /// The cache hit path of `dealloc`; `false` means "take the slow path".
 #[inline(always)]
 pub(crate) fn try_push(heap: usize, index: usize, block: NonNull<u8>) -> bool {

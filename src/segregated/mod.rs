@@ -550,7 +550,7 @@ impl SegregatedFit {
         };
         let class = Self::size_class(layout.size(), layout.align()).ok_or(empty)?;
         #[cfg(not(loom))]
-        if let Some(p) = cache::try_pop(self.heap_addr(), class.index()) {
+        if let Some(p) = cache::try_pop_either(self.heap_addr(), class.index()) {
             #[cfg(debug_assertions)]
             self.debug_check_alloc(class, p, layout);
             return Ok(p);
