@@ -756,13 +756,31 @@ fn hex_to_decimal(hex: &str, width: u32) -> String {
 /// `GCC_except_table0+0xd2d8`) become `+OFF`, and on arm64 the low twelve
 /// bits that follow an `adrp` become `#:lo12:`. Without this, any change
 /// anywhere in the executable would show as a change in every listing.
+///
+/// Any other `symbol+0x…` is an address objdump names after the nearest
+/// symbol below it: an anonymous constant (a table in `.rodata`) or the
+/// page an `adrp` loads. Which symbol that is depends on the layout of
+/// everything before it, paths in panic locations included (a clone in
+/// another directory, or another `CARGO_HOME`, named it `<str as
+/// Display>::fmt` once and `<str as Debug>::fmt` the other time), so it is
+/// spelled `data+OFF`.
 fn mask_layout(code: &str, arch: &Arch, previous: Option<&str>) -> String {
     static LINKER_SYM: OnceLock<Regex> = OnceLock::new();
     static LO12: OnceLock<Regex> = OnceLock::new();
     let sym = LINKER_SYM.get_or_init(|| {
         Regex::new(r"\b((?:_|GCC_|\.L)[A-Za-z0-9_.$]*)\+0x[0-9a-f]+").expect("regex")
     });
-    let mut code = sym.replace_all(code, "${1}+OFF").into_owned();
+    let mut code = sym
+        .replace_all(code, |c: &regex::Captures<'_>| {
+            let name = &c[1];
+            if name == "_DYNAMIC" || name.starts_with("GCC_except_table") || name.starts_with(".L")
+            {
+                format!("{name}+OFF")
+            } else {
+                "data+OFF".to_string()
+            }
+        })
+        .into_owned();
     if *arch == Arch::Aarch64
         && previous.is_some_and(|p| p.starts_with("adrp"))
         && (code.starts_with("add") || code.starts_with("ldr"))
@@ -770,7 +788,63 @@ fn mask_layout(code: &str, arch: &Arch, previous: Option<&str>) -> String {
         let lo12 = LO12.get_or_init(|| Regex::new(r"#0x[0-9a-f]+").expect("regex"));
         code = lo12.replace(&code, "#:lo12:").into_owned();
     }
+    // riscv64's pc-relative pairs: `auipc a0, 0x48` is where the linker put
+    // the target, as the `.s` view's %pcrel_hi says (its low part:
+    // `mask_pcrel_lo`).
+    if *arch == Arch::Riscv64 {
+        static HI: OnceLock<Regex> = OnceLock::new();
+        let hi = HI.get_or_init(|| Regex::new(r"^(auipc\s+\w+,\s*)0x[0-9a-f]+$").expect("regex"));
+        if hi.is_match(&code) {
+            return hi.replace(&code, "${1}%pcrel_hi").into_owned();
+        }
+    }
+    // armv7's literal pools hold the linker's offsets (GOT, TLS): layout.
+    if *arch == Arch::Arm && code.starts_with(".word") {
+        return ".word OFF".to_string();
+    }
     code
+}
+
+/// The low part of a riscv64 pc-relative pair: the first `add`/`addi` or
+/// load/store after an `auipc rd` that takes `rd` (not yet overwritten) with
+/// an immediate gets `%pcrel_lo` for it, as in the `.s` view. `recent`: the
+/// function's previous lines as objdump wrote them, newest first.
+fn mask_pcrel_lo<'a>(code: &str, recent: impl Iterator<Item = &'a str>) -> String {
+    static ADD: OnceLock<Regex> = OnceLock::new();
+    static MEM: OnceLock<Regex> = OnceLock::new();
+    let mut written = Vec::new();
+    let mut hi = None;
+    for line in recent.take(8) {
+        // objdump writes `auipc\ta0,0x48`: no space after the commas.
+        let (mnemonic, operands) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let first = operands.trim().split(',').next().unwrap_or("").trim();
+        if mnemonic == "auipc" {
+            if !written.contains(&first) {
+                hi = Some(first.to_string());
+            }
+            break;
+        }
+        // Stores and branches write no register.
+        if !(mnemonic.starts_with('s') && mnemonic.len() == 2 || mnemonic.starts_with('b')) {
+            written.push(first);
+        }
+    }
+    let Some(rd) = hi else {
+        return code.to_string();
+    };
+    let add = ADD.get_or_init(|| Regex::new(r"^(addi?\s+\w+,\s*(\w+),\s*)-?\d+$").expect("regex"));
+    if let Some(c) = add.captures(code)
+        && c[2] == *rd
+    {
+        return format!("{}%pcrel_lo", &c[1]);
+    }
+    let mem = MEM.get_or_init(|| Regex::new(r"^([a-z]+\s+\w+,\s*)-?\d+\((\w+)\)$").expect("regex"));
+    if let Some(c) = mem.captures(code)
+        && c[2] == *rd
+    {
+        return format!("{}%pcrel_lo({rd})", &c[1]);
+    }
+    code.to_string()
 }
 
 /// Cuts the functions `names` out of `objdump -d` output, using the symbol
@@ -853,6 +927,9 @@ pub fn parse_objdump_with(
                 }
             });
             let mut code = mask_layout(&rewritten, arch, lines_at.last().map(|(_, c)| c.as_str()));
+            if *arch == Arch::Riscv64 {
+                code = mask_pcrel_lo(&code, lines_at.iter().rev().map(|(_, c)| c.as_str()));
+            }
             // RISC-V: objdump shows `call sym` as `auipc ra, X` + `jalr N(ra)`
             // and `tail sym` as `auipc t1, X` + `jr N(t1)`, with the callee
             // only in the comment: fuse them back, as the `.s` writes them.
@@ -1209,6 +1286,71 @@ OFFSET           TYPE              VALUE
         assert_eq!(
             mask_layout("movzx ecx, byte ptr [rsi+0x148]", &x86, None),
             "movzx ecx, byte ptr [rsi+0x148]"
+        );
+        // An anonymous constant named after whatever symbol precedes it
+        // (here a function) is layout: the same build in another directory
+        // named another one.
+        assert_eq!(
+            mask_layout(
+                "adrp x13, _ZN42_$LT$str$u20$as$u20$core..fmt..Display$GT$3fmt17h0123456789abcdefE+0x1f40",
+                &Arch::Aarch64,
+                None
+            ),
+            "adrp x13, data+OFF"
+        );
+        assert_eq!(
+            mask_layout("lea r9, [rip + _fini+0x2a8]", &x86, None),
+            "lea r9, [rip + data+OFF]"
+        );
+        // riscv64's pc-relative pairs and armv7's literal pools: the same
+        // build in another directory had other numbers there.
+        let rv = Arch::Riscv64;
+        assert_eq!(
+            mask_layout("auipc a0, 0x48", &rv, None),
+            "auipc a0, %pcrel_hi"
+        );
+        fn recent<'a>(lines: &'a [&'static str]) -> impl Iterator<Item = &'static str> + 'a {
+            lines.iter().copied()
+        }
+        // objdump's own spelling, no space after the commas.
+        assert_eq!(
+            mask_pcrel_lo(
+                "add\ta5,a4,-558",
+                recent(&["add\ta2,a2,a6", "auipc\ta4,%pcrel_hi"])
+            ),
+            "add\ta5,a4,%pcrel_lo"
+        );
+        assert_eq!(
+            mask_pcrel_lo("add a0, a0, 1100", recent(&["auipc a0, %pcrel_hi"])),
+            "add a0, a0, %pcrel_lo"
+        );
+        // Not always the next line; a load through the register too.
+        assert_eq!(
+            mask_pcrel_lo(
+                "add a4, a4, 1416",
+                recent(&["add a0, a0, a2", "auipc a4, %pcrel_hi"])
+            ),
+            "add a4, a4, %pcrel_lo"
+        );
+        assert_eq!(
+            mask_pcrel_lo("ld a1, -496(a0)", recent(&["auipc a0, %pcrel_hi"])),
+            "ld a1, %pcrel_lo(a0)"
+        );
+        // Once the pair is complete, offsets from the register are code.
+        assert_eq!(
+            mask_pcrel_lo(
+                "ld a1, 8(a0)",
+                recent(&["add a0, a0, %pcrel_lo", "auipc a0, %pcrel_hi"])
+            ),
+            "ld a1, 8(a0)"
+        );
+        assert_eq!(
+            mask_pcrel_lo("add a2, a2, 40", recent(&["auipc a0, %pcrel_hi"])),
+            "add a2, a2, 40"
+        );
+        assert_eq!(
+            mask_layout(".word 0x0004b058", &Arch::Arm, None),
+            ".word OFF"
         );
         let arm = Arch::Aarch64;
         let adrp = mask_layout("adrp x0, GCC_except_table0+0xd2d8", &arm, None);
