@@ -301,7 +301,6 @@ impl Refusal {
             AllocError::Os { code } => Refusal(code as isize),
             AllocError::ZeroSize => Refusal::ZERO_SIZE,
             AllocError::TooLarge { .. } => Refusal::TOO_LARGE,
-            AllocError::TooManyEntrants { .. } => Refusal::TOO_MANY_ENTRANTS,
             _ => Refusal::OUT_OF_MEMORY,
         }
     }

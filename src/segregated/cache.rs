@@ -339,13 +339,12 @@ fn choose<'a>(c: &'a Caches, heap: &Heap) -> Option<&'a ThreadCache> {
     bind(c, t, heap).then_some(t)
 }
 
-/// Makes `t`, one of `c`'s caches, serve `heap`: registers it (arming the
-/// exit hook for `c`) on first use, flushes it to its previous owner.
-/// `false` if the cache is dead or cannot be registered.
+/// Makes `t`, one of `c`'s caches that serves another heap or none, serve
+/// `heap`: registers it (arming the exit hook for `c`) on first use, flushes
+/// it to its previous owner. `false` if the cache is dead or cannot be
+/// registered.
 fn bind(c: &Caches, t: &ThreadCache, heap: &Heap) -> bool {
-    if t.owner.load(Ordering::Relaxed) == heap.addr() {
-        return true;
-    }
+    debug_assert_ne!(t.owner.load(Ordering::Relaxed), heap.addr());
     let _guard = REGISTRY.lock();
     match t.state.load(Ordering::Relaxed) {
         DEAD => return false,
