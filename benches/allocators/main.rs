@@ -151,6 +151,12 @@ fn churn<S: Subject>(s: &S, worker: usize, n: u64) -> u64 {
 /// Capacity of one producer/consumer ring (a power of two).
 const RING: usize = 256;
 
+/// How many slots an end fills or drains before it publishes its index:
+/// the ring's shared indices move once per batch, not once per block, so
+/// the workload measures the allocators' cross-thread cost rather than two
+/// cache lines bouncing between the cores on every block.
+const RING_BATCH: u64 = 32;
+
 /// A single-producer single-consumer ring of `(address, size)` pairs.
 struct Ring {
     head: CachePadded<AtomicU64>,
@@ -169,31 +175,99 @@ impl Ring {
         }
     }
 
-    fn push(&self, addr: u64, size: u64) {
-        let t = self.tail.load(Ordering::Relaxed);
-        let mut spins = 0u32;
-        while t - self.head.load(Ordering::Acquire) == RING as u64 {
-            wait(&mut spins);
+    /// The producing end, starting where the last round left the ring.
+    fn producer(&self) -> RingProducer<'_> {
+        let tail = self.tail.load(Ordering::Relaxed);
+        RingProducer {
+            ring: self,
+            tail,
+            head: self.head.load(Ordering::Acquire),
         }
-        let slot = &self.slots[t as usize % RING];
-        slot[0].store(addr, Ordering::Relaxed);
-        slot[1].store(size, Ordering::Relaxed);
-        self.tail.store(t + 1, Ordering::Release);
     }
 
-    fn pop(&self) -> (u64, u64) {
-        let h = self.head.load(Ordering::Relaxed);
-        let mut spins = 0u32;
-        while self.tail.load(Ordering::Acquire) == h {
-            wait(&mut spins);
+    /// The consuming end, starting where the last round left the ring.
+    fn consumer(&self) -> RingConsumer<'_> {
+        let head = self.head.load(Ordering::Relaxed);
+        RingConsumer {
+            ring: self,
+            head,
+            tail: self.tail.load(Ordering::Acquire),
         }
-        let slot = &self.slots[h as usize % RING];
+    }
+}
+
+/// The producer's end: its own tail (published every [`RING_BATCH`]
+/// pushes, before it waits, and when dropped) and the head as last seen.
+struct RingProducer<'r> {
+    ring: &'r Ring,
+    tail: u64,
+    head: u64,
+}
+
+impl RingProducer<'_> {
+    fn push(&mut self, addr: u64, size: u64) {
+        if self.tail - self.head == RING as u64 {
+            self.head = self.ring.head.load(Ordering::Acquire);
+            let mut spins = 0u32;
+            while self.tail - self.head == RING as u64 {
+                // The consumer may be waiting for what we have not published.
+                self.ring.tail.store(self.tail, Ordering::Release);
+                wait(&mut spins);
+                self.head = self.ring.head.load(Ordering::Acquire);
+            }
+        }
+        let slot = &self.ring.slots[self.tail as usize % RING];
+        slot[0].store(addr, Ordering::Relaxed);
+        slot[1].store(size, Ordering::Relaxed);
+        self.tail += 1;
+        if self.tail.is_multiple_of(RING_BATCH) {
+            self.ring.tail.store(self.tail, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for RingProducer<'_> {
+    fn drop(&mut self) {
+        self.ring.tail.store(self.tail, Ordering::Release);
+    }
+}
+
+/// The consumer's end: its own head (published every [`RING_BATCH`] pops,
+/// before it waits, and when dropped) and the tail as last seen.
+struct RingConsumer<'r> {
+    ring: &'r Ring,
+    head: u64,
+    tail: u64,
+}
+
+impl RingConsumer<'_> {
+    fn pop(&mut self) -> (u64, u64) {
+        if self.head == self.tail {
+            self.tail = self.ring.tail.load(Ordering::Acquire);
+            let mut spins = 0u32;
+            while self.head == self.tail {
+                // The producer may be waiting for room we have not published.
+                self.ring.head.store(self.head, Ordering::Release);
+                wait(&mut spins);
+                self.tail = self.ring.tail.load(Ordering::Acquire);
+            }
+        }
+        let slot = &self.ring.slots[self.head as usize % RING];
         let v = (
             slot[0].load(Ordering::Relaxed),
             slot[1].load(Ordering::Relaxed),
         );
-        self.head.store(h + 1, Ordering::Release);
+        self.head += 1;
+        if self.head.is_multiple_of(RING_BATCH) {
+            self.ring.head.store(self.head, Ordering::Release);
+        }
         v
+    }
+}
+
+impl Drop for RingConsumer<'_> {
+    fn drop(&mut self) {
+        self.ring.head.store(self.head, Ordering::Release);
     }
 }
 
@@ -268,6 +342,7 @@ fn producer_consumer<S: Subject>(pc: &ProducerConsumer<S>, worker: usize, n: u64
     }
     let ring = &pc.rings[worker / 2];
     if worker.is_multiple_of(2) {
+        let mut ring = ring.producer();
         for i in 0..n {
             let size = next_size(&mut rng);
             // SAFETY: size is 16..=256 and 8 is a power of two.
@@ -278,6 +353,7 @@ fn producer_consumer<S: Subject>(pc: &ProducerConsumer<S>, worker: usize, n: u64
             ring.push(p.as_ptr() as u64, size as u64);
         }
     } else {
+        let mut ring = ring.consumer();
         for _ in 0..n {
             let (addr, size) = ring.pop();
             let p = core::ptr::NonNull::new(addr as *mut u8).expect("a block");
