@@ -178,6 +178,33 @@ mod linux {
         a
     }
 
+    /// `RawAllocator::allocate` on a warm cache: what `Allocator` users
+    /// (and the allocator benches' subjects) call. Not a probe of the suite,
+    /// so the bench names its own entry point. It used to compute the size
+    /// class twice (once for the block, once out of line for the returned
+    /// length): 89 instructions before, 47 now.
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn fastpaths_segregated_allocate(a: &SegregatedFit, size: usize) -> *mut u8 {
+        match Layout::from_size_align(size, 8) {
+            Ok(l) => match allocasm::RawAllocator::allocate(a, l) {
+                Ok(p) => p.cast::<u8>().as_ptr(),
+                Err(_) => core::ptr::null_mut(),
+            },
+            Err(_) => core::ptr::null_mut(),
+        }
+    }
+
+    #[library_benchmark(config = counting("fastpaths_segregated_allocate", 47))]
+    #[bench::warm(setup = segregated)]
+    fn segregated_allocate(a: SegregatedFit) -> SegregatedFit {
+        black_box(fastpaths_segregated_allocate(
+            black_box(&a),
+            black_box(SIZE),
+        ));
+        a
+    }
+
     fn temp_job() -> TempJob {
         TempJob::new(1 << 16).unwrap().on_leak(|_| {})
     }
@@ -214,6 +241,7 @@ mod linux {
             thread_cursor_alloc,
             segregated_size_class,
             segregated_alloc,
+            segregated_allocate,
             tempjob_alloc,
             temp_alloc
         ]

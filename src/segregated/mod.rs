@@ -471,6 +471,13 @@ impl SegregatedFit {
         let Some(class) = Self::size_class(layout.size(), layout.align()) else {
             return self.alloc_large(layout);
         };
+        self.alloc_in(class, layout)
+    }
+
+    /// `alloc` once the class is known (`allocate` reports the class's block
+    /// size as the length, so it computes the class only once too).
+    #[inline(always)]
+    fn alloc_in(&self, class: SizeClass, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         #[cfg(not(loom))]
         if let Some(p) = cache::try_pop(self.heap_addr(), class.index()) {
             #[cfg(debug_assertions)]
@@ -853,11 +860,6 @@ impl SegregatedFit {
         }
         purged
     }
-
-    /// The usable length of a block allocated for `layout`.
-    fn usable(layout: Layout) -> usize {
-        Self::size_class(layout.size(), layout.align()).map_or(layout.size(), SizeClass::block_size)
-    }
 }
 
 /// The heap's mapping length.
@@ -989,8 +991,17 @@ impl RawAllocator for SegregatedFit {
 
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let p = self.alloc(layout)?;
-        Ok(NonNull::slice_from_raw_parts(p, Self::usable(layout)))
+        if layout.size() == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        // The class once, for the block and for its length (a large block's
+        // length is its request).
+        let Some(class) = Self::size_class(layout.size(), layout.align()) else {
+            let p = self.alloc_large(layout)?;
+            return Ok(NonNull::slice_from_raw_parts(p, layout.size()));
+        };
+        let p = self.alloc_in(class, layout)?;
+        Ok(NonNull::slice_from_raw_parts(p, class.block_size()))
     }
 
     #[inline]
