@@ -123,12 +123,17 @@ unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize) -> Grown {
     // SAFETY: `blocks * block_size <= len - HEADER - bitmap`, so every block
     // lies in the span; blocks are multiples of 8 bytes from an aligned base.
     let block = |i: usize| unsafe { base.add(i * block_size) };
-    for i in 0..g.blocks - 1 {
-        // SAFETY: block `i` lies in the span, which only we can see.
-        unsafe { link(block(i)) }.store(block(i + 1).as_ptr(), Ordering::Relaxed);
+    // The chain starts at block `r` and wraps: r, r+1, .., n-1, 0, .., r-1
+    // (see `first_block`).
+    let n = g.blocks;
+    let r = first_block(block_size, n);
+    let at = |k: usize| block((r + k) % n);
+    for k in 0..n - 1 {
+        // SAFETY: block `(r + k) % n` lies in the span, which only we can see.
+        unsafe { link(at(k)) }.store(at(k + 1).as_ptr(), Ordering::Relaxed);
     }
     // SAFETY: as above.
-    unsafe { link(block(g.blocks - 1)) }.store(ptr::null_mut(), Ordering::Relaxed);
+    unsafe { link(at(n - 1)) }.store(ptr::null_mut(), Ordering::Relaxed);
     #[cfg(debug_assertions)]
     for w in 0..g.bitmap / 8 {
         let bits = (g.blocks - w * 64).min(64);
@@ -141,10 +146,23 @@ unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize) -> Grown {
         unsafe { bitmap_word(base, g, w) }.store(word, Ordering::Relaxed);
     }
     Grown {
-        first: block(0),
-        last: block(g.blocks - 1),
-        blocks: g.blocks,
+        first: at(0),
+        last: at(n - 1),
+        blocks: n,
     }
+}
+
+/// The block a span's chain starts at, so that different classes hand out
+/// their first (and, with LIFO caches, their hottest) blocks at different
+/// offsets within a page: spans are aligned to at least 16 KiB, so without
+/// it the first blocks of every small class share the same few L1 sets
+/// (cache colouring, at no cost in blocks: the chain only starts later and
+/// wraps). The colour is one of the 64 cache lines of a 4 KiB page, picked
+/// by the block size (23 is odd, so consecutive sizes land 23 lines apart).
+pub(crate) const fn first_block(block_size: usize, blocks: usize) -> usize {
+    let line = ((block_size / 8) * 23) % 64;
+    let r = (line * 64).div_ceil(block_size);
+    if r < blocks { r } else { 0 }
 }
 
 /// Grows a class by one span: reuses a trimmed span if there is one (then
