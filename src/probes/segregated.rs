@@ -7,7 +7,7 @@
 //! and the per-thread cached path in front of it ([`SegregatedFit::alloc`] /
 //! [`SegregatedFit::dealloc`]).
 
-use core::alloc::Layout;
+use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::{self, NonNull};
 
 use crate::SegregatedFit;
@@ -31,10 +31,10 @@ pub extern "C" fn probe_segregated_size_class(size: usize) -> usize {
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn probe_segregated_alloc(a: &SegregatedFit, size: usize) -> *mut u8 {
     match Layout::from_size_align(size, 8) {
-        Ok(layout) => a
-            .alloc_shared(layout)
+        Ok(layout) if size != 0 => a
+            .alloc_shared_or_none(layout)
             .map_or(ptr::null_mut(), NonNull::as_ptr),
-        Err(_) => ptr::null_mut(),
+        _ => ptr::null_mut(),
     }
 }
 
@@ -43,15 +43,18 @@ pub extern "C-unwind" fn probe_segregated_alloc(a: &SegregatedFit, size: usize) 
 /// the cache's owner with the heap, the list head and its link loaded, two
 /// stores. No atomic read-modify-write, no call on the hit path (the
 /// thread-local access itself is a call on macOS: the TLV thunk). The miss
-/// (refill from the queue) and the large path are cold calls. Null on
+/// (refill from the queue) and the large path are cold tail calls. Through
+/// `GlobalAlloc::alloc`, what `#[global_allocator]` users run. Null on
 /// failure.
 #[allow(improper_ctypes_definitions)]
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub extern "C" fn probe_segregated_cached_alloc(a: &SegregatedFit, size: usize) -> *mut u8 {
+pub extern "C-unwind" fn probe_segregated_cached_alloc(a: &SegregatedFit, size: usize) -> *mut u8 {
     match Layout::from_size_align(size, 8) {
-        Ok(layout) => a.alloc(layout).map_or(ptr::null_mut(), NonNull::as_ptr),
-        Err(_) => ptr::null_mut(),
+        // SAFETY: `GlobalAlloc::alloc` has no precondition beyond the
+        // layout's non-zero size, which the guard checks.
+        Ok(layout) if size != 0 => unsafe { GlobalAlloc::alloc(a, layout) },
+        _ => ptr::null_mut(),
     }
 }
 
@@ -95,7 +98,7 @@ pub unsafe extern "C-unwind" fn probe_segregated_dealloc(
 #[allow(improper_ctypes_definitions)]
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn probe_segregated_cached_dealloc(
+pub unsafe extern "C-unwind" fn probe_segregated_cached_dealloc(
     a: &SegregatedFit,
     ptr: *mut u8,
     size: usize,

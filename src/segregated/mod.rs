@@ -247,19 +247,24 @@ impl Heap {
         n: usize,
     ) {
         let c = self.class(class);
+        // Counted before the publish (the count is advisory and already
+        // races with takes), so the push is the last thing done and its
+        // cold empty transition a tail call: nothing is kept live across it
+        // in a callee-saved register on the hot path.
+        c.growth.free.fetch_add(n, Ordering::Relaxed);
         // SAFETY: the caller's chain.
         unsafe { c.queue.push(self.base(), first, last) };
-        c.growth.free.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// One block of `class` from the queue, growing if it is empty.
+    /// One block of `class` from the queue, growing if it is empty; `None`
+    /// with the reason in [`refusal`] (see `REFUSAL`).
     #[inline(always)]
-    fn alloc_shared(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
+    fn alloc_shared(&self, class: SizeClass) -> Option<NonNull<u8>> {
         let c = self.class(class);
         match c.queue.pop_fast(&self.region) {
             Some(p) => {
                 c.growth.free.fetch_sub(1, Ordering::Relaxed);
-                Ok(p)
+                Some(p)
             }
             None => self.alloc_shared_slow(class),
         }
@@ -267,8 +272,8 @@ impl Heap {
 
     #[cold]
     #[inline(never)]
-    fn alloc_shared_slow(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
-        self.take(class, 1).map(|(p, _, _)| p)
+    fn alloc_shared_slow(&self, class: SizeClass) -> Option<NonNull<u8>> {
+        refuse(self.take(class, 1).map(|(p, _, _)| p))
     }
 }
 
@@ -469,32 +474,35 @@ impl SegregatedFit {
             return Err(AllocError::ZeroSize);
         }
         let Some(class) = Self::size_class(layout.size(), layout.align()) else {
-            return self.alloc_large(layout);
+            return self.alloc_large(layout).ok_or_else(refusal);
         };
-        self.alloc_in(class, layout)
+        self.alloc_in(class, layout).ok_or_else(refusal)
     }
 
     /// `alloc` once the class is known (`allocate` reports the class's block
     /// size as the length, so it computes the class only once too).
+    ///
+    /// `None` with the reason in [`refusal`]: the hot path and the cold
+    /// paths pass one pointer in a register (see `REFUSAL`).
     #[inline(always)]
-    fn alloc_in(&self, class: SizeClass, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+    fn alloc_in(&self, class: SizeClass, layout: Layout) -> Option<NonNull<u8>> {
         #[cfg(not(loom))]
         if let Some(p) = cache::try_pop(self.heap_addr(), class.index()) {
             #[cfg(debug_assertions)]
             self.debug_check_alloc(class, p, layout);
-            return Ok(p);
+            return Some(p);
         }
         self.alloc_miss(class, layout)
     }
 
     /// The cache missed: refill it, or (no cache on this thread) pop the
-    /// queue.
+    /// queue. `None`: see [`refusal`].
     #[cold]
     #[inline(never)]
-    fn alloc_miss(&self, class: SizeClass, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        let heap = self.heap_or_init()?;
+    fn alloc_miss(&self, class: SizeClass, layout: Layout) -> Option<NonNull<u8>> {
+        let heap = refuse(self.heap_or_init())?;
         #[cfg(not(loom))]
-        let p = match cache::refill(heap, class)? {
+        let p = match refuse(cache::refill(heap, class))? {
             Some(p) => p,
             None => heap.alloc_shared(class)?,
         };
@@ -503,7 +511,7 @@ impl SegregatedFit {
         #[cfg(debug_assertions)]
         self.debug_check_alloc(class, p, layout);
         let _ = layout;
-        Ok(p)
+        Some(p)
     }
 
     /// Allocates from the class queue directly, bypassing the thread cache:
@@ -515,22 +523,30 @@ impl SegregatedFit {
         if layout.size() == 0 {
             return Err(AllocError::ZeroSize);
         }
+        self.alloc_shared_or_none(layout).ok_or_else(refusal)
+    }
+
+    /// [`alloc_shared`](Self::alloc_shared) for a non-zero `layout` as a
+    /// pointer, as the write-up's listing returns it (and its probe reads
+    /// it): `None` with the reason in `REFUSAL`, so a miss is a tail call.
+    #[inline(always)]
+    pub(crate) fn alloc_shared_or_none(&self, layout: Layout) -> Option<NonNull<u8>> {
         let Some(class) = Self::size_class(layout.size(), layout.align()) else {
             return self.alloc_large(layout);
         };
         let p = match self.heap() {
-            Some(heap) => heap.alloc_shared(class)?,
-            None => self.alloc_shared_init(class)?,
-        };
+            Some(heap) => heap.alloc_shared(class),
+            None => self.alloc_shared_init(class),
+        }?;
         #[cfg(debug_assertions)]
         self.debug_check_alloc(class, p, layout);
-        Ok(p)
+        Some(p)
     }
 
     #[cold]
     #[inline(never)]
-    fn alloc_shared_init(&self, class: SizeClass) -> Result<NonNull<u8>, AllocError> {
-        self.heap_or_init()?.alloc_shared(class)
+    fn alloc_shared_init(&self, class: SizeClass) -> Option<NonNull<u8>> {
+        refuse(self.heap_or_init())?.alloc_shared(class)
     }
 
     /// Allocates a zeroed block: class blocks are cleared, large blocks are
@@ -571,11 +587,14 @@ impl SegregatedFit {
         Ok(p)
     }
 
-    /// The large path: straight to the OS.
+    /// The large path: straight to the OS. `None`: see [`refusal`].
     #[cold]
     #[inline(never)]
-    fn alloc_large(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        self.heap_or_init()?.large.alloc(layout, Self::MAX_REQUEST)
+    fn alloc_large(&self, layout: Layout) -> Option<NonNull<u8>> {
+        refuse(
+            self.heap_or_init()
+                .and_then(|h| h.large.alloc(layout, Self::MAX_REQUEST)),
+        )
     }
 
     /// Gives a block back: pushes it onto the calling thread's cache for its
@@ -862,6 +881,42 @@ impl SegregatedFit {
     }
 }
 
+// Refusals. The allocation paths hand each other one pointer, `None`
+// when refused, never a `Result<_, AllocError>`: that is 32 bytes, comes
+// back from an out-of-line slow path through memory, and the inlined fast
+// path then merged its own result into the same stack slot (a store of the
+// pointer and the tag, a reload and a compare on every allocation). The
+// cold path that refuses records why in this thread's `REFUSAL` ([`refuse`])
+// and the public functions read it back ([`refusal`]) only when they build
+// the `Err`; a caller that only tests the pointer (`GlobalAlloc`) never
+// reads it.
+
+std::thread_local! {
+    /// Why the last allocation this thread's cold paths refused failed. A
+    /// `const` cell without `Drop`: never lazily registered, never
+    /// allocates, readable during thread exit.
+    static REFUSAL: core::cell::Cell<AllocError> =
+        const { core::cell::Cell::new(AllocError::OutOfMemory { requested: 0, available: 0 }) };
+}
+
+/// `Some` as it is; an `Err`'s reason goes to this thread's `REFUSAL`.
+#[inline(always)]
+fn refuse<T>(r: Result<T, AllocError>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) => {
+            REFUSAL.set(e);
+            None
+        }
+    }
+}
+
+/// Why this thread's last refused allocation failed (see `REFUSAL`).
+#[inline(always)]
+fn refusal() -> AllocError {
+    REFUSAL.get()
+}
+
 /// The heap's mapping length.
 fn heap_len() -> usize {
     size_of::<Heap>().next_multiple_of(sys::page_size())
@@ -997,10 +1052,10 @@ impl RawAllocator for SegregatedFit {
         // The class once, for the block and for its length (a large block's
         // length is its request).
         let Some(class) = Self::size_class(layout.size(), layout.align()) else {
-            let p = self.alloc_large(layout)?;
+            let p = self.alloc_large(layout).ok_or_else(refusal)?;
             return Ok(NonNull::slice_from_raw_parts(p, layout.size()));
         };
-        let p = self.alloc_in(class, layout)?;
+        let p = self.alloc_in(class, layout).ok_or_else(refusal)?;
         Ok(NonNull::slice_from_raw_parts(p, class.block_size()))
     }
 
@@ -1020,7 +1075,15 @@ impl RawAllocator for SegregatedFit {
 unsafe impl GlobalAlloc for SegregatedFit {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        SegregatedFit::alloc(self, layout).map_or(ptr::null_mut(), NonNull::as_ptr)
+        // The pointer paths, not `alloc`'s `Result`: nothing to build on a
+        // refusal, and a cache miss is a tail call (no frame on the hot
+        // path). A zero size (which the contract rules out) maps like one
+        // byte.
+        let p = match Self::size_class(layout.size(), layout.align()) {
+            Some(class) => self.alloc_in(class, layout),
+            None => self.alloc_large(layout),
+        };
+        p.map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 
     #[inline]
