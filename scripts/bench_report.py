@@ -390,7 +390,10 @@ def main():
                "hands it over a 256-slot ring; the other reads and frees it, so every block is freed on "
                "another thread than the one that allocated it. One operation is half a block's life "
                "(its allocation or its free); a lone worker does both halves of 32 blocks in turn. "
-               "Each cell: aggregate Mops/s (score = rate / the allocator's own 1-thread rate).", "",
+               "Each cell: aggregate Mops/s (score = rate / the allocator's own 1-thread rate). "
+               "`no allocator (the floor)` runs the same workload on a fixed pool of 1024 256-byte "
+               "blocks per worker handed out in turn, frees ignored: the cost of the ring and of the "
+               "blocks' cache lines moving between the cores, which every allocator pays on top.", "",
                table(["allocator"] + [f"{t} thread{'s' if t > 1 else ''}" for t in pcounts], prows), ""]
 
     # ---- fast paths
@@ -523,6 +526,20 @@ def main():
             grows.append(goal(f"SegregatedFit {what}, {t} threads / its own 1-thread rate",
                               score(group, "SegregatedFit", t), "≥ 1.8x", 1.8, "min",
                               f"no {t}-thread run of the {group} group"))
+    # The producer/consumer floor: the same workload with no allocator at
+    # all (benches/allocators: a fixed pool handed out in turn, frees
+    # ignored). Its own score bounds what any allocator can score here.
+    floor_name = "no allocator (the floor)"
+    for t in sorted({t for (g, f, t) in r if g == "producer-consumer" and f == floor_name and t > 1}):
+        fs = score("producer-consumer", floor_name, t)
+        over = div(get("producer-consumer", "SegregatedFit", t), get("producer-consumer", floor_name, t))
+        if fs is not None:
+            grows.append([f"(for reference) producer/consumer with no allocator at all, {t} threads / "
+                          f"its own 1-thread rate", f"{fs:.2f}x", "≥ 1.8x", "met" if fs >= 1.8 else
+                          "missed: the ring and the blocks' cache lines alone"])
+        if over is not None:
+            grows.append([f"(for reference) SegregatedFit producer/consumer, {t} threads, ns per op / "
+                          f"the no-allocator floor's", f"{over:.2f}x", "", ""])
     l1_sf, l1_sys = l1.get("SegregatedFit"), l1.get("system")
     grows.append(goal("SegregatedFit L1 misses per million ops / the system allocator's",
                       div(l1_sf, l1_sys), "≤ 2x", 2.0, "x", "valgrind is not installed"))

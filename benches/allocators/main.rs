@@ -15,7 +15,9 @@
 //!   worker, every thread-safe allocator and the peers, 1..N threads.
 //! - `producer-consumer`: workers in pairs, one allocating 16..256-byte
 //!   blocks and handing them over a ring, the other freeing them (a lone
-//!   worker plays both roles in turns); the general-purpose allocators.
+//!   worker plays both roles in turns); the general-purpose allocators, and
+//!   the same with no allocator at all (a fixed pool of blocks handed out in
+//!   turn, frees ignored): the floor the ring and the moving cache lines set.
 //! - `bump16`, `alloc-free64`, `chapter`: single-thread fast paths against
 //!   their peers, and the chapter's opening program (allocate, touch, free
 //!   64 bytes) with every allocator in its place.
@@ -368,6 +370,75 @@ fn producer_consumer<S: Subject>(pc: &ProducerConsumer<S>, worker: usize, n: u64
     sum
 }
 
+/// Blocks per worker of the producer/consumer floor (far more than a ring
+/// holds, so a block is reused long after its consumer read it).
+const FLOOR_BLOCKS: usize = 1024;
+
+/// The producer/consumer workload's floor: no allocator at all. Each worker
+/// hands out the 256-byte blocks of its own fixed pool in turn and a free
+/// does nothing, so what is left is the ring and the blocks' cache lines
+/// moving between the cores: what any allocator pays on top of nothing.
+struct NoAllocator {
+    pools: Vec<Box<[core::cell::UnsafeCell<[u64; 32]>]>>,
+}
+
+// SAFETY: a worker writes only blocks of its own pool; the consumer reads a
+// block only after the ring handed it over (Release/Acquire on the ring's
+// tail), and the producer reuses a block FLOOR_BLOCKS allocations later, at
+// least FLOOR_BLOCKS - RING - RING_BATCH pops after the consumer read it,
+// which the ring's head (Release by the consumer, Acquire by the producer
+// before it wrote that far) orders.
+unsafe impl Sync for NoAllocator {}
+
+impl NoAllocator {
+    fn new(workers: usize) -> Self {
+        NoAllocator {
+            pools: (0..workers)
+                .map(|_| {
+                    (0..FLOOR_BLOCKS)
+                        .map(|_| core::cell::UnsafeCell::new([0u64; 32]))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+}
+
+struct NoAllocatorLocal<'a> {
+    pool: &'a [core::cell::UnsafeCell<[u64; 32]>],
+    next: usize,
+}
+
+impl LocalAlloc for NoAllocatorLocal<'_> {
+    #[inline(always)]
+    fn alloc(&mut self, layout: Layout) -> core::ptr::NonNull<u8> {
+        debug_assert!(layout.size() <= 256 && layout.align() <= 8);
+        let b = self.pool[self.next % FLOOR_BLOCKS].get();
+        self.next += 1;
+        // SAFETY: an `UnsafeCell`'s pointer is never null.
+        unsafe { core::ptr::NonNull::new_unchecked(b.cast()) }
+    }
+
+    #[inline(always)]
+    unsafe fn free(&mut self, _ptr: core::ptr::NonNull<u8>, _layout: Layout) {}
+}
+
+impl Subject for NoAllocator {
+    type Local<'a> = NoAllocatorLocal<'a>;
+
+    fn local(&self, worker: usize) -> NoAllocatorLocal<'_> {
+        NoAllocatorLocal {
+            pool: &self.pools[worker],
+            next: 0,
+        }
+    }
+
+    fn reset(&mut self) {}
+}
+
+/// The name of the floor's row in the producer/consumer group.
+const NO_ALLOCATOR: &str = "no allocator (the floor)";
+
 /// Measures the producer/consumer workload for a subject on a pool.
 struct OnPoolPc<'g, 'c, 'p> {
     group: &'g mut BenchmarkGroup<'c, WallTime>,
@@ -616,6 +687,12 @@ fn main() {
             };
             subjects::with_shared(name, cfg, v).expect("a known allocator");
         }
+        OnPoolPc {
+            group: &mut pcg,
+            pool: &mut pool,
+            name: NO_ALLOCATOR,
+        }
+        .visit(NoAllocator::new(t));
     }
     pcg.finish();
 
