@@ -75,6 +75,9 @@ pub struct Cfg<'a> {
     classes: &'a InstructionClasses,
     cold_names: &'a BTreeSet<String>,
     cold_patterns: &'a [super::profile::Pattern],
+    /// The target keeps a frame pointer in every function (see
+    /// `Profile::keeps_frame_pointers`).
+    frame_record: bool,
 }
 
 /// The hot path of one listing.
@@ -94,8 +97,14 @@ pub struct HotPath {
     /// Callees on it, in order (TLS thunks and outline-atomics helpers
     /// included; an indirect call is named after what it calls).
     pub calls: Vec<String>,
-    /// Loads and stores relative to the stack or frame pointer on it.
+    /// Loads and stores relative to the stack or frame pointer on it (the
+    /// frame record of a target that keeps frame pointers is counted apart,
+    /// in `frame_accesses`).
     pub stack_accesses: usize,
+    /// The frame record's save and restore on it (`push rbp` / `pop rbp`)
+    /// where the target keeps a frame pointer in every function: the
+    /// target's price, not the code's. 0 elsewhere.
+    pub frame_accesses: usize,
     /// Loops on it (back edges between its blocks).
     pub loops: usize,
     /// Indices in [`Listing::lines`] of the branches that close those loops.
@@ -257,6 +266,20 @@ fn is_trap(arch: &Arch, m: &str) -> bool {
 }
 
 /// Loads and stores relative to the stack pointer or frame pointer.
+impl Cfg<'_> {
+    /// The frame record's save or restore, on a target that keeps a frame
+    /// pointer in every function: `push rbp` / `pop rbp` on x86-64.
+    fn is_frame_record(&self, i: &Instruction) -> bool {
+        self.frame_record
+            && self.arch == Arch::X86_64
+            && matches!(
+                base_mnemonic(&i.mnemonic),
+                "push" | "pop" | "pushq" | "popq"
+            )
+            && matches!(i.operands.trim(), "rbp" | "%rbp")
+    }
+}
+
 fn is_stack_access(arch: &Arch, i: &Instruction) -> bool {
     static X86: OnceLock<Regex> = OnceLock::new();
     static A64: OnceLock<Regex> = OnceLock::new();
@@ -322,13 +345,15 @@ pub fn analyze<'a>(
     profile: &'a Profile,
     cold_names: &'a BTreeSet<String>,
 ) -> Cfg<'a> {
-    analyze_with(
+    let mut cfg = analyze_with(
         listing,
         profile.arch(),
         &profile.classes,
         cold_names,
         &profile.cold_calls,
-    )
+    );
+    cfg.frame_record = profile.keeps_frame_pointers;
+    cfg
 }
 
 /// [`analyze`] with its parts given separately.
@@ -346,6 +371,7 @@ pub fn analyze_with<'a>(
         classes,
         cold_names,
         cold_patterns,
+        frame_record: false,
     };
     cfg.split();
     cfg.link();
@@ -824,8 +850,9 @@ impl<'a> Cfg<'a> {
             calls,
             stack_accesses: instrs
                 .iter()
-                .filter(|i| is_stack_access(&self.arch, i))
+                .filter(|i| is_stack_access(&self.arch, i) && !self.is_frame_record(i))
                 .count(),
+            frame_accesses: instrs.iter().filter(|i| self.is_frame_record(i)).count(),
             loops: loops.len(),
             loop_lines: loops,
             lines: instrs.iter().map(|i| i.text()).collect(),

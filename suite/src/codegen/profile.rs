@@ -486,6 +486,12 @@ pub struct Profile {
     /// view (its probes disassembled from a linked executable, see
     /// [`crate::codegen::linked`]).
     pub linked: Option<LinkedConfig>,
+    /// The target keeps a frame pointer in every function (the file's
+    /// `keeps_frame_pointers = true`; x86_64 macOS, where rustc does so even
+    /// with `-C force-frame-pointers=no`): the frame record's save and
+    /// restore (`push rbp` / `pop rbp`) are the target's, reported apart
+    /// from the hot path's other stack accesses.
+    pub keeps_frame_pointers: bool,
 }
 
 /// A profile's `[linked]` table.
@@ -529,6 +535,8 @@ struct RawProfile {
     instructions: Option<RawClasses>,
     #[serde(default)]
     linked: Option<LinkedConfig>,
+    #[serde(default)]
+    keeps_frame_pointers: bool,
 }
 
 #[derive(Deserialize, Default, Clone)]
@@ -901,6 +909,7 @@ impl Profile {
             classes,
             path: path.to_path_buf(),
             linked: raw.linked,
+            keeps_frame_pointers: raw.keeps_frame_pointers,
         })
     }
 

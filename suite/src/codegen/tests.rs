@@ -1298,3 +1298,29 @@ fn a_conditional_tail_call_to_a_cold_path_is_not_a_hot_call() {
     assert!(c.is_conditional_tail_call(n));
     assert!(c.callee(n).is_some() && c.hot_callee(n).is_none());
 }
+
+#[test]
+fn the_frame_record_of_a_target_that_keeps_frame_pointers_is_counted_apart() {
+    // x86_64 macOS: rustc keeps the frame pointer in every function, leaf
+    // ones too; a spill is still a stack access.
+    let asm = "\t.section\t__TEXT,__text\n_f:\n\tpush\trbp\n\tmov\trbp, rsp\n\tmov\tqword ptr [rbp - 8], rdi\n\tmov\trax, qword ptr [rdi]\n\tpop\trbp\n\tret\n\t.cfi_endproc\n";
+    let l = listing(asm, ObjectFormat::MachO, &Arch::X86_64, "f");
+    let cold = BTreeSet::new();
+    let mut p = profile_for("x86_64-apple-darwin");
+    let plain = cfg::analyze(&l, &p, &cold).hot_path();
+    assert_eq!(
+        (plain.stack_accesses, plain.frame_accesses),
+        (3, 0),
+        "{plain:#?}"
+    );
+    p.keeps_frame_pointers = true;
+    let h = cfg::analyze(&l, &p, &cold).hot_path();
+    assert_eq!((h.stack_accesses, h.frame_accesses), (1, 2), "{h:#?}");
+    assert_eq!(h.instructions, plain.instructions);
+    // The repository's x86_64 macOS profile says so.
+    let mac = Profile::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../targets/x86_64-apple.toml"
+    )));
+    assert!(mac.map(|m| m.keeps_frame_pointers).unwrap_or(false));
+}

@@ -485,6 +485,9 @@ pub struct HotPathReport {
     pub calls: Vec<String>,
     /// Loads and stores relative to the stack or frame pointer on it.
     pub stack_accesses: usize,
+    /// The frame record's save and restore on a target that keeps frame
+    /// pointers (x86_64 macOS), apart from `stack_accesses`.
+    pub frame_accesses: usize,
     /// Loops on it.
     pub loops: usize,
     /// Its instructions.
@@ -505,6 +508,7 @@ impl From<&HotPath> for HotPathReport {
             atomic_rmw: h.atomic_rmw,
             calls: h.calls.clone(),
             stack_accesses: h.stack_accesses,
+            frame_accesses: h.frame_accesses,
             loops: h.loops,
             lines: h.lines.clone(),
             function_instructions: h.function_instructions,
@@ -526,12 +530,20 @@ impl HotPathReport {
             self.calls.join(", ")
         };
         format!(
-            "hot path: {} of {} instructions, {fit}, {} atomic(s), {} loop(s), {} stack access(es), calls: {calls}{}",
+            "hot path: {} of {} instructions, {fit}, {} atomic(s), {} loop(s), {} stack access(es){}, calls: {calls}{}",
             self.instructions,
             self.function_instructions,
             self.atomics,
             self.loops,
             self.stack_accesses,
+            if self.frame_accesses > 0 {
+                format!(
+                    " (+ {} for the frame record the target keeps in every function)",
+                    self.frame_accesses
+                )
+            } else {
+                String::new()
+            },
             if self.no_hot_return {
                 " (no return is hot: longest path shown)"
             } else {

@@ -100,13 +100,18 @@ impl Format for Text {
                             h.atomics
                         ));
                         lines.push(format!(
-                            "hot calls: {}; {} stack, {} loops",
+                            "hot calls: {}; {} stack{}, {} loops",
                             if h.calls.is_empty() {
                                 "none".to_string()
                             } else {
                                 h.calls.join(", ")
                             },
                             h.stack_accesses,
+                            if h.frame_accesses > 0 {
+                                format!(" (+ {} frame record)", h.frame_accesses)
+                            } else {
+                                String::new()
+                            },
                             h.loops
                         ));
                     }
