@@ -10,7 +10,7 @@
 //! out-of-line miss path: a call, still no atomic. A third allocator takes
 //! the secondary over (flushing it to its owner). Per size class a cache
 //! holds a LIFO free list
-//! threaded through the blocks' first words, up to [`cap`] blocks. A hit
+//! threaded through the blocks' first words, up to its cap (`CAPS`) of blocks. A hit
 //! (alloc from a non-empty list, free into a list below its cap) is a
 //! compare of the owner and a few plain loads and stores: no atomic
 //! read-modify-write, no lock, no call. (The list heads and counts are
@@ -87,12 +87,6 @@ const CAPS: [u32; CLASS_COUNT] = {
     caps
 };
 
-/// How many blocks of class `index` a thread caches at most.
-#[inline(always)]
-pub(crate) fn cap(index: usize) -> u32 {
-    CAPS[index]
-}
-
 /// How many blocks a refill takes and a flush gives back.
 #[inline(always)]
 pub(crate) fn batch(index: usize) -> usize {
@@ -104,6 +98,12 @@ pub(crate) fn batch(index: usize) -> usize {
 struct Bin {
     head: AtomicPtr<u8>,
     count: AtomicU32,
+    /// `CAPS[index]`, kept beside the count (in what was padding) so the
+    /// free path compares against a field of the line it already reads,
+    /// instead of holding the address of a table of caps in one more
+    /// register (on x86-64 Windows that register was a callee-saved one,
+    /// saved and restored on the hot path). Immutable.
+    cap: u32,
 }
 
 /// One thread's cache. See the [module docs](self).
@@ -126,12 +126,21 @@ impl ThreadCache {
             state: AtomicUsize::new(UNREGISTERED),
             prev: AtomicPtr::new(ptr::null_mut()),
             next: AtomicPtr::new(ptr::null_mut()),
-            bins: [const {
-                Bin {
-                    head: AtomicPtr::new(ptr::null_mut()),
-                    count: AtomicU32::new(0),
+            bins: {
+                let mut bins = [const {
+                    Bin {
+                        head: AtomicPtr::new(ptr::null_mut()),
+                        count: AtomicU32::new(0),
+                        cap: 0,
+                    }
+                }; CLASS_COUNT];
+                let mut i = 0;
+                while i < CLASS_COUNT {
+                    bins[i].cap = CAPS[i];
+                    i += 1;
                 }
-            }; CLASS_COUNT],
+                bins
+            },
         }
     }
 
@@ -169,7 +178,7 @@ impl ThreadCache {
         }
         let bin = self.bin(index);
         let n = bin.count.load(Ordering::Relaxed);
-        if n >= cap(index) {
+        if n >= bin.cap {
             return false;
         }
         // SAFETY: the caller gives us the block: ours, mapped, 8 bytes.
