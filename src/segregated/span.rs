@@ -159,7 +159,7 @@ unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize) -> Grown {
 /// (cache colouring, at no cost in blocks: the chain only starts later and
 /// wraps). The colour is one of the 64 cache lines of a 4 KiB page, picked
 /// by the block size (23 is odd, so consecutive sizes land 23 lines apart).
-pub(crate) const fn first_block(block_size: usize, blocks: usize) -> usize {
+const fn first_block(block_size: usize, blocks: usize) -> usize {
     let line = ((block_size / 8) * 23) % 64;
     let r = (line * 64).div_ceil(block_size);
     if r < blocks { r } else { 0 }
