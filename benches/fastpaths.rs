@@ -108,7 +108,7 @@ mod linux {
         FreeList::new(1 << 16, FitPolicy::FirstFit).unwrap()
     }
 
-    #[library_benchmark(config = counting("probe_freelist_alloc", 74))]
+    #[library_benchmark(config = counting("probe_freelist_alloc", 42))]
     #[bench::warm(setup = free_list)]
     fn freelist_alloc(l: FreeList<'static>) -> FreeList<'static> {
         black_box(probe_freelist_alloc(black_box(&l), black_box(SIZE)));
@@ -147,7 +147,7 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_thread_cursor_alloc", 28))]
+    #[library_benchmark(config = counting("probe_thread_cursor_alloc", 26))]
     #[bench::warm(setup = thread_cursor)]
     fn thread_cursor_alloc(a: ThreadCursorArena) -> ThreadCursorArena {
         black_box(probe_thread_cursor_alloc(black_box(&a), black_box(SIZE)));

@@ -22,7 +22,7 @@
 //! is two compares (owner, offset) and one store (plus the chain check in
 //! debug builds). No slow paths.
 //!
-//! **Costs.** One `usize` of identity per allocator; a `Marker` is two words.
+//! **Costs.** One `usize` of identity per allocator; a `Marker` is two words (three in debug builds).
 //! Marker ids come from a process-wide counter, bumped once per constructed
 //! allocator (never on a fast path).
 
@@ -43,7 +43,10 @@ static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 
 /// A saved position of a [`StackAllocator`].
 ///
-/// `#[repr(C)]` so a probe can take it by value.
+/// `#[repr(C)]` so a probe can take it by value. Two words in release builds,
+/// so it travels in two registers (the x86-64 System V ABI passes a larger
+/// struct in memory, on the stack); debug builds add the serial their stale
+/// marker check needs.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Marker {
@@ -52,8 +55,8 @@ pub struct Marker {
     /// Identity of the allocator that made it.
     owner: usize,
     /// Debug builds: the marker's place in the allocator's chain of live
-    /// markers (0 in release builds).
-    #[cfg_attr(not(debug_assertions), allow(dead_code))]
+    /// markers.
+    #[cfg(debug_assertions)]
     serial: u64,
 }
 
@@ -152,11 +155,10 @@ impl<'a> StackAllocator<'a> {
                 }
             }
         };
-        #[cfg(not(debug_assertions))]
-        let serial = 0;
         Marker {
             offset,
             owner: self.id,
+            #[cfg(debug_assertions)]
             serial,
         }
     }

@@ -242,6 +242,11 @@ struct Hot {
     /// This arena's slot in every thread's cursor table: `id % SLOTS` of
     /// the id it was created with.
     slot: usize,
+    /// `slot * size_of::<Cursor>()`: the slot's byte offset in the table,
+    /// so the fast path adds it to the table's address with no mask, no
+    /// bounds check and no multiply. Invariant: `slot < SLOTS`, so it is
+    /// inside the table.
+    slot_offset: usize,
     /// Bytes per chunk (power of two, multiple of 16).
     chunk_size: usize,
     /// Largest request (the backing arena's `M`).
@@ -303,6 +308,7 @@ impl ThreadCursorArena {
             hot: CachePadded::new(Hot {
                 id,
                 slot: id as usize % SLOTS,
+                slot_offset: id as usize % SLOTS * core::mem::size_of::<Cursor>(),
                 chunk_size,
                 max_request: block_size,
             }),
@@ -355,19 +361,32 @@ impl ThreadCursorArena {
         self.backing.describe(why, size)
     }
 
+    /// This arena's cursor in a thread's table.
+    #[inline(always)]
+    fn cursor<'c>(&self, cursors: &'c [Cursor; SLOTS]) -> &'c Cursor {
+        debug_assert_eq!(
+            self.hot.slot_offset,
+            self.hot.slot * core::mem::size_of::<Cursor>()
+        );
+        // SAFETY: `slot_offset` is `slot * size_of::<Cursor>()` with
+        // `slot < SLOTS` (set once, at construction): the start of one of
+        // the table's cursors.
+        unsafe { &*cursors.as_ptr().byte_add(self.hot.slot_offset) }
+    }
+
     /// The fast path: the pointer, or `None` (the reason is then in
     /// `LAST_REFUSAL`, or follows from `size`).
     #[inline(always)]
     fn attempt(&self, size: usize) -> Option<NonNull<u8>> {
-        let (id, slot) = (self.hot.id, self.hot.slot & (SLOTS - 1));
+        let id = self.hot.id;
         let hit = CURSORS.with(|cursors| {
-            let c = &cursors[slot];
+            let c = self.cursor(cursors);
             let ptr = c.ptr.get();
             // `size - 1 < room` refuses 0 and anything above the room left;
             // room is a multiple of 16, so the aligned size fits too.
             if c.owner.get() == id && size.wrapping_sub(1) < c.room() {
                 debug_assert!(
-                    ptr <= c.end.get() && ptr.addr() % GRAIN == 0,
+                    ptr <= c.end.get() && ptr.addr().is_multiple_of(GRAIN),
                     "cursor {ptr:p} out of its chunk"
                 );
                 // SAFETY: `align_up(size, 16) <= room`, so the new cursor is
@@ -429,7 +448,7 @@ impl ThreadCursorArena {
         }
         let served = OWNERS.try_with(|owners| {
             // CURSORS has no destructor: accessible whenever OWNERS is.
-            CURSORS.with(|cursors| self.refill_slot(&cursors[self.hot.slot], owners, size))
+            CURSORS.with(|cursors| self.refill_slot(self.cursor(cursors), owners, size))
         });
         match served {
             Ok(a) => a,
@@ -529,9 +548,9 @@ impl ThreadCursorArena {
         if !ptr.as_ptr().addr().is_multiple_of(new.align()) {
             return None;
         }
-        let (id, slot) = (self.hot.id, self.hot.slot & (SLOTS - 1));
+        let id = self.hot.id;
         CURSORS.with(|cursors| {
-            let c = &cursors[slot];
+            let c = self.cursor(cursors);
             let cursor = c.ptr.get();
             let old_end = align_up(ptr.as_ptr().addr().checked_add(old.size())?, GRAIN);
             let new_end = align_up(ptr.as_ptr().addr().checked_add(new.size())?, GRAIN);
