@@ -2,19 +2,20 @@
 //!
 //! **Contract.** One block of memory (borrowed from the caller with
 //! [`with_buffer`](LinearArena::with_buffer), or owned and 16-aligned with
-//! [`new`](LinearArena::new)) and one offset into it. Allocations are never
+//! [`new`](LinearArena::new)) and one cursor into it. Allocations are never
 //! freed one by one: [`reset`](LinearArena::reset) frees everything at once and
 //! takes `&mut self`, so no block handed out through `&self` (or a collection
 //! using the arena through `allocator_api2`) can outlive it. Allocation goes
-//! through `&self` (the offset is a `Cell`), so many live blocks can borrow the
+//! through `&self` (the cursor is a `Cell`), so many live blocks can borrow the
 //! arena at once. `Send` (it owns or exclusively borrows its block), not
 //! `Sync`.
 //!
 //! **Fast path** ([`alloc`](LinearArena::alloc), `#[inline(always)]`): a
-//! power-of-two test of the alignment and a zero test of the size, align the
-//! current address up, one compare against the room left, one add, one store
-//! of the offset. No atomic, no call, no loop. There is no slow path: a request
-//! that does not fit is an [`AllocError::OutOfMemory`].
+//! power-of-two test of the alignment, align the cursor up, one compare of
+//! `size - 1` against the room left (a zero size wraps and is refused by the
+//! same compare), one add, one store of the cursor. No atomic, no call, no
+//! loop. There is no slow path: a request that does not fit is an
+//! [`AllocError::OutOfMemory`], a zero size [`AllocError::ZeroSize`].
 //!
 //! **Costs.** No per-allocation metadata; padding to reach an alignment is
 //! lost until the next reset. Failure modes: `BadAlignment`, `ZeroSize`,
@@ -52,18 +53,30 @@ use crate::{AllocError, RawAllocator};
 /// let d = arena.alloc(10, 8).unwrap();
 /// assert_eq!(arena.offset_of(d), Some(0));
 /// ```
+///
+/// `repr(C)`, the cursor first and the end last, with the block between:
+/// the bump's two loads are then not adjacent, so armv7 does not pair them
+/// into an `ldrd`, which needs two consecutive registers it would have to
+/// save.
 #[derive(Debug)]
+#[repr(C)]
 pub struct LinearArena<'a> {
+    /// The next free byte: `base + offset`, where the offset is the bytes
+    /// handed out so far (padding included). Invariant: from `base` up to
+    /// `end`, derived from `base` (so it carries the block's provenance).
+    /// A pointer and the end's address rather than an offset and the
+    /// length: the bump reads two words, not three, and keeps four values
+    /// live (armv7 has five scratch registers).
+    cursor: Cell<*mut u8>,
     /// The block. Invariant: never changes after construction.
     buffer: Buffer<'a>,
-    /// Bytes handed out so far (including padding). Invariant:
-    /// `offset <= buffer.len()`.
-    offset: Cell<usize>,
+    /// Address one past the block's last byte: `base + buffer.len()`.
+    end: usize,
 }
 
 // SAFETY: the arena owns its block or borrows it exclusively (`&'a mut`), so
 // moving it to another thread moves sole access to the block with it. It is not
-// `Sync`: the `Cell` offset is updated without synchronisation.
+// `Sync`: the `Cell` cursor is updated without synchronisation.
 unsafe impl Send for LinearArena<'_> {}
 
 impl LinearArena<'static> {
@@ -80,10 +93,7 @@ impl LinearArena<'static> {
                 value: 0,
             });
         }
-        Ok(LinearArena {
-            buffer: Buffer::owned(capacity)?,
-            offset: Cell::new(0),
-        })
+        Ok(LinearArena::build(Buffer::owned(capacity)?))
     }
 }
 
@@ -91,9 +101,15 @@ impl<'a> LinearArena<'a> {
     /// An arena over the caller's bytes. Offsets count from `buffer`'s first
     /// byte, whatever its alignment.
     pub fn with_buffer(buffer: &'a mut [MaybeUninit<u8>]) -> Self {
+        LinearArena::build(Buffer::borrowed(buffer))
+    }
+
+    fn build(buffer: Buffer<'a>) -> Self {
+        let base = buffer.base().as_ptr();
         LinearArena {
-            buffer: Buffer::borrowed(buffer),
-            offset: Cell::new(0),
+            cursor: Cell::new(base),
+            end: base.addr() + buffer.len(),
+            buffer,
         }
     }
 
@@ -106,50 +122,49 @@ impl<'a> LinearArena<'a> {
         if !align.is_power_of_two() {
             return Err(AllocError::BadAlignment { align });
         }
-        if size == 0 {
-            return Err(AllocError::ZeroSize);
-        }
         self.bump(size, align)
     }
 
     /// [`alloc`](Self::alloc) for a `Layout` (whose alignment is always valid).
     #[inline(always)]
     pub fn alloc_layout(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        if layout.size() == 0 {
-            return Err(AllocError::ZeroSize);
-        }
         self.bump(layout.size(), layout.align())
     }
 
-    /// The bump itself: `align` is a power of two, `size` is non-zero.
+    /// The bump itself (`align` is a power of two): one compare refuses a
+    /// zero size and a size that does not fit, and the refusal sorts out
+    /// which it was, out of line.
     #[inline(always)]
     fn bump(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
-        let offset = self.offset.get();
-        let capacity = self.buffer.len();
+        let cursor = self.cursor.get();
         debug_assert!(
-            offset <= capacity,
-            "offset {offset} past capacity {capacity}"
+            cursor.addr() <= self.end,
+            "cursor {cursor:p} past the end {:#x}",
+            self.end
         );
         debug_assert!(align.is_power_of_two());
-        let base = self.buffer.base();
-        let current = (base.as_ptr() as usize).wrapping_add(offset);
-        let aligned = current.wrapping_add(align - 1) & !(align - 1);
-        // If the add wrapped, `aligned < current` and `padding` is huge (more
-        // than half the address space), so the compare below refuses it.
-        let padding = aligned.wrapping_sub(current);
-        let available = capacity - offset;
-        if padding > available || size > available - padding {
-            return Err(AllocError::OutOfMemory {
-                requested: size,
-                available,
+        // Bytes to the next multiple of `align`, and the room left.
+        let padding = cursor.addr().wrapping_neg() & (align - 1);
+        let room = self.end - cursor.addr();
+        // `size - 1 < room - padding`: a zero size wraps and is refused too.
+        if padding > room || size.wrapping_sub(1) >= room - padding {
+            core::hint::cold_path();
+            return Err(if size == 0 {
+                AllocError::ZeroSize
+            } else {
+                AllocError::OutOfMemory {
+                    requested: size,
+                    available: room,
+                }
             });
         }
-        let start = offset + padding;
-        self.offset.set(start + size);
-        // SAFETY: `start + size <= capacity` (checked above), so `base + start`
-        // is inside the block (and derived from `base`, so it keeps its
-        // provenance); it is not null because the block is not at address 0.
-        Ok(unsafe { base.add(start) })
+        let start = cursor.wrapping_add(padding);
+        // `padding + size <= room`: the new cursor is at most the end.
+        self.cursor.set(start.wrapping_add(size));
+        // SAFETY: `start` is inside the block (`padding < room`, as `size`
+        // is non-zero), derived from the cursor, so from `base`; not null,
+        // because the block is not at address 0.
+        Ok(unsafe { NonNull::new_unchecked(start) })
     }
 
     /// Frees everything at once: the next allocation starts at offset 0 again.
@@ -158,13 +173,13 @@ impl<'a> LinearArena<'a> {
     /// still be alive.
     #[inline]
     pub fn reset(&mut self) {
-        self.offset.set(0);
+        self.cursor.set(self.buffer.base().as_ptr());
     }
 
     /// Bytes handed out since the last reset, padding included.
     #[inline]
     pub fn used(&self) -> usize {
-        self.offset.get()
+        self.cursor.get().addr() - self.buffer.base().as_ptr().addr()
     }
 
     /// Size of the block in bytes.
@@ -211,13 +226,13 @@ impl<'a> LinearArena<'a> {
     ) -> Option<NonNull<u8>> {
         let start = self.offset_of(ptr)?;
         if old.size() == 0
-            || start + old.size() != self.offset.get()
+            || start + old.size() != self.used()
             || !(ptr.as_ptr() as usize).is_multiple_of(new.align())
             || new.size() > self.capacity() - start
         {
             return None;
         }
-        self.offset.set(start + new.size());
+        self.set_offset(start + new.size());
         Some(ptr)
     }
 
@@ -226,7 +241,8 @@ impl<'a> LinearArena<'a> {
     #[inline(always)]
     pub(crate) fn set_offset(&self, offset: usize) {
         debug_assert!(offset <= self.capacity());
-        self.offset.set(offset);
+        self.cursor
+            .set(self.buffer.base().as_ptr().wrapping_add(offset));
     }
 }
 
