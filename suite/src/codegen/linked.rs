@@ -805,6 +805,122 @@ fn mask_layout(code: &str, arch: &Arch, previous: Option<&str>) -> String {
     code
 }
 
+/// The operands of `code`, split at the commas and trimmed (objdump writes
+/// some without a space after the comma).
+fn operands(code: &str) -> (&str, Vec<&str>) {
+    let (mnemonic, rest) = code.split_once(char::is_whitespace).unwrap_or((code, ""));
+    let ops = rest
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .collect();
+    (mnemonic, ops)
+}
+
+/// Masks the thread-local offsets the linker chose, which move whenever any
+/// thread-local of the program is added or grows, so every snapshot that
+/// reaches one changed with an unrelated edit:
+///
+/// - x86-64: a constant inside `fs:[...]` (`fs:[1768]`, `fs:[rcx - 224]`),
+///   and the displacement added to a register that holds the thread pointer
+///   (`mov rax, qword ptr fs:[0]` then `lea rcx, [rax - 3176]`): `TPOFF`;
+/// - arm64: the two `add`s of local-exec after `mrs xN, tpidr_el0`
+///   (`#0x0, lsl #12`, `#0xb98`): `#:tprel_hi12:`, `#:tprel_lo12_nc:`;
+/// - riscv64: `lui` + `add rd, rd, tp` + the low part: `%tprel_hi`,
+///   `%tprel_lo`.
+///
+/// The offsets within one thread-local (a field at `+ 8`, a slot's stride)
+/// stay where they are register-relative. A linear scan: a register is the
+/// thread pointer from where it is loaded until an instruction writes it.
+fn mask_tls_offsets(lines: &mut [(u64, String)], arch: &Arch) {
+    static FS: OnceLock<Regex> = OnceLock::new();
+    let fs =
+        FS.get_or_init(|| Regex::new(r"fs:\[(?:(\w+) [+-] )?(?:0x)?[0-9a-f]+\]").expect("regex"));
+    // The register that holds the thread pointer, and (arm64, riscv64) the
+    // one that holds it plus the offset's high part, waiting for the low.
+    let mut tp: Option<String> = None;
+    let mut high: Option<String> = None;
+    for i in 0..lines.len() {
+        let code = lines[i].1.clone();
+        let (mnemonic, ops) = operands(&code);
+        let dest = ops.first().map(|d| d.to_string());
+        let mut out = code.clone();
+        match arch {
+            Arch::X86_64 => {
+                if mnemonic == "mov" && ops.len() == 2 && ops[1] == "qword ptr fs:[0]" {
+                    tp = dest.clone();
+                    lines[i].1 = out;
+                    continue;
+                }
+                out = fs
+                    .replace_all(&out, |c: &regex::Captures<'_>| match c.get(1) {
+                        Some(r) => format!("fs:[{} + TPOFF]", r.as_str()),
+                        // `fs:[0]` is the thread pointer itself, not layout.
+                        None if c[0] == *"fs:[0]" => c[0].to_string(),
+                        None => "fs:[TPOFF]".to_string(),
+                    })
+                    .into_owned();
+                if let Some(r) = &tp {
+                    let re = Regex::new(&format!(r"\[{r} [+-] (?:0x)?[0-9a-f]+\]")).expect("regex");
+                    out = re.replace_all(&out, format!("[{r} + TPOFF]")).into_owned();
+                }
+            }
+            Arch::Aarch64 => {
+                if mnemonic == "mrs"
+                    && ops
+                        .get(1)
+                        .is_some_and(|o| o.eq_ignore_ascii_case("tpidr_el0"))
+                {
+                    tp = dest.clone();
+                    lines[i].1 = out;
+                    continue;
+                }
+                if mnemonic == "add" && ops.len() >= 3 && ops[2].starts_with('#') {
+                    let src = Some(ops[1].to_string());
+                    if ops.len() == 4 && ops[3] == "lsl #12" && src == tp {
+                        out = format!("add {}, {}, #:tprel_hi12:", ops[0], ops[1]);
+                        high = dest.clone();
+                    } else if ops.len() == 3 && (src == high || src == tp) {
+                        out = format!("add {}, {}, #:tprel_lo12_nc:", ops[0], ops[1]);
+                        high = None;
+                    }
+                }
+            }
+            Arch::Riscv64 => {
+                if mnemonic == "add" && ops.len() == 3 && (ops[1] == "tp" || ops[2] == "tp") {
+                    let other = if ops[1] == "tp" { ops[2] } else { ops[1] };
+                    // The `lui` that loaded the high part, not overwritten since.
+                    if let Some(j) = (i.saturating_sub(8)..i).rev().find(|&j| {
+                        let (m, o) = operands(&lines[j].1);
+                        m == "lui" && o.first() == Some(&other)
+                    }) {
+                        lines[j].1 = format!("lui {other}, %tprel_hi");
+                        high = dest.clone();
+                    }
+                } else if let Some(h) = &high
+                    && mnemonic == "add"
+                    && ops.len() == 3
+                    && ops[1] == h.as_str()
+                    && ops[2].parse::<i64>().is_ok()
+                {
+                    out = format!("add {}, {}, %tprel_lo", ops[0], ops[1]);
+                    high = None;
+                }
+            }
+            _ => {}
+        }
+        // A register written here no longer holds the thread pointer.
+        let writes = !matches!(
+            mnemonic,
+            "cmp" | "test" | "push" | "str" | "stp" | "stur" | "sd" | "sw" | "tst" | "cbz" | "cbnz"
+        );
+        if writes && dest.is_some() && dest == tp {
+            tp = None;
+        }
+        lines[i].1 = out;
+    }
+}
+
 /// The low part of a riscv64 pc-relative pair: the first `add`/`addi` or
 /// load/store after an `auipc rd` that takes `rd` (not yet overwritten) with
 /// an immediate gets `%pcrel_lo` for it, as in the `.s` view. `recent`: the
@@ -948,6 +1064,7 @@ pub fn parse_objdump_with(
             }
             lines_at.push((*addr, code));
         }
+        mask_tls_offsets(&mut lines_at, arch);
         let mut lines = vec![format!("{name}:")];
         for (addr, code) in lines_at {
             if let Some(l) = labels.get(&addr) {
@@ -1273,6 +1390,84 @@ OFFSET           TYPE              VALUE
         assert_eq!(aarch64_conditions("cset\tw0, cs"), "cset\tw0, hs");
         assert_eq!(aarch64_conditions("b.ne\t10"), "b.ne\t10");
         assert_eq!(aarch64_conditions("ret"), "ret");
+    }
+
+    fn masked_tls(arch: &Arch, code: &[&str]) -> Vec<String> {
+        let mut lines: Vec<(u64, String)> = code
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i as u64, c.to_string()))
+            .collect();
+        mask_tls_offsets(&mut lines, arch);
+        lines.into_iter().map(|(_, c)| c).collect()
+    }
+
+    /// The thread-local offsets the linker picked moved with every change to
+    /// any thread-local (`lea rax, [rax - 3152]` became `[rax - 3200]` in a
+    /// snapshot of a probe whose code had not changed); the field offsets
+    /// after them are code and stay.
+    #[test]
+    fn thread_local_offsets_are_layout_and_field_offsets_are_code() {
+        assert_eq!(
+            masked_tls(
+                &Arch::X86_64,
+                &[
+                    "mov rax, qword ptr fs:[0]",
+                    "mov r8, qword ptr fs:[1768]",
+                    "lea rcx, [rax - 3176]",
+                    "mov rdx, qword ptr [rcx + 1408]",
+                    "mov rax, qword ptr fs:[rcx - 216]",
+                    "lea rdx, [rax - 8]",
+                ]
+            ),
+            [
+                "mov rax, qword ptr fs:[0]",
+                "mov r8, qword ptr fs:[TPOFF]",
+                "lea rcx, [rax + TPOFF]",
+                "mov rdx, qword ptr [rcx + 1408]",
+                "mov rax, qword ptr fs:[rcx + TPOFF]",
+                // `rax` was overwritten: no longer the thread pointer.
+                "lea rdx, [rax - 8]",
+            ]
+        );
+        assert_eq!(
+            masked_tls(
+                &Arch::Aarch64,
+                &[
+                    "mrs x8, tpidr_el0",
+                    "ldr x9, [x0, #16]",
+                    "add x8, x8, #0x0, lsl #12",
+                    "add x8, x8, #0xb98",
+                    "add x9, x9, #0x10",
+                ]
+            ),
+            [
+                "mrs x8, tpidr_el0",
+                "ldr x9, [x0, #16]",
+                "add x8, x8, #:tprel_hi12:",
+                "add x8, x8, #:tprel_lo12_nc:",
+                "add x9, x9, #0x10",
+            ]
+        );
+        assert_eq!(
+            masked_tls(
+                &Arch::Riscv64,
+                &[
+                    "lui a4, 0x1",
+                    "ld a3, 16(a0)",
+                    "add a4, a4, tp",
+                    "add a4, a4, -1144",
+                    "add a3, a3, a4",
+                ]
+            ),
+            [
+                "lui a4, %tprel_hi",
+                "ld a3, 16(a0)",
+                "add a4, a4, tp",
+                "add a4, a4, %tprel_lo",
+                "add a3, a3, a4",
+            ]
+        );
     }
 
     #[test]
