@@ -266,14 +266,27 @@ impl Heap {
                 c.growth.free.fetch_sub(1, Ordering::Relaxed);
                 Some(p)
             }
-            None => self.alloc_shared_slow(class),
+            // The class's record, not its index: the pop loop already holds
+            // its address, so the index need not stay live across the loop
+            // (x86-64 Windows has seven scratch registers, and the loop with
+            // the index needed eight).
+            None => self.alloc_shared_slow(c),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn alloc_shared_slow(&self, class: SizeClass) -> Option<NonNull<u8>> {
-        refuse(self.take(class, 1).map(|(p, _, _)| p))
+    fn alloc_shared_slow(&self, c: &Class) -> Option<NonNull<u8>> {
+        refuse(self.take(self.class_of(c), 1).map(|(p, _, _)| p))
+    }
+
+    /// The size class whose record `c` is (one of `self.classes`).
+    fn class_of(&self, c: &Class) -> SizeClass {
+        // SAFETY: `c` is an element of `self.classes` (every `&Class` is
+        // made by `class`): both pointers are in that array, and the
+        // distance is a whole number of elements.
+        let index = unsafe { (c as *const Class).offset_from(self.classes.as_ptr()) };
+        SizeClass::from_index(index as usize).expect("a class record of this heap")
     }
 }
 
