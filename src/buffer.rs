@@ -20,17 +20,24 @@ use crate::AllocError;
 pub(crate) const OWNED_ALIGN: usize = 16;
 
 /// A block of `len` bytes at `base`, valid for `'a`.
+///
+/// `repr(C)` with `base` in the middle: the allocators that embed a buffer
+/// put their hot word (a cursor, a head) just before it, and armv7 pairs
+/// two adjacent loads into an `ldrd`, which needs two consecutive registers
+/// (in practice `r4`/`r5`, saved on the stack). The base is read on a fast
+/// path far more often than the length.
+#[repr(C)]
 pub(crate) struct Buffer<'a> {
+    /// Length in bytes. Invariant: `len <= isize::MAX`.
+    len: usize,
+    /// Alignment the owned block was allocated with (a power of two).
+    align: usize,
     /// Start of the block. Invariant: `base..base + len` is one allocation
     /// (or a borrowed slice) valid for reads and writes for `'a`; when
     /// `owned`, it came from the global allocator with `layout(len)`.
     base: NonNull<u8>,
-    /// Length in bytes. Invariant: `len <= isize::MAX`.
-    len: usize,
     /// Whether `Drop` gives the block back to the global allocator.
     owned: bool,
-    /// Alignment the owned block was allocated with (a power of two).
-    align: usize,
     _borrow: PhantomData<&'a mut [MaybeUninit<u8>]>,
 }
 

@@ -56,6 +56,7 @@ use crate::{AllocError, RawAllocator};
 /// # let _ = b0;
 /// ```
 #[derive(Debug)]
+#[repr(C)]
 pub struct Pool<'a> {
     /// The block. Invariant: slots `0..capacity` lie at
     /// `base + first + i * slot_size`, inside the block.
@@ -70,12 +71,12 @@ pub struct Pool<'a> {
     slot_align: usize,
     /// Number of slots.
     capacity: usize,
+    /// Number of slots on the free list. Invariant: `free <= capacity`.
+    free: Cell<usize>,
     /// Head of the free list: the first free slot, or null when the pool is
     /// full. Invariant: every slot on the list is free, appears once, and its
     /// first word holds the next free slot (or null).
     head: Cell<*mut u8>,
-    /// Number of slots on the free list. Invariant: `free <= capacity`.
-    free: Cell<usize>,
     /// Debug builds: bit `i` set when slot `i` is free.
     #[cfg(debug_assertions)]
     free_bits: Box<[Cell<u64>]>,
