@@ -576,7 +576,9 @@ impl<'a> Cfg<'a> {
                 (self.is_branch(i) && is_conditional(&self.arch, &i.mnemonic))
                     || return_kind(&self.arch, i) == Some(true)
             }
-            Class::Stack => is_stack_access(&self.arch, i),
+            // The frame record a target keeps in every function is the
+            // target's, not the code's: counted apart, as the report does.
+            Class::Stack => is_stack_access(&self.arch, i) && !self.is_frame_record(i),
             Class::BackwardBranch => self
                 .listing
                 .matching(Class::BackwardBranch, self.classes)

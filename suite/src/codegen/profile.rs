@@ -203,7 +203,8 @@ pub enum Class {
     /// predicated return).
     CondBranch,
     /// A load or store relative to the stack or frame pointer (`push`/`pop`
-    /// included).
+    /// included), but for the frame record (`push rbp`/`pop rbp`) of a
+    /// profile with `keeps_frame_pointers`, which is the target's.
     Stack,
 }
 

@@ -1317,6 +1317,28 @@ fn the_frame_record_of_a_target_that_keeps_frame_pointers_is_counted_apart() {
     let h = cfg::analyze(&l, &p, &cold).hot_path();
     assert_eq!((h.stack_accesses, h.frame_accesses), (1, 2), "{h:#?}");
     assert_eq!(h.instructions, plain.instructions);
+    // `count stack` counts what the report counts: the spill, not the
+    // record (before, it found 3 with the key on as with it off).
+    let rule = |keeps: bool| {
+        let text = format!(
+            "name = \"t\"\ntriple = \"x86_64-apple-darwin\"\ndescription = \"\"\nrun = \"none\"\nkeeps_frame_pointers = {keeps}\n[probe.f]\ncount = {{ stack = 1 }}\n"
+        );
+        Profile::parse(&text, Path::new("t.toml")).unwrap()
+    };
+    let f_probe = Probe {
+        name: "f",
+        allocator: "",
+        operation: "",
+        kind: ProbeKind::SingleThreaded,
+        expect: "",
+    };
+    assert!(expect::check(&rule(true), &l, &f_probe).is_empty());
+    let off = expect::check(&rule(false), &l, &f_probe);
+    assert!(
+        off.iter()
+            .any(|f| f.rule.contains("count stack = 1") && f.to_string().contains("found 3")),
+        "{off:#?}"
+    );
     // The repository's x86_64 macOS profile says so.
     let mac = Profile::load(Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
