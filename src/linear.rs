@@ -148,7 +148,6 @@ impl<'a> LinearArena<'a> {
         let room = self.end - cursor.addr();
         // `size - 1 < room - padding`: a zero size wraps and is refused too.
         if padding > room || size.wrapping_sub(1) >= room - padding {
-            core::hint::cold_path();
             return Err(if size == 0 {
                 AllocError::ZeroSize
             } else {

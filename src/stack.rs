@@ -22,9 +22,9 @@
 //! is two compares (owner, offset) and one store (plus the chain check in
 //! debug builds). No slow paths.
 //!
-//! **Costs.** One `usize` of identity per allocator; a `Marker` is two words (three in debug builds).
-//! Marker ids come from a process-wide counter, bumped once per constructed
-//! allocator (never on a fast path).
+//! **Costs.** One `usize` of identity per allocator; a `Marker` is two words
+//! (three in debug builds). Marker ids come from a process-wide counter,
+//! bumped once per constructed allocator (never on a fast path).
 
 use core::alloc::Layout;
 #[cfg(debug_assertions)]

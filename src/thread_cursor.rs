@@ -239,13 +239,11 @@ pub struct ThreadCursorArena {
 struct Hot {
     /// Unique id (never reused; replaced on reset). Read-only between resets.
     id: u64,
-    /// This arena's slot in every thread's cursor table: `id % SLOTS` of
-    /// the id it was created with.
-    slot: usize,
-    /// `slot * size_of::<Cursor>()`: the slot's byte offset in the table,
-    /// so the fast path adds it to the table's address with no mask, no
-    /// bounds check and no multiply. Invariant: `slot < SLOTS`, so it is
-    /// inside the table.
+    /// This arena's slot in every thread's cursor table (`id % SLOTS` of
+    /// the id it was created with) as its byte offset in the table, `slot *
+    /// size_of::<Cursor>()`: the fast path adds it to the table's address
+    /// with no mask, no bounds check and no multiply. Invariant: `slot <
+    /// SLOTS`, so it is inside the table.
     slot_offset: usize,
     /// Bytes per chunk (power of two, multiple of 16).
     chunk_size: usize,
@@ -307,7 +305,6 @@ impl ThreadCursorArena {
         Ok(ThreadCursorArena {
             hot: CachePadded::new(Hot {
                 id,
-                slot: id as usize % SLOTS,
                 slot_offset: id as usize % SLOTS * core::mem::size_of::<Cursor>(),
                 chunk_size,
                 max_request: block_size,
@@ -364,9 +361,11 @@ impl ThreadCursorArena {
     /// This arena's cursor in a thread's table.
     #[inline(always)]
     fn cursor<'c>(&self, cursors: &'c [Cursor; SLOTS]) -> &'c Cursor {
-        debug_assert_eq!(
-            self.hot.slot_offset,
-            self.hot.slot * core::mem::size_of::<Cursor>()
+        debug_assert!(
+            self.hot
+                .slot_offset
+                .is_multiple_of(core::mem::size_of::<Cursor>())
+                && self.hot.slot_offset < SLOTS * core::mem::size_of::<Cursor>()
         );
         // SAFETY: `slot_offset` is `slot * size_of::<Cursor>()` with
         // `slot < SLOTS` (set once, at construction): the start of one of
@@ -747,7 +746,7 @@ mod tests {
         let mut others = Vec::new();
         let b = loop {
             let b = small();
-            if b.hot.slot == a.hot.slot {
+            if b.hot.slot_offset == a.hot.slot_offset {
                 break b;
             }
             others.push(b);

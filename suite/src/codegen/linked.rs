@@ -834,6 +834,9 @@ fn operands(code: &str) -> (&str, Vec<&str>) {
 /// thread pointer from where it is loaded until an instruction writes it.
 fn mask_tls_offsets(lines: &mut [(u64, String)], arch: &Arch) {
     static FS: OnceLock<Regex> = OnceLock::new();
+    static DISP: OnceLock<Regex> = OnceLock::new();
+    // `[reg + N]` / `[reg - N]`: masked when `reg` holds the thread pointer.
+    let disp = DISP.get_or_init(|| Regex::new(r"\[(\w+) [+-] (?:0x)?[0-9a-f]+\]").expect("regex"));
     let fs =
         FS.get_or_init(|| Regex::new(r"fs:\[(?:(\w+) [+-] )?(?:0x)?[0-9a-f]+\]").expect("regex"));
     // The register that holds the thread pointer, and (arm64, riscv64) the
@@ -861,8 +864,15 @@ fn mask_tls_offsets(lines: &mut [(u64, String)], arch: &Arch) {
                     })
                     .into_owned();
                 if let Some(r) = &tp {
-                    let re = Regex::new(&format!(r"\[{r} [+-] (?:0x)?[0-9a-f]+\]")).expect("regex");
-                    out = re.replace_all(&out, format!("[{r} + TPOFF]")).into_owned();
+                    out = disp
+                        .replace_all(&out, |c: &regex::Captures<'_>| {
+                            if &c[1] == r.as_str() {
+                                format!("[{r} + TPOFF]")
+                            } else {
+                                c[0].to_string()
+                            }
+                        })
+                        .into_owned();
                 }
             }
             Arch::Aarch64 => {
@@ -898,10 +908,14 @@ fn mask_tls_offsets(lines: &mut [(u64, String)], arch: &Arch) {
                         high = dest.clone();
                     }
                 } else if let Some(h) = &high
-                    && mnemonic == "add"
-                    && ops.len() == 3
-                    && ops[1] == h.as_str()
-                    && ops[2].parse::<i64>().is_ok()
+                    && ((mnemonic == "add"
+                        && ops.len() == 3
+                        && ops[1] == h.as_str()
+                        && ops[2].parse::<i64>().is_ok())
+                        // A low part of 0: objdump writes `addi a2, a2, 0`
+                        // as `mv a2, a2`, so the same code read `add` or
+                        // `mv` by where the linker put the thread-local.
+                        || (mnemonic == "mv" && ops.len() == 2 && ops[1] == h.as_str()))
                 {
                     out = format!("add {}, {}, %tprel_lo", ops[0], ops[1]);
                     high = None;
@@ -1466,6 +1480,24 @@ OFFSET           TYPE              VALUE
                 "add a4, a4, tp",
                 "add a4, a4, %tprel_lo",
                 "add a3, a3, a4",
+            ]
+        );
+        // The same with a low part of 0, which objdump writes as `mv`.
+        assert_eq!(
+            masked_tls(
+                &Arch::Riscv64,
+                &[
+                    "lui a4, 0x0",
+                    "add a2, a4, tp",
+                    "mv a2, a2",
+                    "ld a4, 1408(a2)"
+                ]
+            ),
+            [
+                "lui a4, %tprel_hi",
+                "add a2, a4, tp",
+                "add a2, a2, %tprel_lo",
+                "ld a4, 1408(a2)",
             ]
         );
     }
