@@ -108,7 +108,7 @@ mod linux {
         FreeList::new(1 << 16, FitPolicy::FirstFit).unwrap()
     }
 
-    #[library_benchmark(config = counting("probe_freelist_alloc", 42))]
+    #[library_benchmark(config = counting("probe_freelist_alloc", 33))]
     #[bench::warm(setup = free_list)]
     fn freelist_alloc(l: FreeList<'static>) -> FreeList<'static> {
         black_box(probe_freelist_alloc(black_box(&l), black_box(SIZE)));

@@ -158,7 +158,7 @@ probe_table! {
     probe_stack_free_to_marker: extern "C" fn(&mut StackAllocator<'_>, Marker) -> usize;
     probe_pool_alloc: extern "C" fn(&Pool<'_>) -> *mut u8;
     probe_pool_free: unsafe extern "C" fn(&Pool<'_>, *mut u8) -> usize;
-    probe_freelist_alloc: extern "C" fn(&FreeList<'_>, usize) -> *mut u8;
+    probe_freelist_alloc: extern "C-unwind" fn(&FreeList<'_>, usize) -> *mut u8;
     probe_frame_alloc: extern "C" fn(&FrameAllocator<2>, usize) -> *mut u8;
     probe_packed_alloc_relaxed: unsafe extern "C-unwind" fn(&PackedArena, usize) -> *mut u8;
     probe_packed_alloc_acquire: extern "C-unwind" fn(&PackedArena, usize) -> *mut u8;

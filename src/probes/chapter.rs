@@ -70,7 +70,7 @@ pub unsafe extern "C" fn probe_pool_free(pool: &Pool<'_>, ptr: *mut u8) -> usize
 #[inline(never)]
 #[unsafe(no_mangle)]
 #[allow(improper_ctypes_definitions)]
-pub extern "C" fn probe_freelist_alloc(list: &FreeList<'_>, size: usize) -> *mut u8 {
+pub extern "C-unwind" fn probe_freelist_alloc(list: &FreeList<'_>, size: usize) -> *mut u8 {
     list.alloc_with(size, ALIGN, FitPolicy::FirstFit)
         .map_or(ptr::null_mut(), NonNull::as_ptr)
 }

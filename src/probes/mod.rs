@@ -111,7 +111,7 @@ pub static PROBES: &[Probe] = &[
         "FreeList",
         "alloc",
         SingleThreaded,
-        "a first-fit walk of the free blocks: a loop, no atomic, no call",
+        "first fit: the list's first block split inline, the walk of the others out of line (a tail call); no atomic",
     ),
     probe(
         "probe_frame_alloc",

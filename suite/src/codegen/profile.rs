@@ -16,7 +16,7 @@
 //! has = ['^ldadd ', '^ubfx ']     # regexes (multi-line mode) the listing must match
 //! lacks = ['^ldaddal ']           # regexes it must not match
 //! forbid = ["call"]               # instruction classes that must be absent
-//! allow_calls = ['alloc_slow']    # calls matching these are exempt from `forbid call`
+//! calls = ['::alloc_slow$']       # the scope's callees, in order (lifts the kind's `forbid call`)
 //! require = []                    # instruction classes that must be present
 //! no_backward_branch_before = '^cmp '   # no loop before the first line matching this
 //! why = "one relaxed add, inline"
@@ -1010,7 +1010,9 @@ impl Profile {
 
     /// Every rule that applies to `probe` here: its kind's defaults (the
     /// suite's, then the profile's), less the counts the probe's own rules
-    /// restate for the same scope, then the probe's own rules.
+    /// restate for the same scope (a probe's `calls` list restates the call
+    /// count and lifts the kind's `forbid = ["call"]` in that scope), then
+    /// the probe's own rules.
     pub fn rules_for(&self, probe: &Probe) -> Vec<Rule> {
         let kind = match probe.kind {
             ProbeKind::SingleThreaded => "single-threaded",
@@ -1028,7 +1030,10 @@ impl Profile {
                     d.count.remove(c);
                 }
                 if r.calls.is_some() {
+                    // The probe lists its callees exactly: that replaces
+                    // the kind's call count and its blanket ban on calls.
                     d.count.remove(&Class::Call);
+                    d.forbid.retain(|&c| c != Class::Call);
                     d.calls = None;
                 }
             }

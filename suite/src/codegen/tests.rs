@@ -1024,6 +1024,49 @@ fn single_threaded_probes_forbid_atomics_and_calls_everywhere() {
     assert!(expect::check(&p, &arm_listing("\tadd\tx0, x0, #1\n\tret\n"), &st).is_empty());
 }
 
+/// A single-threaded probe whose fast path tail-calls its out-of-line
+/// slow path names that callee: its `calls` list lifts the kind's ban on
+/// calls in that scope, and checks the callees exactly instead; the ban on
+/// atomics stays.
+#[test]
+fn a_probe_that_lists_its_callees_lifts_the_kinds_call_ban() {
+    let st = Probe {
+        name: "probe_packed_alloc_relaxed",
+        kind: ProbeKind::SingleThreaded,
+        ..RELAXED
+    };
+    let text = PROFILE.split("[probe.").next().unwrap().to_string()
+        + "[[probe.probe_packed_alloc_relaxed.rule]]\nscope = \"function\"\ncalls = ['::walk$']\n";
+    let p = Profile::parse_with(&text, Path::new("targets/test-arm.toml"), &test_suite()).unwrap();
+    let tail = |callee: &str| {
+        arm_listing(&format!(
+            "\tcbz\tx0, .LBB0_2\n\tadd\tx0, x0, #1\n\tret\n.LBB0_2:\n\tb\t{callee}\n"
+        ))
+    };
+    assert!(expect::check(&p, &tail("list::walk"), &st).is_empty());
+    let f = expect::check(&p, &tail("list::other"), &st);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(
+        f[0].to_string().contains("function: calls [/::walk$/]"),
+        "{}",
+        f[0]
+    );
+    // Without the list, the same tail call is banned (as before).
+    let mut banned = p.clone();
+    banned.expect.clear();
+    let f = expect::check(&banned, &tail("list::walk"), &st);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(
+        f[0].to_string()
+            .contains("function: forbid call (suite: single-threaded)")
+    );
+    // The atomic ban is the kind's still.
+    let atomic = arm_listing("\tldadd\tx1, x9, [x0]\n\tb\tlist::walk\n");
+    let f = expect::check(&p, &atomic, &st);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(f[0].to_string().contains("forbid atomic"), "{}", f[0]);
+}
+
 #[test]
 fn missing_probe_fails() {
     let p = test_profile();
