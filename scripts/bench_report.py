@@ -496,6 +496,7 @@ def main():
 
     pk = div(get("bump16", "PackedArena"), get("bump16", "raw fetch_add"))
     tc = div(get("bump16", "ThreadCursorArena"), get("bump16", "bumpalo"))
+    tcl = div(get("bump16", "ThreadCursorArena::local"), get("bump16", "bumpalo"))
     sf = div(get("alloc-free64", "SegregatedFit"), get("alloc-free64", "system"))
     two = div(get("pair", "shared: PackedArena", 2), get("pair", "private: ThreadCursorArena", 2))
     absent = "the allocator is not in this build"
@@ -503,6 +504,8 @@ def main():
         # Issue 12, goal 6: the fast paths as tight as the write-up's listing.
         goal("PackedArena alloc / bare `fetch_add` loop, 1 thread", pk, "≤ 1.05x", 1.05, "x", absent),
         goal("ThreadCursorArena alloc / bumpalo `alloc_layout`, 1 thread", tc, "≤ 0.8x", 0.8, "x", absent),
+        goal("ThreadCursorArena `local()` handle's alloc / bumpalo `alloc_layout`, 1 thread", tcl, "≤ 0.8x",
+             0.8, "x", absent),
         goal("per-thread cursor / shared word, aggregate, 2 threads (allocators)", two, "≥ 5x", 5.0, "min",
              absent),
         goal("SegregatedFit alloc+free / system allocator, 1 thread", sf, "≤ 0.5x", 0.5, "x", absent),

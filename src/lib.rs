@@ -67,7 +67,7 @@ pub use tracker::{MemoryTag, MemoryTracker, Tracked};
 pub use guard_zone::{GuardSide, GuardZone};
 pub use packed::{CursorSnapshot, DrainPolicy, PackedArena, PackedConfig, PackedStats};
 pub use page::PageAllocator;
-pub use thread_cursor::{ThreadCursorArena, ThreadCursorConfig, ThreadCursorStats};
+pub use thread_cursor::{LocalCursor, ThreadCursorArena, ThreadCursorConfig, ThreadCursorStats};
 
 pub use segregated::SegregatedFit;
 pub use unity::{Persistent, Rewindable, Temp, TempJob};

@@ -480,30 +480,43 @@ impl ThreadCursorArena {
             c.owner.set(0);
             let acc = self.account(accounts);
             acc.refill_tail += tail as u64;
-            let (ptr, end) = core::mem::replace(
-                &mut acc.parked,
-                (core::ptr::null_mut(), core::ptr::null_mut()),
-            );
-            let (ptr, end) = if end.addr().wrapping_sub(ptr.addr()) >= size {
-                (ptr, end)
-            } else {
-                acc.refill_tail += end.addr().wrapping_sub(ptr.addr()) as u64;
-                let chunk = self.take(self.hot.chunk_size);
-                let Some(chunk) = chunk.ptr else {
-                    return chunk;
-                };
-                acc.chunks += 1;
-                let chunk = chunk.as_ptr();
-                // SAFETY: the chunk is `chunk_size` bytes.
-                (chunk, unsafe { chunk.add(self.hot.chunk_size) })
+            let (ptr, end) = match self.next_chunk(acc, size) {
+                Ok(chunk) => chunk,
+                Err(refused) => return refused,
             };
-            // SAFETY: `size <= end - ptr`, checked or by `size <= chunk / 2`.
+            // SAFETY: `size <= end - ptr` (`next_chunk`'s promise).
             c.ptr.set(unsafe { ptr.add(size) });
             c.end.set(end);
             c.owner.set(self.hot.id);
             // SAFETY: a chunk pointer (or a parked one) is non-null.
             Attempt::ok(unsafe { NonNull::new_unchecked(ptr) })
         }
+    }
+
+    /// A chunk with room for `size` bytes (16-aligned, at most half a
+    /// chunk) for the thread whose account is `acc`: the parked one if it
+    /// has the room, else a new one from the backing arena (its one shared
+    /// atomic). A parked chunk that is too small becomes a refill tail.
+    /// `Ok((ptr, end))` with `size <= end - ptr`, or the backing arena's
+    /// refusal.
+    fn next_chunk(&self, acc: &mut Account, size: usize) -> Result<(*mut u8, *mut u8), Attempt> {
+        debug_assert!(size <= self.hot.chunk_size / 2);
+        let (ptr, end) = core::mem::replace(
+            &mut acc.parked,
+            (core::ptr::null_mut(), core::ptr::null_mut()),
+        );
+        if end.addr().wrapping_sub(ptr.addr()) >= size {
+            return Ok((ptr, end));
+        }
+        acc.refill_tail += end.addr().wrapping_sub(ptr.addr()) as u64;
+        let chunk = self.take(self.hot.chunk_size);
+        let Some(chunk) = chunk.ptr else {
+            return Err(chunk);
+        };
+        acc.chunks += 1;
+        let chunk = chunk.as_ptr();
+        // SAFETY: the chunk is `chunk_size` bytes.
+        Ok((chunk, unsafe { chunk.add(self.hot.chunk_size) }))
     }
 
     /// This thread's account for this arena's current generation, created
@@ -536,6 +549,150 @@ impl ThreadCursorArena {
             acc.parked = (core::ptr::null_mut(), core::ptr::null_mut());
         }
         acc
+    }
+
+    /// This thread's cursor into the arena as a value the caller holds: a
+    /// [`LocalCursor`]. Its [`alloc`](LocalCursor::alloc) is the same bump
+    /// without the thread-local lookup and the owner compare, so a loop
+    /// that allocates through it keeps the cursor and the chunk's end in
+    /// registers (as a `bumpalo::Bump` the caller holds). The handle takes
+    /// over this thread's chunk of the arena, if the slot holds one, and
+    /// gives its chunk back to the slot when dropped.
+    ///
+    /// ```
+    /// use allocasm::ThreadCursorArena;
+    /// let arena = ThreadCursorArena::new()?;
+    /// let mut cursor = arena.local();
+    /// let a = cursor.alloc(24)?;
+    /// let b = cursor.alloc(8)?;
+    /// assert_eq!(b.as_ptr() as usize - a.as_ptr() as usize, 32); // 16-byte grains
+    /// drop(cursor);
+    /// // The chunk went back to this thread's slot: `alloc` goes on from it.
+    /// assert_eq!(arena.alloc(1)?.as_ptr() as usize, b.as_ptr() as usize + 16);
+    /// # Ok::<(), allocasm::AllocError>(())
+    /// ```
+    pub fn local(&self) -> LocalCursor<'_> {
+        let id = self.hot.id;
+        let (ptr, end) = CURSORS.with(|cursors| {
+            let c = self.cursor(cursors);
+            if c.owner.get() == id {
+                c.owner.set(0);
+                (c.ptr.get(), c.end.get())
+            } else {
+                (core::ptr::null_mut(), core::ptr::null_mut())
+            }
+        });
+        LocalCursor {
+            arena: self,
+            ptr,
+            end,
+        }
+    }
+
+    /// A [`LocalCursor`]'s refill: `ptr..end` is its chunk, too small for
+    /// `size`. Returns the block and the handle's new `ptr..end` (the same
+    /// when the request is served directly or refused). Takes and returns
+    /// the cursor by value, so the handle's fields never leave the caller's
+    /// registers on the fast path.
+    #[cold]
+    #[inline(never)]
+    fn refill_local(&self, ptr: *mut u8, end: *mut u8, size: usize) -> LocalRefill {
+        let refused = |why| LocalRefill {
+            block: Err(self.backing.describe(why, size)),
+            ptr,
+            end,
+        };
+        if size == 0 {
+            return refused(Refusal::ZERO_SIZE);
+        }
+        if size > self.hot.max_request {
+            return refused(Refusal::TOO_LARGE);
+        }
+        let grains = align_up(size, GRAIN);
+        let direct = || {
+            self.shared.direct.fetch_add(1, Ordering::Relaxed);
+            let a = self.take(grains);
+            LocalRefill {
+                block: a.ptr.ok_or_else(|| self.backing.describe(a.why, size)),
+                ptr,
+                end,
+            }
+        };
+        if grains > self.hot.chunk_size / 2 {
+            return direct();
+        }
+        let served = OWNERS.try_with(|owners| {
+            let mut owners = owners.borrow_mut();
+            let acc = self.account(&mut owners.accounts);
+            acc.refill_tail += end.addr().wrapping_sub(ptr.addr()) as u64;
+            match self.next_chunk(acc, grains) {
+                Ok((p, e)) => LocalRefill {
+                    // SAFETY: a chunk pointer (or a parked one) is non-null.
+                    block: Ok(unsafe { NonNull::new_unchecked(p) }),
+                    // SAFETY: `grains <= e - p` (`next_chunk`'s promise).
+                    ptr: unsafe { p.add(grains) },
+                    end: e,
+                },
+                // The old chunk's tail is counted: the handle drops it.
+                Err(a) => LocalRefill {
+                    block: Err(self.backing.describe(a.why, size)),
+                    ptr: core::ptr::null_mut(),
+                    end: core::ptr::null_mut(),
+                },
+            }
+        });
+        // This thread's thread-locals are being torn down: serve directly.
+        served.unwrap_or_else(|_| direct())
+    }
+
+    /// A dropped [`LocalCursor`]'s chunk `ptr..end` (not empty) comes back
+    /// to this thread. The thread keeps at most one chunk of an arena, in
+    /// the slot or parked (a colliding arena's refill parks the slot's
+    /// chunk, and there is room for one): of the handle's, the slot's and
+    /// the parked one, the one with the most room stays, in the slot if the
+    /// slot is free or this arena's, else parked. The others are counted
+    /// as refill tails, or, while the thread-locals are torn down, the
+    /// handle's as an exited thread's tail.
+    fn give_back(&self, ptr: *mut u8, end: *mut u8) {
+        fn room((p, e): (*mut u8, *mut u8)) -> usize {
+            e.addr().wrapping_sub(p.addr())
+        }
+        let id = self.hot.id;
+        let null = (core::ptr::null_mut(), core::ptr::null_mut());
+        let kept = OWNERS.try_with(|owners| {
+            CURSORS.with(|cursors| {
+                let c = self.cursor(cursors);
+                let mut owners = owners.borrow_mut();
+                let acc = self.account(&mut owners.accounts);
+                let (mut best, mut tail) = ((ptr, end), 0);
+                let mut keep = |other: (*mut u8, *mut u8)| {
+                    let lost = if room(other) > room(best) {
+                        core::mem::replace(&mut best, other)
+                    } else {
+                        other
+                    };
+                    tail += room(lost);
+                };
+                if c.owner.get() == id {
+                    keep((c.ptr.get(), c.end.get()));
+                    c.owner.set(0);
+                }
+                keep(core::mem::replace(&mut acc.parked, null));
+                if c.owner.get() == 0 {
+                    c.ptr.set(best.0);
+                    c.end.set(best.1);
+                    c.owner.set(id);
+                } else {
+                    acc.parked = best;
+                }
+                acc.refill_tail += tail as u64;
+            })
+        });
+        if kept.is_err() {
+            self.shared
+                .exited_tail
+                .fetch_add(room((ptr, end)) as u64, Ordering::Relaxed);
+        }
     }
 
     /// Resizes `ptr`'s block in place when it is the last one this
@@ -616,6 +773,109 @@ impl ThreadCursorArena {
         s.id.store(self.hot.id, Ordering::Relaxed);
         for c in [&s.chunks, &s.direct, &s.refill_tail, &s.exited_tail] {
             c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What [`ThreadCursorArena::refill_local`] hands back: the block (or the
+/// refusal) and the handle's chunk from then on.
+struct LocalRefill {
+    block: Result<NonNull<u8>, AllocError>,
+    ptr: *mut u8,
+    end: *mut u8,
+}
+
+/// One thread's cursor into a [`ThreadCursorArena`], held by the caller
+/// ([`ThreadCursorArena::local`]): `ptr..end` is the handle's own part of a
+/// chunk. Its fast path is a compare of the request against the room left
+/// and an add, on two values the caller's loop can keep in registers; a
+/// refill is the arena's (one shared atomic per chunk, counted in this
+/// thread's account). Frees are no-ops, as for the arena.
+///
+/// Borrows the arena, so the arena cannot be reset while a handle lives.
+/// Not `Send`: dropping it hands its chunk back to the dropping thread's
+/// slot, where only that thread's allocations find it.
+pub struct LocalCursor<'a> {
+    arena: &'a ThreadCursorArena,
+    /// Next free byte of the handle's chunk (16-aligned), or null.
+    ptr: *mut u8,
+    /// End of the handle's chunk; `ptr <= end`, and both null when the
+    /// handle holds no chunk.
+    end: *mut u8,
+}
+
+impl core::fmt::Debug for LocalCursor<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LocalCursor")
+            .field("arena", &self.arena.hot.id)
+            .field("room", &self.room())
+            .finish()
+    }
+}
+
+impl<'a> LocalCursor<'a> {
+    /// The arena this handle allocates from.
+    pub fn arena(&self) -> &'a ThreadCursorArena {
+        self.arena
+    }
+
+    /// Bytes left in the handle's chunk (a multiple of 16).
+    pub fn room(&self) -> usize {
+        self.end.addr().wrapping_sub(self.ptr.addr())
+    }
+
+    /// Allocates `size` bytes aligned to 16: a compare and an add while the
+    /// chunk has room, else a refill. The errors are
+    /// [`ThreadCursorArena::alloc`]'s.
+    #[inline(always)]
+    pub fn alloc(&mut self, size: usize) -> Result<NonNull<u8>, AllocError> {
+        let ptr = self.ptr;
+        // `size - 1 < room` refuses 0 and anything above the room left;
+        // room is a multiple of 16, so the aligned size fits too.
+        if size.wrapping_sub(1) < self.room() {
+            // SAFETY: `align_up(size, 16) <= room`: the new cursor is at
+            // most the chunk's end, in the same allocation.
+            self.ptr = unsafe { ptr.add(align_up(size, GRAIN)) };
+            // SAFETY: a handle with room holds a chunk: non-null.
+            return Ok(unsafe { NonNull::new_unchecked(ptr) });
+        }
+        let r = self.arena.refill_local(ptr, self.end, size);
+        self.ptr = r.ptr;
+        self.end = r.end;
+        r.block
+    }
+
+    /// Allocates for `layout`, any power-of-two alignment (as
+    /// [`RawAllocator::allocate`] on the arena); alignments up to 16 cost
+    /// nothing more than [`alloc`](Self::alloc).
+    #[inline(always)]
+    pub fn alloc_layout(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        if layout.align() <= GRAIN {
+            return self.alloc(layout.size());
+        }
+        if layout.size() == 0 {
+            return Err(AllocError::ZeroSize);
+        }
+        let extra = layout.align() - GRAIN;
+        let reserved = layout
+            .size()
+            .checked_add(extra)
+            .ok_or(AllocError::TooLarge {
+                requested: layout.size(),
+                max: self.arena.hot.max_request,
+            })?;
+        let p = self.alloc(reserved)?;
+        let skip = align_up(p.as_ptr().addr(), layout.align()) - p.as_ptr().addr();
+        // SAFETY: `p` is 16-aligned, so `skip <= align - 16 = extra`, inside
+        // the `size + extra` bytes just reserved.
+        Ok(unsafe { p.add(skip) })
+    }
+}
+
+impl Drop for LocalCursor<'_> {
+    fn drop(&mut self) {
+        if self.room() != 0 {
+            self.arena.give_back(self.ptr, self.end);
         }
     }
 }
@@ -764,5 +1024,128 @@ mod tests {
             assert!(s.chunks <= need + 1, "{s:?}: {need} chunks needed");
             assert_eq!(s.refill_tail_bytes, 0, "{s:?}");
         }
+    }
+
+    /// A handle bumps 16-byte grains through its own chunk, refills like
+    /// the arena (a chunk per refill, counted in the thread's account) and
+    /// refuses what the arena refuses, with the same errors.
+    #[test]
+    fn a_local_cursor_bumps_refills_and_refuses_as_the_arena() {
+        let a = small();
+        let mut c = a.local();
+        assert_eq!(c.room(), 0, "a fresh thread has no chunk");
+        let x = c.alloc(24).unwrap();
+        let y = c.alloc(1).unwrap();
+        assert_eq!(y.as_ptr() as usize - x.as_ptr() as usize, 32);
+        assert_eq!(c.room(), 1024 - 48);
+        assert!(a.owns(x.as_ptr()) && x.as_ptr().addr().is_multiple_of(16));
+        for _ in 0..100 {
+            c.alloc(400).unwrap();
+        }
+        // 48 + 2 * 400 in the first chunk, then two 400s per chunk.
+        assert_eq!(a.stats().chunks, 50);
+        assert_eq!(a.stats().refill_tail_bytes, 49 * (1024 - 800) - 48);
+        assert_eq!(c.alloc(0), a.alloc(0));
+        assert_eq!(c.alloc(16385), a.alloc(16385));
+        assert_eq!(
+            c.alloc(16385),
+            Err(AllocError::TooLarge {
+                requested: 16385,
+                max: 16384
+            })
+        );
+        // Above half a chunk: served directly, the handle's chunk stays.
+        let room = c.room();
+        c.alloc(600).unwrap();
+        assert_eq!((c.room(), a.stats().direct), (room, 1));
+        let big = c
+            .alloc_layout(Layout::from_size_align(8, 256).unwrap())
+            .unwrap();
+        assert!(big.as_ptr().addr().is_multiple_of(256));
+    }
+
+    /// Handles and `alloc` on two colliding arenas, handles made and dropped
+    /// in between, on a thread that then exits: every byte of every chunk is
+    /// handed out or counted as a tail, exactly (a chunk a handle held that
+    /// went nowhere would break the sum).
+    #[test]
+    fn local_cursors_lose_no_chunk_bytes() {
+        let roomy = || {
+            ThreadCursorArena::with_config(ThreadCursorConfig {
+                chunk_size: 1024,
+                block_size: 1 << 16,
+                max_blocks: 16,
+            })
+            .unwrap()
+        };
+        let a = roomy();
+        let b = loop {
+            let b = roomy();
+            if b.hot.slot_offset == a.hot.slot_offset {
+                break b;
+            }
+        };
+        let handed = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut handed = [0u64; 2];
+                let mut rng = 0x2545_F491_4F6C_DD1Du64;
+                let mut handles: [Option<LocalCursor<'_>>; 2] = [None, None];
+                for _ in 0..3000 {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let which = (rng & 1) as usize;
+                    let arena = [&a, &b][which];
+                    let size = 1 + (rng >> 8) as usize % 300;
+                    match (rng >> 4) % 8 {
+                        0 => handles[which] = None,
+                        1 => handles[which] = Some(arena.local()),
+                        2..=4 => {
+                            arena.alloc(size).unwrap();
+                            handed[which] += align_up(size, GRAIN) as u64;
+                        }
+                        _ => {
+                            let h = handles[which].get_or_insert_with(|| arena.local());
+                            h.alloc(size).unwrap();
+                            handed[which] += align_up(size, GRAIN) as u64;
+                        }
+                    }
+                }
+                handed
+            })
+            .join()
+            .unwrap()
+        });
+        for (arena, handed) in [(&a, handed[0]), (&b, handed[1])] {
+            let s = arena.stats();
+            assert_eq!(
+                s.chunks * 1024,
+                handed + s.refill_tail_bytes + s.exited_tail_bytes,
+                "{s:?}"
+            );
+            assert!(s.chunks > 0 && s.direct == 0, "{s:?}");
+        }
+    }
+
+    /// A dropped handle's chunk goes back to the thread's slot, so `alloc`
+    /// goes on where the handle stopped, and the next handle starts there.
+    #[test]
+    fn a_dropped_local_cursor_hands_its_chunk_to_the_slot() {
+        let a = small();
+        let x = a.alloc(16).unwrap();
+        let mut c = a.local();
+        let y = c.alloc(16).unwrap();
+        assert_eq!(
+            y.as_ptr(),
+            x.as_ptr().wrapping_add(16),
+            "took the slot's chunk"
+        );
+        drop(c);
+        let z = a.alloc(16).unwrap();
+        assert_eq!(z.as_ptr(), y.as_ptr().wrapping_add(16));
+        let w = a.local().alloc(16).unwrap();
+        assert_eq!(w.as_ptr(), z.as_ptr().wrapping_add(16));
+        assert_eq!(a.stats().chunks, 1);
+        assert_eq!(a.wasted_bytes(), 0);
     }
 }

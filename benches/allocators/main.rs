@@ -588,7 +588,13 @@ const SMALL_ROUND: u64 = 1 << 16;
 /// The allocators of the pair: (name, shared word or per-thread cursor).
 const PAIR: &[(&str, &str)] = &[("PackedArena", "shared"), ("ThreadCursorArena", "private")];
 /// The 16-byte single-thread reservations beside the bare loops.
-const BUMP16: &[&str] = &["bumpalo", "LinearArena", "StackAllocator", "Rewindable"];
+const BUMP16: &[&str] = &[
+    "bumpalo",
+    "LinearArena",
+    "StackAllocator",
+    "Rewindable",
+    "ThreadCursorArena::local",
+];
 /// The general-purpose allocators of the producer/consumer workload.
 const PRODUCER_CONSUMER: &[&str] = &["system", "mimalloc", "SegregatedFit"];
 /// The 64-byte allocate/free pairs (with the `Vec` free list for `Pool`).

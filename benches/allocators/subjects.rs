@@ -203,6 +203,38 @@ fn thread_cursor() -> Direct<allocasm::ThreadCursorArena> {
     ))
 }
 
+/// `ThreadCursorArena` through the handle that holds this thread's cursor
+/// ([`allocasm::ThreadCursorArena::local`]): the same arena as
+/// "ThreadCursorArena", without the thread-local lookup per allocation,
+/// as bumpalo's worker holds its `Bump`.
+pub struct ThreadCursorLocal(pub allocasm::ThreadCursorArena);
+
+impl LocalAlloc for allocasm::LocalCursor<'_> {
+    #[inline(always)]
+    fn alloc(&mut self, layout: Layout) -> NonNull<u8> {
+        debug_assert!(layout.align() <= 16);
+        match allocasm::LocalCursor::alloc(self, layout.size()) {
+            Ok(p) => p,
+            Err(e) => failed(&e, layout),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn free(&mut self, _ptr: NonNull<u8>, _layout: Layout) {}
+}
+
+impl Subject for ThreadCursorLocal {
+    type Local<'a> = allocasm::LocalCursor<'a>;
+
+    fn local(&self, _worker: usize) -> allocasm::LocalCursor<'_> {
+        self.0.local()
+    }
+
+    fn reset(&mut self) {
+        self.0.reset()
+    }
+}
+
 /// A `GlobalAlloc` peer: the system allocator or mimalloc.
 #[derive(Clone, Copy)]
 pub struct Global<G>(pub G);
@@ -475,6 +507,7 @@ pub fn with_subject<V: Visit>(name: &str, cfg: Config, v: V) -> Option<V::Out> {
         "PageAllocator" => v.visit(Raw::freeing(PageAllocator::new())),
         "PackedArena" => v.visit(packed()),
         "ThreadCursorArena" => v.visit(thread_cursor()),
+        "ThreadCursorArena::local" => v.visit(ThreadCursorLocal(thread_cursor().0)),
         _ => return None,
     })
 }
