@@ -33,8 +33,8 @@ mod linux {
 
     use allocasm::probes::*;
     use allocasm::{
-        FitPolicy, FrameAllocator, FreeList, LinearArena, PackedArena, Pool, SegregatedFit,
-        StackAllocator, Temp, TempJob, ThreadCursorArena,
+        FitPolicy, FrameAllocator, FreeList, LinearArena, LocalCursor, PackedArena, Pool,
+        SegregatedFit, StackAllocator, Temp, TempJob, ThreadCursorArena,
     };
     use gungraun::{
         Callgrind, EntryPoint, EventKind, LibraryBenchmarkConfig, library_benchmark,
@@ -154,6 +154,25 @@ mod linux {
         a
     }
 
+    fn local_cursor() -> LocalCursor<'static> {
+        // Leaked: the handle borrows its arena for the benchmark's life.
+        let a: &'static ThreadCursorArena = Box::leak(Box::new(ThreadCursorArena::new().unwrap()));
+        let mut c = a.local();
+        // The handle's first allocation takes the refill.
+        c.alloc(SIZE).unwrap();
+        c
+    }
+
+    #[library_benchmark(config = counting("probe_thread_cursor_local_alloc", 11))]
+    #[bench::warm(setup = local_cursor)]
+    fn thread_cursor_local_alloc(mut c: LocalCursor<'static>) -> LocalCursor<'static> {
+        black_box(probe_thread_cursor_local_alloc(
+            black_box(&mut c),
+            black_box(SIZE),
+        ));
+        c
+    }
+
     #[library_benchmark(config = counting("probe_segregated_size_class", 22))]
     #[bench::small(SIZE)]
     fn segregated_size_class(size: usize) -> usize {
@@ -240,6 +259,7 @@ mod linux {
             frame_alloc,
             packed_alloc_relaxed,
             thread_cursor_alloc,
+            thread_cursor_local_alloc,
             segregated_size_class,
             segregated_alloc,
             segregated_allocate,

@@ -14,7 +14,7 @@
 use allocasm::probes::*;
 
 /// Probe addresses only; never called from here.
-struct Keep([*const (); 20]);
+struct Keep([*const (); 21]);
 
 // SAFETY: the array holds function addresses that are never dereferenced or
 // called through it; sharing them between threads is harmless.
@@ -34,6 +34,7 @@ static KEEP: Keep = Keep([
     probe_packed_alloc_seqcst as *const (),
     probe_packed_dealloc as *const (),
     probe_thread_cursor_alloc as *const (),
+    probe_thread_cursor_local_alloc as *const (),
     probe_segregated_size_class as *const (),
     probe_segregated_alloc as *const (),
     probe_segregated_dealloc as *const (),

@@ -41,8 +41,9 @@ use core::hint::black_box;
 use core::ptr::NonNull;
 
 use allocasm::{
-    FitPolicy, FrameAllocator, FreeList, LinearArena, Marker, PackedArena, Pool, Rewindable,
-    SegregatedFit, StackAllocator, Temp, TempJob, ThreadCursorArena, ThreadCursorConfig,
+    FitPolicy, FrameAllocator, FreeList, LinearArena, LocalCursor, Marker, PackedArena, Pool,
+    Rewindable, SegregatedFit, StackAllocator, Temp, TempJob, ThreadCursorArena,
+    ThreadCursorConfig,
 };
 
 /// The request size every allocating probe gets: small enough for every
@@ -63,6 +64,7 @@ const DRIVEN: &[&str] = &[
     "probe_packed_alloc_seqcst",
     "probe_packed_dealloc",
     "probe_thread_cursor_alloc",
+    "probe_thread_cursor_local_alloc",
     "probe_segregated_size_class",
     "probe_segregated_alloc",
     "probe_segregated_dealloc",
@@ -165,6 +167,7 @@ probe_table! {
     probe_packed_alloc_seqcst: extern "C-unwind" fn(&PackedArena, usize) -> *mut u8;
     probe_packed_dealloc: unsafe extern "C-unwind" fn(&PackedArena, *mut u8, usize);
     probe_thread_cursor_alloc: extern "C-unwind" fn(&ThreadCursorArena, usize) -> *mut u8;
+    probe_thread_cursor_local_alloc: extern "C-unwind" fn(&mut LocalCursor<'_>, usize) -> *mut u8;
     probe_segregated_size_class: extern "C" fn(usize) -> usize;
     probe_segregated_alloc: extern "C-unwind" fn(&SegregatedFit, usize) -> *mut u8;
     probe_segregated_dealloc: unsafe extern "C-unwind" fn(&SegregatedFit, *mut u8, usize);
@@ -367,6 +370,22 @@ fn drive(probes: &Probes, probe: &str, calls: usize) -> usize {
             for _ in 0..calls {
                 sum ^= nonnull(
                     (probes.probe_thread_cursor_alloc)(&arena, black_box(SIZE)),
+                    probe,
+                )
+                .as_ptr() as usize;
+            }
+        }
+        "probe_thread_cursor_local_alloc" => {
+            let arena = ThreadCursorArena::with_config(ThreadCursorConfig {
+                chunk_size: bytes.next_power_of_two(),
+                block_size: bytes.next_power_of_two() * 2,
+                max_blocks: 4,
+            })
+            .expect("thread cursor arena");
+            let mut cursor = arena.local();
+            for _ in 0..calls {
+                sum ^= nonnull(
+                    (probes.probe_thread_cursor_local_alloc)(&mut cursor, black_box(SIZE)),
                     probe,
                 )
                 .as_ptr() as usize;

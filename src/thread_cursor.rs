@@ -590,15 +590,13 @@ impl ThreadCursorArena {
     }
 
     /// A [`LocalCursor`]'s refill: `ptr..end` is its chunk, too small for
-    /// `size`. Returns the block and the handle's new `ptr..end` (the same
-    /// when the request is served directly or refused). Takes and returns
-    /// the cursor by value, so the handle's fields never leave the caller's
-    /// registers on the fast path.
-    #[cold]
-    #[inline(never)]
+    /// `size`. Returns the block (or why not) and the handle's new
+    /// `ptr..end`: the same when the request is served directly or refused
+    /// before the chunk is given up.
+    #[inline(always)]
     fn refill_local(&self, ptr: *mut u8, end: *mut u8, size: usize) -> LocalRefill {
         let refused = |why| LocalRefill {
-            block: Err(self.backing.describe(why, size)),
+            block: Attempt::refused(why),
             ptr,
             end,
         };
@@ -611,9 +609,8 @@ impl ThreadCursorArena {
         let grains = align_up(size, GRAIN);
         let direct = || {
             self.shared.direct.fetch_add(1, Ordering::Relaxed);
-            let a = self.take(grains);
             LocalRefill {
-                block: a.ptr.ok_or_else(|| self.backing.describe(a.why, size)),
+                block: self.take(grains),
                 ptr,
                 end,
             }
@@ -628,14 +625,14 @@ impl ThreadCursorArena {
             match self.next_chunk(acc, grains) {
                 Ok((p, e)) => LocalRefill {
                     // SAFETY: a chunk pointer (or a parked one) is non-null.
-                    block: Ok(unsafe { NonNull::new_unchecked(p) }),
+                    block: Attempt::ok(unsafe { NonNull::new_unchecked(p) }),
                     // SAFETY: `grains <= e - p` (`next_chunk`'s promise).
                     ptr: unsafe { p.add(grains) },
                     end: e,
                 },
                 // The old chunk's tail is counted: the handle drops it.
                 Err(a) => LocalRefill {
-                    block: Err(self.backing.describe(a.why, size)),
+                    block: a,
                     ptr: core::ptr::null_mut(),
                     end: core::ptr::null_mut(),
                 },
@@ -777,10 +774,10 @@ impl ThreadCursorArena {
     }
 }
 
-/// What [`ThreadCursorArena::refill_local`] hands back: the block (or the
-/// refusal) and the handle's chunk from then on.
+/// What [`ThreadCursorArena::refill_local`] hands back: the block (or why
+/// not) and the handle's chunk from then on.
 struct LocalRefill {
-    block: Result<NonNull<u8>, AllocError>,
+    block: Attempt,
     ptr: *mut u8,
     end: *mut u8,
 }
@@ -839,10 +836,27 @@ impl<'a> LocalCursor<'a> {
             // SAFETY: a handle with room holds a chunk: non-null.
             return Ok(unsafe { NonNull::new_unchecked(ptr) });
         }
-        let r = self.arena.refill_local(ptr, self.end, size);
+        match self.refill(size) {
+            Some(p) => Ok(p),
+            None => Err(self.arena.refusal(size)),
+        }
+    }
+
+    /// The chunk has no room for `size`: the arena's refill (or a direct
+    /// allocation, or a refusal whose reason goes to this thread's
+    /// `LAST_REFUSAL`, as the arena's own refill does). Returns only the
+    /// pointer, so the fast path's call is a tail call: no frame on the
+    /// fast path on any target.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self, size: usize) -> Option<NonNull<u8>> {
+        let r = self.arena.refill_local(self.ptr, self.end, size);
         self.ptr = r.ptr;
         self.end = r.end;
-        r.block
+        if r.block.ptr.is_none() {
+            LAST_REFUSAL.set(r.block.why);
+        }
+        r.block.ptr
     }
 
     /// Allocates for `layout`, any power-of-two alignment (as

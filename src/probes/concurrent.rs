@@ -3,7 +3,7 @@
 
 use core::ptr::NonNull;
 
-use crate::{PackedArena, ThreadCursorArena};
+use crate::{LocalCursor, PackedArena, ThreadCursorArena};
 
 /// [`PackedArena::alloc_relaxed`]: the write-up's relaxed `fetch_add`
 /// (`ldadd` with LSE), decode, fit check. The fast path returns in
@@ -63,6 +63,21 @@ pub unsafe extern "C-unwind" fn probe_packed_dealloc(
     // SAFETY: the caller guarantees `ptr` is a live, non-null allocation of
     // `size` bytes from `arena`.
     unsafe { arena.dealloc(NonNull::new_unchecked(ptr), size) }
+}
+
+/// [`LocalCursor::alloc`]: the thread's cursor held by the caller, a
+/// compare against the room left and an add; the refill is a cold call.
+#[inline(never)]
+#[unsafe(no_mangle)]
+#[allow(improper_ctypes_definitions)]
+pub extern "C-unwind" fn probe_thread_cursor_local_alloc(
+    cursor: &mut LocalCursor<'_>,
+    size: usize,
+) -> *mut u8 {
+    match cursor.alloc(size) {
+        Ok(p) => p.as_ptr(),
+        Err(_) => core::ptr::null_mut(),
+    }
 }
 
 /// [`ThreadCursorArena::alloc`]: one thread-local access, a compare, an add.

@@ -156,6 +156,13 @@ pub static PROBES: &[Probe] = &[
         "one thread-local access, a compare, an add: no atomic read-modify-write",
     ),
     probe(
+        "probe_thread_cursor_local_alloc",
+        "ThreadCursorArena",
+        "LocalCursor::alloc",
+        Concurrent,
+        "the cursor the caller holds: a compare against the room left, an add, a store; no thread-local access, no atomic",
+    ),
+    probe(
         "probe_segregated_size_class",
         "SegregatedFit",
         "size_class",
