@@ -143,21 +143,6 @@ fn every_probe_executes_on_every_linux_profile() {
 /// bound, not the sequence.
 const SHORTER_THAN_THE_HOT_PATH: &[(&str, &[&str], &str)] = &[
     (
-        "probe_freelist_alloc",
-        // armv7's listing: the walk's exit and the split are the fast
-        // case's own blocks, in order, so the two are equal there.
-        &[
-            "aarch64-linux",
-            "aarch64-linux-lse",
-            "riscv64-linux",
-            "x86_64-linux",
-            "x86_64-linux-dylib",
-        ],
-        "the first-fit walk is a loop: the hot path goes once through its body and on through \
-         the split of the block it found, the longest way; the fast case (the first free block \
-         fits) leaves the walk at once, by a shorter way",
-    ),
-    (
         "probe_tempjob_alloc",
         ALL_SIX,
         "after the chunk's `fetch_add` the request may overrun the chunk: that way (an end \
