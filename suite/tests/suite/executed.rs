@@ -141,15 +141,13 @@ fn every_probe_executes_on_every_linux_profile() {
 /// non-cold blocks (`cfg::HotPath`): where a listing has several, the fast
 /// case may leave by a shorter one, and there the hot path is an upper
 /// bound, not the sequence.
-const SHORTER_THAN_THE_HOT_PATH: &[(&str, &[&str], &str)] = &[
-    (
-        "probe_tempjob_alloc",
-        ALL_SIX,
-        "after the chunk's `fetch_add` the request may overrun the chunk: that way (an end \
+const SHORTER_THAN_THE_HOT_PATH: &[(&str, &[&str], &str)] = &[(
+    "probe_tempjob_alloc",
+    ALL_SIX,
+    "after the chunk's `fetch_add` the request may overrun the chunk: that way (an end \
          marker written, `None` returned) calls no cold slow path, so it is not cold, and it is \
          longer than the fit the fast case takes",
-    ),
-];
+)];
 
 const ALL_SIX: &[&str] = &[
     "aarch64-linux",
