@@ -257,6 +257,17 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// A thread cursor arena whose chunk holds `bytes` (the two thread cursor
+/// probes' arena).
+fn thread_cursor_arena(bytes: usize) -> ThreadCursorArena {
+    ThreadCursorArena::with_config(ThreadCursorConfig {
+        chunk_size: bytes.next_power_of_two(),
+        block_size: bytes.next_power_of_two() * 2,
+        max_blocks: 4,
+    })
+    .expect("thread cursor arena")
+}
+
 /// Room for `calls` requests of [`SIZE`] bytes aligned to 64, and some.
 fn room(calls: usize) -> usize {
     (calls + 16) * 128 + 4096
@@ -361,12 +372,7 @@ fn drive(probes: &Probes, probe: &str, calls: usize) -> usize {
             sum ^= pin.as_ptr() as usize;
         }
         "probe_thread_cursor_alloc" => {
-            let arena = ThreadCursorArena::with_config(ThreadCursorConfig {
-                chunk_size: bytes.next_power_of_two(),
-                block_size: bytes.next_power_of_two() * 2,
-                max_blocks: 4,
-            })
-            .expect("thread cursor arena");
+            let arena = thread_cursor_arena(bytes);
             for _ in 0..calls {
                 sum ^= nonnull(
                     (probes.probe_thread_cursor_alloc)(&arena, black_box(SIZE)),
@@ -376,12 +382,7 @@ fn drive(probes: &Probes, probe: &str, calls: usize) -> usize {
             }
         }
         "probe_thread_cursor_local_alloc" => {
-            let arena = ThreadCursorArena::with_config(ThreadCursorConfig {
-                chunk_size: bytes.next_power_of_two(),
-                block_size: bytes.next_power_of_two() * 2,
-                max_blocks: 4,
-            })
-            .expect("thread cursor arena");
+            let arena = thread_cursor_arena(bytes);
             let mut cursor = arena.local();
             for _ in 0..calls {
                 sum ^= nonnull(

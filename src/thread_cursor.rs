@@ -441,6 +441,23 @@ impl ThreadCursorArena {
     }
 
     fn refill_attempt(&self, size: usize) -> Attempt {
+        self.refill_with(size, |owners, size| {
+            // CURSORS has no destructor: accessible whenever OWNERS is.
+            CURSORS.with(|cursors| self.refill_slot(self.cursor(cursors), owners, size))
+        })
+    }
+
+    /// What every refill (the slot's and a [`LocalCursor`]'s) does around
+    /// the chunk: refuse a zero or oversized request, serve one above half a
+    /// chunk directly, else call `from_chunk` with this thread's accounts and
+    /// the size rounded to 16; while the thread-locals are torn down, serve
+    /// directly (a chunk whose tail could not be credited is not cached).
+    #[inline(always)]
+    fn refill_with(
+        &self,
+        size: usize,
+        from_chunk: impl FnOnce(&RefCell<Owners>, usize) -> Attempt,
+    ) -> Attempt {
         if size == 0 {
             return Attempt::refused(Refusal::ZERO_SIZE);
         }
@@ -448,24 +465,17 @@ impl ThreadCursorArena {
             return Attempt::refused(Refusal::TOO_LARGE);
         }
         let size = align_up(size, GRAIN);
+        let direct = || {
+            self.shared.direct.fetch_add(1, Ordering::Relaxed);
+            self.take(size)
+        };
         if size > self.hot.chunk_size / 2 {
             // Rare by construction (a large request); not a refill.
-            self.shared.direct.fetch_add(1, Ordering::Relaxed);
-            return self.take(size);
+            return direct();
         }
-        let served = OWNERS.try_with(|owners| {
-            // CURSORS has no destructor: accessible whenever OWNERS is.
-            CURSORS.with(|cursors| self.refill_slot(self.cursor(cursors), owners, size))
-        });
-        match served {
-            Ok(a) => a,
-            // This thread's thread-locals are being torn down: do not cache a
-            // chunk whose tail could not be credited; serve it directly.
-            Err(_) => {
-                self.shared.direct.fetch_add(1, Ordering::Relaxed);
-                self.take(size)
-            }
-        }
+        OWNERS
+            .try_with(|owners| from_chunk(owners, size))
+            .unwrap_or_else(|_| direct())
     }
 
     /// [`refill`](Self::refill) with the thread's slot and accounts.
@@ -595,59 +605,6 @@ impl ThreadCursorArena {
             ptr,
             end,
         }
-    }
-
-    /// A [`LocalCursor`]'s refill: `ptr..end` is its chunk, too small for
-    /// `size`. Returns the block (or why not) and the handle's new
-    /// `ptr..end`: the same when the request is served directly or refused
-    /// before the chunk is given up.
-    #[inline(always)]
-    fn refill_local(&self, ptr: *mut u8, end: *mut u8, size: usize) -> LocalRefill {
-        let refused = |why| LocalRefill {
-            block: Attempt::refused(why),
-            ptr,
-            end,
-        };
-        if size == 0 {
-            return refused(Refusal::ZERO_SIZE);
-        }
-        if size > self.hot.max_request {
-            return refused(Refusal::TOO_LARGE);
-        }
-        let grains = align_up(size, GRAIN);
-        let direct = || {
-            self.shared.direct.fetch_add(1, Ordering::Relaxed);
-            LocalRefill {
-                block: self.take(grains),
-                ptr,
-                end,
-            }
-        };
-        if grains > self.hot.chunk_size / 2 {
-            return direct();
-        }
-        let served = OWNERS.try_with(|owners| {
-            let mut owners = owners.borrow_mut();
-            let acc = self.account(&mut owners.accounts);
-            acc.refill_tail += end.addr().wrapping_sub(ptr.addr()) as u64;
-            match self.next_chunk(acc, grains) {
-                Ok((p, e)) => LocalRefill {
-                    // SAFETY: a chunk pointer (or a parked one) is non-null.
-                    block: Attempt::ok(unsafe { NonNull::new_unchecked(p) }),
-                    // SAFETY: `grains <= e - p` (`next_chunk`'s promise).
-                    ptr: unsafe { p.add(grains) },
-                    end: e,
-                },
-                // The old chunk's tail is counted: the handle drops it.
-                Err(a) => LocalRefill {
-                    block: a,
-                    ptr: core::ptr::null_mut(),
-                    end: core::ptr::null_mut(),
-                },
-            }
-        });
-        // This thread's thread-locals are being torn down: serve directly.
-        served.unwrap_or_else(|_| direct())
     }
 
     /// A dropped [`LocalCursor`]'s chunk `ptr..end` (not empty) comes back
@@ -782,14 +739,6 @@ impl ThreadCursorArena {
     }
 }
 
-/// What [`ThreadCursorArena::refill_local`] hands back: the block (or why
-/// not) and the handle's chunk from then on.
-struct LocalRefill {
-    block: Attempt,
-    ptr: *mut u8,
-    end: *mut u8,
-}
-
 /// One thread's cursor into a [`ThreadCursorArena`], held by the caller
 /// ([`ThreadCursorArena::local`]): `ptr..end` is the handle's own part of a
 /// chunk. Its fast path is a compare of the request against the room left
@@ -858,13 +807,29 @@ impl<'a> LocalCursor<'a> {
     #[cold]
     #[inline(never)]
     fn refill(&mut self, size: usize) -> Option<NonNull<u8>> {
-        let r = self.arena.refill_local(self.ptr, self.end, size);
-        self.ptr = r.ptr;
-        self.end = r.end;
-        if r.block.ptr.is_none() {
-            LAST_REFUSAL.set(r.block.why);
+        let arena = self.arena;
+        let a = arena.refill_with(size, |owners, grains| {
+            let mut owners = owners.borrow_mut();
+            let acc = arena.account(&mut owners.accounts);
+            // The handle's chunk is given up: its tail is a refill tail.
+            acc.refill_tail += self.room() as u64;
+            let (ptr, end) = match arena.next_chunk(acc, grains) {
+                Ok(chunk) => chunk,
+                Err(refused) => {
+                    (self.ptr, self.end) = (core::ptr::null_mut(), core::ptr::null_mut());
+                    return refused;
+                }
+            };
+            // SAFETY: `grains <= end - ptr` (`next_chunk`'s promise).
+            self.ptr = unsafe { ptr.add(grains) };
+            self.end = end;
+            // SAFETY: a chunk pointer (or a parked one) is non-null.
+            Attempt::ok(unsafe { NonNull::new_unchecked(ptr) })
+        });
+        if a.ptr.is_none() {
+            LAST_REFUSAL.set(a.why);
         }
-        r.block.ptr
+        a.ptr
     }
 
     /// Allocates for `layout`, any power-of-two alignment (as
@@ -872,26 +837,36 @@ impl<'a> LocalCursor<'a> {
     /// nothing more than [`alloc`](Self::alloc).
     #[inline(always)]
     pub fn alloc_layout(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        if layout.align() <= GRAIN {
-            return self.alloc(layout.size());
-        }
-        if layout.size() == 0 {
-            return Err(AllocError::ZeroSize);
-        }
-        let extra = layout.align() - GRAIN;
-        let reserved = layout
-            .size()
-            .checked_add(extra)
-            .ok_or(AllocError::TooLarge {
-                requested: layout.size(),
-                max: self.arena.hot.max_request,
-            })?;
-        let p = self.alloc(reserved)?;
-        let skip = align_up(p.as_ptr().addr(), layout.align()) - p.as_ptr().addr();
-        // SAFETY: `p` is 16-aligned, so `skip <= align - 16 = extra`, inside
-        // the `size + extra` bytes just reserved.
-        Ok(unsafe { p.add(skip) })
+        let max = self.arena.hot.max_request;
+        over_aligned(layout, max, |n| self.alloc(n))
     }
+}
+
+/// `layout` from a 16-aligned bump `alloc` whose largest request is `max`:
+/// a zero size is refused, an alignment above 16 reserves `align - 16`
+/// bytes more and skips to the aligned address inside them.
+#[inline(always)]
+fn over_aligned(
+    layout: Layout,
+    max: usize,
+    alloc: impl FnOnce(usize) -> Result<NonNull<u8>, AllocError>,
+) -> Result<NonNull<u8>, AllocError> {
+    if layout.size() == 0 {
+        return Err(AllocError::ZeroSize);
+    }
+    let extra = layout.align().saturating_sub(GRAIN);
+    let reserved = layout
+        .size()
+        .checked_add(extra)
+        .ok_or(AllocError::TooLarge {
+            requested: layout.size(),
+            max,
+        })?;
+    let p = alloc(reserved)?;
+    let skip = align_up(p.as_ptr().addr(), layout.align()) - p.as_ptr().addr();
+    // SAFETY: `p` is 16-aligned, so `skip <= align - 16 = extra`, inside
+    // the `size + extra` bytes just reserved.
+    Ok(unsafe { p.add(skip) })
 }
 
 impl Drop for LocalCursor<'_> {
@@ -907,23 +882,7 @@ impl RawAllocator for ThreadCursorArena {
     const FREES_INDIVIDUALLY: bool = false;
 
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        if layout.size() == 0 {
-            return Err(AllocError::ZeroSize);
-        }
-        let extra = layout.align().saturating_sub(GRAIN);
-        let max = self.hot.max_request;
-        let reserved = layout
-            .size()
-            .checked_add(extra)
-            .ok_or(AllocError::TooLarge {
-                requested: layout.size(),
-                max,
-            })?;
-        let p = self.alloc(reserved)?;
-        let skip = align_up(p.as_ptr().addr(), layout.align()) - p.as_ptr().addr();
-        // SAFETY: `p` is 16-aligned, so `skip <= align - 16 = extra`, inside
-        // the `size + extra` bytes just reserved.
-        let p = unsafe { p.add(skip) };
+        let p = over_aligned(layout, self.hot.max_request, |n| self.alloc(n))?;
         Ok(NonNull::slice_from_raw_parts(p, layout.size()))
     }
 
