@@ -173,9 +173,9 @@ probe_table! {
     probe_segregated_dealloc: unsafe extern "C-unwind" fn(&SegregatedFit, *mut u8, usize);
     probe_segregated_cached_alloc: extern "C-unwind" fn(&SegregatedFit, usize) -> *mut u8;
     probe_segregated_cached_dealloc: unsafe extern "C-unwind" fn(&SegregatedFit, *mut u8, usize);
-    probe_rewindable_alloc: extern "C" fn(&Rewindable, usize) -> *mut u8;
+    probe_rewindable_alloc: extern "C-unwind" fn(&Rewindable, usize) -> *mut u8;
     probe_temp_alloc: extern "C" fn(&Temp<&TempJob>, usize) -> *mut u8;
-    probe_tempjob_alloc: extern "C" fn(&TempJob, usize) -> *mut u8;
+    probe_tempjob_alloc: extern "C-unwind" fn(&TempJob, usize) -> *mut u8;
 }
 
 impl Probes {

@@ -11,7 +11,7 @@ use crate::{Rewindable, Temp, TempJob};
 #[inline(never)]
 #[unsafe(no_mangle)]
 #[allow(improper_ctypes_definitions)]
-pub extern "C" fn probe_rewindable_alloc(r: &Rewindable, size: usize) -> *mut u8 {
+pub extern "C-unwind" fn probe_rewindable_alloc(r: &Rewindable, size: usize) -> *mut u8 {
     match r.try_alloc(size, Rewindable::MIN_ALIGN) {
         Ok(p) => p.as_ptr(),
         Err(_) => null_mut(),
@@ -36,7 +36,7 @@ pub extern "C" fn probe_temp_alloc(t: &Temp<&TempJob>, size: usize) -> *mut u8 {
 #[inline(never)]
 #[unsafe(no_mangle)]
 #[allow(improper_ctypes_definitions)]
-pub extern "C" fn probe_tempjob_alloc(j: &TempJob, size: usize) -> *mut u8 {
+pub extern "C-unwind" fn probe_tempjob_alloc(j: &TempJob, size: usize) -> *mut u8 {
     match j.try_alloc(size, TempJob::MIN_ALIGN) {
         Ok(p) => p.as_ptr(),
         Err(_) => null_mut(),

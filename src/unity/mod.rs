@@ -17,6 +17,7 @@
 //! `on_leak` (tests use the hook to observe it).
 
 use core::fmt;
+use core::ptr::NonNull;
 
 mod persistent;
 mod rewindable;
@@ -124,6 +125,20 @@ pub const MAX_FAST_RESERVE: usize = if usize::BITS >= 64 {
 #[inline(always)]
 pub(crate) const fn needs_cas(need: usize) -> bool {
     usize::BITS < 64 && need > MAX_FAST_RESERVE
+}
+
+/// What a compare-and-swap reservation (the 32-bit targets' path for large
+/// reservations) returns: the block, or `None` and the offset it last saw
+/// (for the error's `available`). Two scalars, so it comes back in two
+/// registers and the fast path's call to it is a tail call; a 32-byte
+/// `Result<_, AllocError>` comes back through memory, which put a frame and
+/// stack slots on 32-bit Arm's fast path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reserved {
+    /// The block; `None` when the pool or block had no room.
+    pub(crate) ptr: Option<NonNull<u8>>,
+    /// The offset the refusal saw (meaningless when `ptr` is `Some`).
+    pub(crate) seen: usize,
 }
 
 /// Threads that may be inside one atomic fast path at the same moment

@@ -46,7 +46,7 @@ use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use super::{MAX_CAPACITY, needs_cas};
+use super::{MAX_CAPACITY, Reserved, needs_cas};
 use crate::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::{AllocError, PageAllocator, RawAllocator, align_up};
 
@@ -264,7 +264,8 @@ impl Rewindable {
             return Err(out(seen));
         }
         if needs_cas(need) {
-            return Self::bump_cas(block, size, align, need, seen);
+            let r = Self::bump_cas(block, size, align, need);
+            return r.ptr.ok_or_else(|| out(r.seen));
         }
         // ORDERING: Relaxed. The add only has to hand out disjoint ranges of
         // the block. The block itself was published by the Release store of
@@ -286,20 +287,13 @@ impl Rewindable {
     /// targets only): a compare-and-swap loop, which never overshoots.
     #[cold]
     #[inline(never)]
-    fn bump_cas(
-        block: &Block,
-        size: usize,
-        align: usize,
-        need: usize,
-        mut seen: usize,
-    ) -> Result<NonNull<u8>, AllocError> {
+    fn bump_cas(block: &Block, size: usize, align: usize, need: usize) -> Reserved {
         let cap = block.capacity;
+        // ORDERING: Relaxed, as the loop's compare-and-swap below.
+        let mut seen = block.offset.load(Ordering::Relaxed);
         loop {
             if seen > cap - need {
-                return Err(AllocError::OutOfMemory {
-                    requested: size,
-                    available: cap.saturating_sub(seen),
-                });
+                return Reserved { ptr: None, seen };
             }
             // ORDERING: Relaxed, as the fetch_add of `bump`: the reservation
             // is a range of offsets, it publishes no data.
@@ -309,7 +303,13 @@ impl Rewindable {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(old) => return Ok(Self::place(block, old, size, align)),
+                Ok(old) => {
+                    let ptr = Self::place(block, old, size, align);
+                    return Reserved {
+                        ptr: Some(ptr),
+                        seen: old,
+                    };
+                }
                 Err(now) => seen = now,
             }
         }

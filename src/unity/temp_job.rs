@@ -55,7 +55,7 @@ use std::collections::HashMap;
 
 use crossbeam_utils::CachePadded;
 
-use super::{Leak, LeakHook, LeakReport, MAX_CAPACITY, needs_cas, report_leaks};
+use super::{Leak, LeakHook, LeakReport, MAX_CAPACITY, Reserved, needs_cas, report_leaks};
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::{AllocError, PageAllocator, RawAllocator, align_up};
 
@@ -334,7 +334,8 @@ impl TempJob {
             return Err(out(seen));
         }
         if needs_cas(need) {
-            return self.try_alloc_cas(size, align, need, seen);
+            let r = self.try_alloc_cas(size, align, need);
+            return r.ptr.ok_or_else(|| out(r.seen));
         }
         // ORDERING: Relaxed. The add only has to hand out disjoint ranges
         // (its modification order does). Pool bytes are reused only after
@@ -365,20 +366,13 @@ impl TempJob {
     /// targets only): a compare-and-swap loop, which never overshoots.
     #[cold]
     #[inline(never)]
-    fn try_alloc_cas(
-        &self,
-        size: usize,
-        align: usize,
-        need: usize,
-        mut seen: usize,
-    ) -> Result<NonNull<u8>, AllocError> {
+    fn try_alloc_cas(&self, size: usize, align: usize, need: usize) -> Reserved {
         let cap = self.capacity;
+        // ORDERING: Relaxed, as the loop's compare-and-swap below.
+        let mut seen = self.offset.load(Ordering::Relaxed);
         loop {
             if seen > cap - need {
-                return Err(AllocError::OutOfMemory {
-                    requested: size,
-                    available: cap.saturating_sub(seen),
-                });
+                return Reserved { ptr: None, seen };
             }
             // ORDERING: Relaxed, as the fetch_add of `try_alloc`: the
             // reservation is a range of offsets, it publishes no data.
@@ -388,9 +382,15 @@ impl TempJob {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                // SAFETY: `old..old + need` is this caller's reservation,
-                // inside the pool (`old <= cap - need`).
-                Ok(old) => return Ok(unsafe { self.place(old, size, align, need) }),
+                Ok(old) => {
+                    // SAFETY: `old..old + need` is this caller's reservation,
+                    // inside the pool (`old <= cap - need`).
+                    let ptr = unsafe { self.place(old, size, align, need) };
+                    return Reserved {
+                        ptr: Some(ptr),
+                        seen: old,
+                    };
+                }
                 Err(now) => seen = now,
             }
         }
