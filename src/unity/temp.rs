@@ -126,11 +126,12 @@ impl<F: RawAllocator> Temp<F> {
     /// decides whether to fall back: [`alloc`](Self::alloc) does).
     #[inline(always)]
     pub fn try_alloc(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
-        if size == 0 {
-            return Err(AllocError::ZeroSize);
-        }
         if !align.is_power_of_two() {
-            return Err(AllocError::BadAlignment { align });
+            return Err(if size == 0 {
+                AllocError::ZeroSize
+            } else {
+                AllocError::BadAlignment { align }
+            });
         }
         let offset = self.offset.get();
         debug_assert!(
@@ -142,10 +143,10 @@ impl<F: RawAllocator> Temp<F> {
             requested: size,
             available: self.capacity - offset,
         };
-        let (start, room) = if align <= Self::MIN_ALIGN {
+        let start = if align <= Self::MIN_ALIGN {
             // The base is page-aligned, so a 64-aligned offset is a
             // 64-aligned address: nothing to pad.
-            (offset, self.capacity - offset)
+            offset
         } else {
             let base = self.base.as_ptr() as usize;
             // May wrap for absurd alignments; the range check rejects every
@@ -154,14 +155,26 @@ impl<F: RawAllocator> Temp<F> {
             if start < offset || start > self.capacity {
                 return Err(out());
             }
-            (start, self.capacity - start)
+            start
         };
-        if size > room {
-            return Err(out());
-        }
-        // `room` is a multiple of 64 and at least `size`, so the rounded size
-        // still fits: `end <= capacity`.
-        let end = start + align_up(size, Self::MIN_ALIGN);
+        // `(size - 1) | 63` is the size rounded up to 64, minus one: for a
+        // zero size it wraps to `usize::MAX`, and so it does for a size
+        // within 63 of it. The block's last byte, `start + last`, then
+        // overflows or lands at or past the capacity (a multiple of 64,
+        // like `start`), so one add and one compare refuse a zero size, a
+        // size that does not fit and an absurd one, and only the last
+        // byte's offset stays live (not the size, its rounding and the room).
+        let last = size.wrapping_sub(1) | (Self::MIN_ALIGN - 1);
+        let end = match start.checked_add(last) {
+            Some(last_byte) if last_byte < self.capacity => last_byte + 1,
+            _ => {
+                return Err(if size == 0 {
+                    AllocError::ZeroSize
+                } else {
+                    out()
+                });
+            }
+        };
         self.offset.set(end);
         // SAFETY: `start < end <= capacity <= mapped`: inside the buffer.
         Ok(unsafe { self.base.add(start) })

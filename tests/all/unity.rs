@@ -268,6 +268,43 @@ fn temp_bad_input_is_a_clear_error() {
     ));
 }
 
+/// The bump's one compare works on the block's last byte,
+/// `offset + ((size - 1) | 63)`, with an overflow check: a size within 63 of `usize::MAX`
+/// (whose rounding wraps to 0) and a zero size are refused like any size
+/// that does not fit, an exact fit is served, and a zero size with a bad
+/// alignment still says zero size.
+#[test]
+fn temp_refuses_sizes_whose_rounding_wraps_and_serves_an_exact_fit() {
+    let job = bounded_job(4096);
+    let temp = Temp::new(4096, &job).unwrap();
+    let first = temp.try_alloc(100, 8).unwrap();
+    assert_eq!(temp.used(), 128);
+    for k in 0..=64 {
+        assert_eq!(
+            temp.try_alloc(usize::MAX - k, 8),
+            Err(AllocError::OutOfMemory {
+                requested: usize::MAX - k,
+                available: 4096 - 128
+            }),
+            "usize::MAX - {k}"
+        );
+    }
+    assert_eq!(temp.try_alloc(0, 8), Err(AllocError::ZeroSize));
+    assert_eq!(temp.try_alloc(0, 48), Err(AllocError::ZeroSize));
+    assert_eq!(temp.used(), 128, "refused requests take nothing");
+    assert!(matches!(
+        temp.try_alloc(4096 - 128 + 1, 8),
+        Err(AllocError::OutOfMemory { .. })
+    ));
+    let last = temp.try_alloc(4096 - 128 - 63, 8).unwrap();
+    assert_eq!(last.as_ptr() as usize, first.as_ptr() as usize + 128);
+    assert_eq!(temp.used(), 4096, "rounded up to 64: the buffer is full");
+    assert!(matches!(
+        temp.try_alloc(1, 8),
+        Err(AllocError::OutOfMemory { available: 0, .. })
+    ));
+}
+
 #[test]
 fn temp_serves_allocator_api2_collections() {
     let job = bounded_job(1 << 16);
