@@ -173,7 +173,7 @@ mod linux {
         c
     }
 
-    #[library_benchmark(config = counting("probe_segregated_size_class", 22))]
+    #[library_benchmark(config = counting("probe_segregated_size_class", 18))]
     #[bench::small(SIZE)]
     fn segregated_size_class(size: usize) -> usize {
         black_box(probe_segregated_size_class(black_box(size)))
@@ -190,7 +190,7 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_segregated_alloc", 56))]
+    #[library_benchmark(config = counting("probe_segregated_alloc", 52))]
     #[bench::warm(setup = segregated)]
     fn segregated_alloc(a: SegregatedFit) -> SegregatedFit {
         black_box(probe_segregated_alloc(black_box(&a), black_box(SIZE)));
@@ -202,7 +202,8 @@ mod linux {
     /// so the bench names its own entry point. It used to compute the size
     /// class twice (once for the block, once out of line for the returned
     /// length): 89 instructions then, 47 with the class computed once, 43
-    /// since the slow paths pass a pointer instead of a `Result`.
+    /// since the slow paths pass a pointer instead of a `Result`, 40 without
+    /// the class's redundant second range check.
     #[inline(never)]
     #[unsafe(no_mangle)]
     pub extern "C" fn fastpaths_segregated_allocate(a: &SegregatedFit, size: usize) -> *mut u8 {
@@ -215,7 +216,7 @@ mod linux {
         }
     }
 
-    #[library_benchmark(config = counting("fastpaths_segregated_allocate", 43))]
+    #[library_benchmark(config = counting("fastpaths_segregated_allocate", 40))]
     #[bench::warm(setup = segregated)]
     fn segregated_allocate(a: SegregatedFit) -> SegregatedFit {
         black_box(fastpaths_segregated_allocate(
@@ -241,7 +242,7 @@ mod linux {
         Temp::new(1 << 16, job).unwrap()
     }
 
-    #[library_benchmark(config = counting("probe_temp_alloc", 13))]
+    #[library_benchmark(config = counting("probe_temp_alloc", 11))]
     #[bench::warm(setup = temp)]
     fn temp_alloc(t: Temp<&'static TempJob>) -> Temp<&'static TempJob> {
         black_box(probe_temp_alloc(black_box(&t), black_box(SIZE)));

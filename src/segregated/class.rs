@@ -114,11 +114,13 @@ impl SizeClass {
             return None;
         }
         let size = if size == 0 { 1 } else { size };
-        // No overflow: size <= 64 KiB and align <= 4096.
+        // No overflow: size <= 64 KiB and align <= 4096. And no second
+        // range check: 64 KiB is a multiple of every alignment up to 4096,
+        // so rounding a size of at most 64 KiB up to `align` stays at most
+        // 64 KiB. (LLVM cannot see that: the check kept the size live past
+        // the class computation, for the large path's call.)
         let rounded = (size + align - 1) & !(align - 1);
-        if rounded > MAX_CLASS_SIZE {
-            return None;
-        }
+        debug_assert!(rounded <= MAX_CLASS_SIZE);
         Some(SizeClass(index_of_granules(rounded >> GRANULE_SHIFT) as u8))
     }
 
