@@ -23,7 +23,10 @@
 //! cursor's. One atomic read-modify-write per allocation (`lock xadd` on
 //! x86-64 for every ordering; `ldadda` / `ldadd` / `ldaddal` for Acquire /
 //! Relaxed / SeqCst with LSE or on Apple silicon; `__aarch64_ldadd8_acq`
-//! etc. with outline atomics). The fast and slow paths return an `Attempt`
+//! etc. with outline atomics; on 32-bit Arm, which has no atomic add, an
+//! `ldrexd`/`strexd` retry loop written to fit its five scratch registers,
+//! and a fit check on the word's 32-bit halves with the capacity loaded by
+//! factor). The fast and slow paths return an `Attempt`
 //! (the pointer and a one-word refusal) in two registers; the detailed
 //! [`AllocError`] is built by the caller only when it asks for it, so the
 //! hot path has no stack access and no frame (see the probes' listings).
@@ -207,7 +210,7 @@ pub struct PackedArena {
     cursor: CachePadded<AtomicU64>,
     /// What the fast paths read besides the cursor, on the next line:
     /// written only by the constructor, so allocating cores keep it shared.
-    hot: CachePadded<Hot>,
+    hot: HotLine<Hot>,
     /// Per slot: capacity of the installed incarnation, 0 when the slot is
     /// free. Written under the capacity lock; read by `owns`/`try_dealloc`.
     caps: Box<[AtomicU64]>,
@@ -224,10 +227,42 @@ pub struct PackedArena {
     entrants: AtomicUsize,
 }
 
+/// What [`Hot`] is padded to: `CachePadded`'s line on 64-bit targets (128
+/// bytes on x86-64 and arm64, where the prefetcher pulls pairs of lines, 64
+/// on riscv64). On 32-bit targets `CachePadded` is 32 bytes (32-bit Arm's
+/// smallest line) and `Hot` carries the capacity per factor there (16
+/// bytes), so it is 64-byte aligned and padded instead: one line of the
+/// 64-byte-line cores (Cortex-A7, A15, A17, A53 and later in AArch32), two
+/// lines of a 32-byte-line core, which nothing else shares either way.
+#[cfg(target_pointer_width = "64")]
+type HotLine<T> = CachePadded<T>;
+
+/// See the 64-bit definition.
+#[cfg(not(target_pointer_width = "64"))]
+#[derive(Debug)]
+#[repr(align(64))]
+struct HotLine<T>(T);
+
+#[cfg(not(target_pointer_width = "64"))]
+impl<T> HotLine<T> {
+    const fn new(t: T) -> Self {
+        HotLine(t)
+    }
+}
+
+#[cfg(not(target_pointer_width = "64"))]
+impl<T> core::ops::Deref for HotLine<T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// The read-only hot state of a [`PackedArena`]: everything `alloc` and
 /// `dealloc` read besides the cursor. Nothing writes it after construction,
 /// so it stays in every allocating core's cache; the layout test checks it
-/// fits one line (32 bytes on 32-bit Arm, where `CachePadded` is 32).
+/// fits one 64-byte line, padded ([`HotLine`]) so that nothing else shares it.
 #[derive(Debug)]
 struct Hot {
     /// Start of the reservation: slot `i` begins at `base + (i << stride_log2)`.
@@ -245,6 +280,13 @@ struct Hot {
     /// log2 of the distance between slots (`max(block_size << f, page)` for
     /// the largest factor `f` a request up to `M` needs).
     stride_log2: u32,
+    /// 32-bit targets: `block_size << f` for each factor `f` up to the
+    /// largest a request up to `M` needs, 0 above it (no cursor names those).
+    /// The fit check loads its capacity from here, indexed by the cursor's
+    /// factor: one register, where the shift needs two (the block size and
+    /// the factor) beside the four armv7's check already holds.
+    #[cfg(not(target_pointer_width = "64"))]
+    caps: [usize; 4],
 }
 
 /// Why an allocation was refused, in one word. With the pointer it makes an
@@ -352,6 +394,36 @@ const fn decode(word: u64) -> CursorSnapshot {
         block: (word >> BLOCK_SHIFT) as usize,
         factor: ((word >> FACTOR_SHIFT) & FACTOR_MASK) as u32,
         position: word & POSITION_MASK,
+    }
+}
+
+/// The fast path's fit check: `position + size <= block_size << factor`
+/// for the word `seen` a `fetch_add` of `size` (a multiple of 16, at most
+/// `M`) returned.
+#[inline(always)]
+fn fits(hot: &Hot, seen: u64, size: usize) -> bool {
+    #[cfg(target_pointer_width = "64")]
+    {
+        let w = decode(seen);
+        w.position + size as u64 <= hot.block_size << w.factor
+    }
+    // 32-bit targets: the same test in 32-bit halves. A valid cursor's
+    // capacity `block_size << factor` is at most the stride, which fits a
+    // word (the reservation does), so the block fits exactly when the
+    // position's high bits are zero, the capacity holds the size (a block of
+    // a smaller factor than `M` needs may not) and the position's low word
+    // is at most the capacity minus the size. No 64-bit shift, no 64-bit
+    // add: armv7 keeps the word's halves, `self` and the size in its five
+    // scratch registers.
+    #[cfg(not(target_pointer_width = "64"))]
+    {
+        let hi = (seen >> 32) as u32;
+        let lo = seen as u32 as usize;
+        let factor = (hi >> (FACTOR_SHIFT - 32)) & MAX_FACTOR;
+        hi << (64 - FACTOR_SHIFT) == 0
+            && hot.caps[factor as usize]
+                .checked_sub(size)
+                .is_some_and(|room| lo <= room)
     }
 }
 
@@ -476,7 +548,7 @@ impl PackedArena {
 
         let arena = PackedArena {
             cursor: CachePadded::new(AtomicU64::new(0)),
-            hot: CachePadded::new(Hot {
+            hot: HotLine::new(Hot {
                 base,
                 block_size: block_size as u64,
                 max_request,
@@ -484,6 +556,14 @@ impl PackedArena {
                     .map(|_| CachePadded::new(AtomicU64::new(0)))
                     .collect(),
                 stride_log2: stride.trailing_zeros(),
+                #[cfg(not(target_pointer_width = "64"))]
+                caps: core::array::from_fn(|f| {
+                    if f as u32 <= max_factor {
+                        block_size << f
+                    } else {
+                        0
+                    }
+                }),
             }),
             caps: (0..max_blocks).map(|_| AtomicU64::new(0)).collect(),
             capacity: Mutex::new(Capacity {
@@ -654,10 +734,10 @@ impl PackedArena {
         let Some(_entrant) = self.enter() else {
             return Attempt::refused(Refusal::TOO_MANY_ENTRANTS);
         };
-        let seen = self.cursor.fetch_add(size as u64, ordering(ORDER));
-        let size = size as u64;
+        let seen = crate::sync::fetch_add_u64(&self.cursor, size, ordering(ORDER));
         let w = decode(seen);
-        if w.position + size <= hot.block_size << w.factor {
+        if fits(hot, seen, size) {
+            let size = size as u64;
             debug_assert!(
                 w.block < hot.counters.len(),
                 "cursor names block {} of {}",
@@ -670,16 +750,19 @@ impl PackedArena {
                 "position {:#x} is not a multiple of 16",
                 w.position
             );
-            let offset = ((w.block as u64) << hot.stride_log2) + w.position;
-            debug_assert!(offset + size <= self.reservation_len as u64);
+            // `position + size` is within the block (<= stride), so both
+            // fit a word: `usize` arithmetic, no 64-bit shift on 32-bit
+            // targets.
+            let offset = (w.block << hot.stride_log2) + w.position as usize;
+            debug_assert!(offset as u64 + size <= self.reservation_len as u64);
             // SAFETY: the cursor only names installed blocks, whose slot lies
             // inside the reservation, and `position + size` is within the
             // block's capacity (<= stride), so the range is in bounds.
-            let p = unsafe { hot.base.as_ptr().add(offset as usize) };
+            let p = unsafe { hot.base.as_ptr().add(offset) };
             // SAFETY: in bounds of a non-null reservation, hence non-null.
             return Attempt::ok(unsafe { NonNull::new_unchecked(p) });
         }
-        self.alloc_slow::<ORDER>(size as usize, seen)
+        self.alloc_slow::<ORDER>(size, seen)
     }
 
     /// Counts this thread in (debug builds); `None`, counted out again,
@@ -900,7 +983,7 @@ impl PackedArena {
     /// happened in between, and nothing uses it afterwards.
     #[inline(always)]
     pub unsafe fn dealloc(&self, ptr: NonNull<u8>, size: usize) {
-        let size = align_up(size, GRAIN) as u64;
+        let size = align_up(size, GRAIN);
         let block = ptr
             .as_ptr()
             .addr()
@@ -913,8 +996,7 @@ impl PackedArena {
         // No check of `caps` here: the relaxed fast path does not order this
         // thread after the block's installation, so a relaxed read could see
         // a stale 0. `drained` re-checks under the lock.
-        let prev = self.hot.counters[block].fetch_sub(size, Ordering::Release);
-        if prev == size {
+        if crate::sync::sub_u64_reaches_zero(&self.hot.counters[block], size, Ordering::Release) {
             self.drained(block);
         }
     }
@@ -1226,34 +1308,38 @@ mod tests {
     /// the slow path writes (caps, the capacity lock) on either.
     #[test]
     fn hot_state_is_one_line_and_the_cursor_another() {
-        use core::mem::{offset_of, size_of};
+        use core::mem::{align_of, offset_of, size_of};
         let line = size_of::<CachePadded<u8>>();
         assert!(line >= 32);
+        // `Hot`'s own padding: CachePadded's on 64-bit targets, 64 bytes on
+        // 32-bit ones (where CachePadded is 32 and `Hot` carries the
+        // capacities by factor).
+        let hot_line = align_of::<HotLine<Hot>>();
+        assert_eq!(size_of::<HotLine<Hot>>(), hot_line);
+        assert!(hot_line >= line);
         assert_eq!(offset_of!(PackedArena, cursor), 0);
-        assert_eq!(
-            offset_of!(PackedArena, hot),
-            line,
-            "hot state right after the cursor's line"
-        );
+        let hot = offset_of!(PackedArena, hot);
+        assert_eq!(hot, hot_line, "hot state right after the cursor's line");
         let fields = [
             offset_of!(Hot, base),
             offset_of!(Hot, block_size),
             offset_of!(Hot, max_request),
             offset_of!(Hot, counters),
             offset_of!(Hot, stride_log2),
+            #[cfg(not(target_pointer_width = "64"))]
+            offset_of!(Hot, caps),
         ];
-        // One real cache line: 64 bytes, or CachePadded's line where that
-        // is smaller (32 on 32-bit Arm); CachePadded pads to 128 where the
-        // prefetcher pulls pairs of lines.
-        let real = line.min(64);
+        // One real cache line: 64 bytes (CachePadded pads to 128 where the
+        // prefetcher pulls pairs of lines).
+        let real = hot_line.min(64);
         assert!(
             size_of::<Hot>() <= real,
             "Hot is {} bytes",
             size_of::<Hot>()
         );
         for f in fields {
-            let at = line + f;
-            assert_eq!(at / real, line / real, "hot field at {at} leaves the line");
+            let at = hot + f;
+            assert_eq!(at / real, hot / real, "hot field at {at} leaves the line");
         }
         for cold in [
             offset_of!(PackedArena, caps),
@@ -1263,19 +1349,34 @@ mod tests {
             offset_of!(PackedArena, limit),
         ] {
             assert!(
-                cold >= 2 * line,
+                cold >= hot + hot_line,
                 "slow-path state at {cold} shares a hot line"
             );
         }
         // And the offsets the listing reads are those: cursor at 0, the rest
-        // at `line + ..`.
+        // at `hot + ..`.
         let a = PackedArena::new(4096).unwrap();
         let base = core::ptr::from_ref(&a).addr();
         assert_eq!(core::ptr::from_ref(&*a.cursor).addr() - base, 0);
         assert_eq!(
             core::ptr::from_ref(&a.hot.base).addr() - base,
-            line + fields[0]
+            hot + fields[0]
         );
+    }
+
+    /// 32-bit targets: the fit check's capacity per factor is `block_size <<
+    /// f` up to the largest factor `M` needs, and 0 above it.
+    #[cfg(not(target_pointer_width = "64"))]
+    #[test]
+    fn the_capacities_by_factor_are_the_shifted_block_size() {
+        let a = PackedArena::with_config(PackedConfig {
+            max_request: 3 << 10,
+            ..PackedConfig::new(1 << 10)
+        })
+        .unwrap();
+        assert_eq!(a.hot.caps, [1 << 10, 2 << 10, 4 << 10, 0]);
+        let b = PackedArena::new(4096).unwrap();
+        assert_eq!(b.hot.caps, [4096, 0, 0, 0]);
     }
 
     #[test]

@@ -46,3 +46,154 @@ impl<T> UnsafeCell<T> {
         f(self.0.get())
     }
 }
+
+/// `a.fetch_add(v, order)` on a 64-bit word, as the fast paths use it.
+///
+/// On 32-bit Arm (ARMv7: no 64-bit atomic add instruction) LLVM's own
+/// `ldrexd`/`strexd` loop keeps the address, the addend, the old pair, the
+/// new pair and the status live, seven registers for the five that need no
+/// saving (`r0`-`r3`, `r12`), so every fast path around it saved and
+/// restored two to four registers. [`arm::fetch_add`] is the same loop in
+/// five: it keeps only the new pair, and takes the addend off again once the
+/// store succeeded. Everywhere else (and under loom and Miri) this is the
+/// standard library's `fetch_add`.
+#[inline(always)]
+pub(crate) fn fetch_add_u64(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
+    #[cfg(all(target_arch = "arm", not(loom), not(miri)))]
+    {
+        arm::fetch_add(a, v, order)
+    }
+    #[cfg(not(all(target_arch = "arm", not(loom), not(miri))))]
+    {
+        a.fetch_add(v as u64, order)
+    }
+}
+
+/// `a.fetch_sub(v, order) == v`: whether the subtraction brought the
+/// 64-bit word to zero (see [`fetch_add_u64`]; on 32-bit Arm the loop's new
+/// pair is tested, so nothing is added back).
+#[inline(always)]
+pub(crate) fn sub_u64_reaches_zero(a: &AtomicU64, v: usize, order: Ordering) -> bool {
+    #[cfg(all(target_arch = "arm", not(loom), not(miri)))]
+    {
+        arm::sub_fetch(a, v, order) == 0
+    }
+    #[cfg(not(all(target_arch = "arm", not(loom), not(miri))))]
+    {
+        a.fetch_sub(v as u64, order) == v as u64
+    }
+}
+
+/// 64-bit read-modify-writes for 32-bit Arm in five registers.
+///
+/// Each is the loop LLVM emits for `AtomicU64::fetch_add`/`fetch_sub` on
+/// ARMv7 (`ldrexd`, the add with carry, `strexd`, retry while the store
+/// fails), with the barriers of LLVM's mapping of the orderings: `dmb ish`
+/// before the loop for `Release`, after it for `Acquire`, on both sides for
+/// `AcqRel` and `SeqCst`. It differs in one thing: the new pair overwrites
+/// the old one in the loop (`r2`:`r3`, the even/odd pair `ldrexd` and
+/// `strexd` need in the ARM instruction set), and the old value is the new
+/// one minus the addend, computed after the loop. The block is an atomic
+/// read-modify-write of the whole word with that ordering, as the standard
+/// library's would be, so it may be mixed with the word's other atomic
+/// accesses.
+#[cfg(all(target_arch = "arm", not(loom), not(miri)))]
+mod arm {
+    use super::{AtomicU64, Ordering};
+
+    /// One loop: `$pre` and `$post` are the barriers, `$op`/`$opc` the
+    /// operation on the low and high word, `$undo`/`$undoc` whole
+    /// instructions after it (its inverse, or nothing for the new value).
+    macro_rules! rmw64 {
+        ($a:expr, $v:expr, $pre:literal, $op:literal, $opc:literal, $post:literal, $undo:literal, $undoc:literal) => {{
+            let lo: u32;
+            let hi: u32;
+            // SAFETY: `$a.as_ptr()` is a valid, 8-aligned `u64` that is only
+            // accessed atomically (an `AtomicU64`); the exclusive pair
+            // `ldrexd`/`strexd` reads and writes it as one 64-bit single-copy
+            // atomic access, retried until the store succeeds, so the block
+            // is one atomic read-modify-write of the word. It touches no
+            // other memory and no stack.
+            unsafe {
+                core::arch::asm!(
+                    $pre,
+                    "2:",
+                    "ldrexd r2, r3, [{p}]",
+                    concat!($op, " r2, r2, {v}"),
+                    concat!($opc, " r3, r3, #0"),
+                    "strexd {s}, r2, r3, [{p}]",
+                    "cmp {s}, #0",
+                    "bne 2b",
+                    $post,
+                    $undo,
+                    $undoc,
+                    p = in(reg) $a.as_ptr(),
+                    v = in(reg) $v,
+                    s = out(reg) _,
+                    out("r2") lo,
+                    out("r3") hi,
+                    options(nostack),
+                );
+            }
+            (u64::from(hi) << 32) | u64::from(lo)
+        }};
+    }
+
+    /// `a.fetch_add(v, order)`.
+    #[inline(always)]
+    pub(super) fn fetch_add(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
+        match order {
+            Ordering::Relaxed => rmw64!(
+                a,
+                v,
+                "",
+                "adds",
+                "adc",
+                "",
+                "subs r2, r2, {v}",
+                "sbc r3, r3, #0"
+            ),
+            Ordering::Acquire => rmw64!(
+                a,
+                v,
+                "",
+                "adds",
+                "adc",
+                "dmb ish",
+                "subs r2, r2, {v}",
+                "sbc r3, r3, #0"
+            ),
+            Ordering::Release => rmw64!(
+                a,
+                v,
+                "dmb ish",
+                "adds",
+                "adc",
+                "",
+                "subs r2, r2, {v}",
+                "sbc r3, r3, #0"
+            ),
+            _ => rmw64!(
+                a,
+                v,
+                "dmb ish",
+                "adds",
+                "adc",
+                "dmb ish",
+                "subs r2, r2, {v}",
+                "sbc r3, r3, #0"
+            ),
+        }
+    }
+
+    /// `a.fetch_sub(v, order) - v`: the new value.
+    #[inline(always)]
+    pub(super) fn sub_fetch(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
+        match order {
+            Ordering::Relaxed => rmw64!(a, v, "", "subs", "sbc", "", "", ""),
+            Ordering::Acquire => rmw64!(a, v, "", "subs", "sbc", "dmb ish", "", ""),
+            Ordering::Release => rmw64!(a, v, "dmb ish", "subs", "sbc", "", "", ""),
+            _ => rmw64!(a, v, "dmb ish", "subs", "sbc", "dmb ish", "", ""),
+        }
+    }
+}
