@@ -173,7 +173,7 @@ mod linux {
         c
     }
 
-    #[library_benchmark(config = counting("probe_segregated_size_class", 18))]
+    #[library_benchmark(config = counting("probe_segregated_size_class", 15))]
     #[bench::small(SIZE)]
     fn segregated_size_class(size: usize) -> usize {
         black_box(probe_segregated_size_class(black_box(size)))
@@ -190,7 +190,7 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_segregated_alloc", 52))]
+    #[library_benchmark(config = counting("probe_segregated_alloc", 49))]
     #[bench::warm(setup = segregated)]
     fn segregated_alloc(a: SegregatedFit) -> SegregatedFit {
         black_box(probe_segregated_alloc(black_box(&a), black_box(SIZE)));
@@ -203,7 +203,8 @@ mod linux {
     /// class twice (once for the block, once out of line for the returned
     /// length): 89 instructions then, 47 with the class computed once, 43
     /// since the slow paths pass a pointer instead of a `Result`, 40 without
-    /// the class's redundant second range check.
+    /// the class's redundant second range check, 37 with its shift
+    /// computed without a saturating subtract.
     #[inline(never)]
     #[unsafe(no_mangle)]
     pub extern "C" fn fastpaths_segregated_allocate(a: &SegregatedFit, size: usize) -> *mut u8 {
@@ -216,7 +217,7 @@ mod linux {
         }
     }
 
-    #[library_benchmark(config = counting("fastpaths_segregated_allocate", 40))]
+    #[library_benchmark(config = counting("fastpaths_segregated_allocate", 37))]
     #[bench::warm(setup = segregated)]
     fn segregated_allocate(a: SegregatedFit) -> SegregatedFit {
         black_box(fastpaths_segregated_allocate(

@@ -54,8 +54,11 @@ pub const CLASS_COUNT: usize = index_of_granules(MAX_CLASS_SIZE >> GRANULE_SHIFT
 #[inline(always)]
 const fn index_of_granules(units: usize) -> usize {
     debug_assert!(units >= 1);
-    let fl = usize::BITS - 1 - units.leading_zeros();
-    let shift = fl.saturating_sub(SL_BITS);
+    // `fl.saturating_sub(SL_BITS)` for `fl` the top bit of `units`, without
+    // the compare and select: below `1 << SL_BITS` granules the shift is 0,
+    // and setting that bit makes the top bit `SL_BITS` exactly there while
+    // leaving it alone above.
+    let shift = usize::BITS - 1 - (units | (1 << SL_BITS)).leading_zeros() - SL_BITS;
     let rounded = units + (1 << shift) - 1;
     ((shift as usize) << SL_BITS) + (rounded >> shift) - 1
 }
