@@ -49,7 +49,8 @@ impl<T> UnsafeCell<T> {
 
 /// `a.fetch_add(v, order)` on a 64-bit word, as the fast paths use it.
 ///
-/// On 32-bit Arm (ARMv7: no 64-bit atomic add instruction) LLVM's own
+/// On 32-bit Arm from ARMv7 on (`cfg(allocasm_arm_v7)`, set by the build
+/// script from the target triple; no 64-bit atomic add instruction) LLVM's own
 /// `ldrexd`/`strexd` loop keeps the address, the addend, the old pair, the
 /// new pair and the status live, seven registers for the five that need no
 /// saving (`r0`-`r3`, `r12`), so every fast path around it saved and
@@ -59,11 +60,11 @@ impl<T> UnsafeCell<T> {
 /// standard library's `fetch_add`.
 #[inline(always)]
 pub(crate) fn fetch_add_u64(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
-    #[cfg(all(target_arch = "arm", not(loom), not(miri)))]
+    #[cfg(all(allocasm_arm_v7, not(loom), not(miri)))]
     {
         arm::fetch_add(a, v, order)
     }
-    #[cfg(not(all(target_arch = "arm", not(loom), not(miri))))]
+    #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri))))]
     {
         a.fetch_add(v as u64, order)
     }
@@ -74,11 +75,11 @@ pub(crate) fn fetch_add_u64(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
 /// pair is tested, so nothing is added back).
 #[inline(always)]
 pub(crate) fn sub_u64_reaches_zero(a: &AtomicU64, v: usize, order: Ordering) -> bool {
-    #[cfg(all(target_arch = "arm", not(loom), not(miri)))]
+    #[cfg(all(allocasm_arm_v7, not(loom), not(miri)))]
     {
         arm::sub_fetch(a, v, order) == 0
     }
-    #[cfg(not(all(target_arch = "arm", not(loom), not(miri))))]
+    #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri))))]
     {
         a.fetch_sub(v as u64, order) == v as u64
     }
@@ -97,7 +98,7 @@ pub(crate) fn sub_u64_reaches_zero(a: &AtomicU64, v: usize, order: Ordering) -> 
 /// read-modify-write of the whole word with that ordering, as the standard
 /// library's would be, so it may be mixed with the word's other atomic
 /// accesses.
-#[cfg(all(target_arch = "arm", not(loom), not(miri)))]
+#[cfg(all(allocasm_arm_v7, not(loom), not(miri)))]
 mod arm {
     use super::{AtomicU64, Ordering};
 
