@@ -198,3 +198,37 @@ mod arm {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The 64-bit add and subtract carry and borrow across the halves, return
+    /// the old value (the add) and test the new one (the subtract), for
+    /// every ordering: on armv7 this runs the `asm!` loops (the `armv7`
+    /// step), elsewhere the standard library's.
+    #[test]
+    fn the_64_bit_add_and_subtract_carry_across_the_halves() {
+        for order in [
+            Ordering::Relaxed,
+            Ordering::Acquire,
+            Ordering::Release,
+            Ordering::AcqRel,
+            Ordering::SeqCst,
+        ] {
+            let a = AtomicU64::new(0x0000_0001_FFFF_FFF0);
+            assert_eq!(fetch_add_u64(&a, 0x20, order), 0x0000_0001_FFFF_FFF0);
+            assert_eq!(a.load(Ordering::Relaxed), 0x0000_0002_0000_0010);
+            assert_eq!(fetch_add_u64(&a, usize::MAX, order), 0x0000_0002_0000_0010);
+            let expected = 0x0000_0002_0000_0010u64.wrapping_add(usize::MAX as u64);
+            assert_eq!(a.load(Ordering::Relaxed), expected);
+            let b = AtomicU64::new(0x0000_0001_0000_0010);
+            assert!(!sub_u64_reaches_zero(&b, 0x20, order));
+            assert_eq!(b.load(Ordering::Relaxed), 0x0000_0000_FFFF_FFF0);
+            assert!(sub_u64_reaches_zero(&b, 0xFFFF_FFF0, order));
+            assert_eq!(b.load(Ordering::Relaxed), 0);
+            assert!(!sub_u64_reaches_zero(&b, 1, order), "wraps, not zero");
+            assert_eq!(b.load(Ordering::Relaxed), u64::MAX);
+        }
+    }
+}
