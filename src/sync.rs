@@ -102,11 +102,11 @@ pub(crate) fn sub_u64_reaches_zero(a: &AtomicU64, v: usize, order: Ordering) -> 
 mod arm {
     use super::{AtomicU64, Ordering};
 
-    /// One loop: `$pre` and `$post` are the barriers, `$op`/`$opc` the
-    /// operation on the low and high word, `$undo`/`$undoc` whole
-    /// instructions after it (its inverse, or nothing for the new value).
+    /// One loop: `$op`/`$opc` the operation on the low and high word,
+    /// `$undo`/`$undoc` whole instructions after it (its inverse, or nothing
+    /// for the new value), `$pre` and `$post` the barriers.
     macro_rules! rmw64 {
-        ($a:expr, $v:expr, $pre:literal, $op:literal, $opc:literal, $post:literal, $undo:literal, $undoc:literal) => {{
+        ($a:expr, $v:expr, $op:literal, $opc:literal, $undo:literal, $undoc:literal, $pre:literal, $post:literal) => {{
             let lo: u32;
             let hi: u32;
             // SAFETY: `$a.as_ptr()` is a valid, 8-aligned `u64` that is only
@@ -140,62 +140,39 @@ mod arm {
         }};
     }
 
-    /// `a.fetch_add(v, order)`.
+    /// The loop with the barriers of `$order`.
+    macro_rules! ordered {
+        ($a:expr, $v:expr, $op:literal, $opc:literal, $undo:literal, $undoc:literal, $order:expr) => {
+            match $order {
+                Ordering::Relaxed => rmw64!($a, $v, $op, $opc, $undo, $undoc, "", ""),
+                Ordering::Acquire => rmw64!($a, $v, $op, $opc, $undo, $undoc, "", "dmb ish"),
+                Ordering::Release => rmw64!($a, $v, $op, $opc, $undo, $undoc, "dmb ish", ""),
+                _ => rmw64!($a, $v, $op, $opc, $undo, $undoc, "dmb ish", "dmb ish"),
+            }
+        };
+    }
+
+    /// `a.fetch_add(v, order)`: the addend is taken off the new pair after
+    /// the loop (the old pair is not kept in it). In the block, not in Rust:
+    /// LLVM's 64-bit subtract of a zero-extended word takes two more
+    /// instructions.
     #[inline(always)]
     pub(super) fn fetch_add(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
-        match order {
-            Ordering::Relaxed => rmw64!(
-                a,
-                v,
-                "",
-                "adds",
-                "adc",
-                "",
-                "subs r2, r2, {v}",
-                "sbc r3, r3, #0"
-            ),
-            Ordering::Acquire => rmw64!(
-                a,
-                v,
-                "",
-                "adds",
-                "adc",
-                "dmb ish",
-                "subs r2, r2, {v}",
-                "sbc r3, r3, #0"
-            ),
-            Ordering::Release => rmw64!(
-                a,
-                v,
-                "dmb ish",
-                "adds",
-                "adc",
-                "",
-                "subs r2, r2, {v}",
-                "sbc r3, r3, #0"
-            ),
-            _ => rmw64!(
-                a,
-                v,
-                "dmb ish",
-                "adds",
-                "adc",
-                "dmb ish",
-                "subs r2, r2, {v}",
-                "sbc r3, r3, #0"
-            ),
-        }
+        ordered!(
+            a,
+            v,
+            "adds",
+            "adc",
+            "subs r2, r2, {v}",
+            "sbc r3, r3, #0",
+            order
+        )
     }
 
     /// `a.fetch_sub(v, order) - v`: the new value.
     #[inline(always)]
     pub(super) fn sub_fetch(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
-        match order {
-            Ordering::Relaxed => rmw64!(a, v, "", "subs", "sbc", "", "", ""),
-            Ordering::Acquire => rmw64!(a, v, "", "subs", "sbc", "dmb ish", "", ""),
-            Ordering::Release => rmw64!(a, v, "dmb ish", "subs", "sbc", "", "", ""),
-            _ => rmw64!(a, v, "dmb ish", "subs", "sbc", "dmb ish", "", ""),
-        }
+        ordered!(a, v, "subs", "sbc", "", "", order)
     }
 }
 

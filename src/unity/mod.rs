@@ -19,6 +19,8 @@
 use core::fmt;
 use core::ptr::NonNull;
 
+use crate::sync::{AtomicUsize, Ordering};
+
 mod persistent;
 mod rewindable;
 mod temp;
@@ -130,15 +132,35 @@ pub(crate) const fn needs_cas(need: usize) -> bool {
 /// What a compare-and-swap reservation (the 32-bit targets' path for large
 /// reservations) returns: the block, or `None` and the offset it last saw
 /// (for the error's `available`). Two scalars, so it comes back in two
-/// registers and the fast path's call to it is a tail call; a 32-byte
-/// `Result<_, AllocError>` comes back through memory, which put a frame and
-/// stack slots on 32-bit Arm's fast path.
+/// registers; a 32-byte `Result<_, AllocError>` comes back through memory,
+/// which put a stack adjustment and stack slots on 32-bit Arm's fast path.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Reserved {
     /// The block; `None` when the pool or block had no room.
     pub(crate) ptr: Option<NonNull<u8>>,
     /// The offset the refusal saw (meaningless when `ptr` is `Some`).
     pub(crate) seen: usize,
+}
+
+/// Reserves `need` bytes of the range `offset` counts in, below `cap`, with
+/// a compare-and-swap loop that never overshoots (the 32-bit targets' path
+/// for reservations above [`MAX_FAST_RESERVE`]): the reservation's start, or
+/// the offset that left no room. `need <= cap`.
+#[inline(always)]
+pub(crate) fn reserve_cas(offset: &AtomicUsize, cap: usize, need: usize) -> Result<usize, usize> {
+    // ORDERING: Relaxed, as the fast paths' fetch_add: the reservation is a
+    // range of offsets, it publishes no data.
+    let mut seen = offset.load(Ordering::Relaxed);
+    loop {
+        if seen > cap - need {
+            return Err(seen);
+        }
+        match offset.compare_exchange_weak(seen, seen + need, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(old) => return Ok(old),
+            Err(now) => seen = now,
+        }
+    }
 }
 
 /// Threads that may be inside one atomic fast path at the same moment

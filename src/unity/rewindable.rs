@@ -46,7 +46,7 @@ use core::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use super::{MAX_CAPACITY, Reserved, needs_cas};
+use super::{MAX_CAPACITY, Reserved, needs_cas, reserve_cas};
 use crate::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::{AllocError, PageAllocator, RawAllocator, align_up};
 
@@ -288,30 +288,12 @@ impl Rewindable {
     #[cold]
     #[inline(never)]
     fn bump_cas(block: &Block, size: usize, align: usize, need: usize) -> Reserved {
-        let cap = block.capacity;
-        // ORDERING: Relaxed, as the loop's compare-and-swap below.
-        let mut seen = block.offset.load(Ordering::Relaxed);
-        loop {
-            if seen > cap - need {
-                return Reserved { ptr: None, seen };
-            }
-            // ORDERING: Relaxed, as the fetch_add of `bump`: the reservation
-            // is a range of offsets, it publishes no data.
-            match block.offset.compare_exchange_weak(
-                seen,
-                seen + need,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(old) => {
-                    let ptr = Self::place(block, old, size, align);
-                    return Reserved {
-                        ptr: Some(ptr),
-                        seen: old,
-                    };
-                }
-                Err(now) => seen = now,
-            }
+        match reserve_cas(&block.offset, block.capacity, need) {
+            Ok(old) => Reserved {
+                ptr: Some(Self::place(block, old, size, align)),
+                seen: old,
+            },
+            Err(seen) => Reserved { ptr: None, seen },
         }
     }
 

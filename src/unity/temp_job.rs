@@ -55,7 +55,9 @@ use std::collections::HashMap;
 
 use crossbeam_utils::CachePadded;
 
-use super::{Leak, LeakHook, LeakReport, MAX_CAPACITY, Reserved, needs_cas, report_leaks};
+use super::{
+    Leak, LeakHook, LeakReport, MAX_CAPACITY, Reserved, needs_cas, report_leaks, reserve_cas,
+};
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::{AllocError, PageAllocator, RawAllocator, align_up};
 
@@ -367,32 +369,14 @@ impl TempJob {
     #[cold]
     #[inline(never)]
     fn try_alloc_cas(&self, size: usize, align: usize, need: usize) -> Reserved {
-        let cap = self.capacity;
-        // ORDERING: Relaxed, as the loop's compare-and-swap below.
-        let mut seen = self.offset.load(Ordering::Relaxed);
-        loop {
-            if seen > cap - need {
-                return Reserved { ptr: None, seen };
-            }
-            // ORDERING: Relaxed, as the fetch_add of `try_alloc`: the
-            // reservation is a range of offsets, it publishes no data.
-            match self.offset.compare_exchange_weak(
-                seen,
-                seen + need,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(old) => {
-                    // SAFETY: `old..old + need` is this caller's reservation,
-                    // inside the pool (`old <= cap - need`).
-                    let ptr = unsafe { self.place(old, size, align, need) };
-                    return Reserved {
-                        ptr: Some(ptr),
-                        seen: old,
-                    };
-                }
-                Err(now) => seen = now,
-            }
+        match reserve_cas(&self.offset, self.capacity, need) {
+            Ok(old) => Reserved {
+                // SAFETY: `old..old + need` is this caller's reservation,
+                // inside the pool (`old <= cap - need`).
+                ptr: Some(unsafe { self.place(old, size, align, need) }),
+                seen: old,
+            },
+            Err(seen) => Reserved { ptr: None, seen },
         }
     }
 
