@@ -13,7 +13,8 @@
 //! unwinding (a landing pad: no edge leads to it). The *hot path* is the
 //! longest acyclic path from the entry to a return (or a tail call) through
 //! non-cold blocks; a loop on it is marked and its body counted once, per
-//! iteration.
+//! iteration. Of paths as long, it is one whose return does not hand back a
+//! constant zero (a probe's refusal: null, or 0).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
@@ -738,6 +739,47 @@ impl<'a> Cfg<'a> {
         self.blocks[b].instructions.len()
     }
 
+    /// Whether block `b` ends by zeroing the return register and returning
+    /// (`xor eax, eax` / `mov x0, xzr` / `mov r0, #0` / `li a0, 0`, then the
+    /// epilogue's restores and the return).
+    fn returns_zero(&self, b: usize) -> bool {
+        let ins = &self.blocks[b].instructions;
+        let Some((&ret, rest)) = ins.split_last() else {
+            return false;
+        };
+        if return_kind(&self.arch, self.instruction(ret)) != Some(false) {
+            return false;
+        }
+        let is_restore = |i: &Instruction| {
+            let m = base_mnemonic(&i.mnemonic);
+            let ops = i.operands.replace(' ', "");
+            m == "pop"
+                || (m == "ldp" && ops.starts_with("x29,x30"))
+                || ((m == "add" || m == "addi") && ops.starts_with("sp,sp"))
+                || (m == "ld" && (ops.starts_with("ra,") || ops.starts_with("s0,")))
+        };
+        let Some(&zero) = rest
+            .iter()
+            .rev()
+            .find(|&&n| !is_restore(self.instruction(n)))
+        else {
+            return false;
+        };
+        let zero = self.instruction(zero);
+        let m = base_mnemonic(&zero.mnemonic);
+        let ops: Vec<&str> = zero.operands.split(',').map(str::trim).collect();
+        match (&self.arch, m, ops.as_slice()) {
+            (Arch::X86_64, "xor", [a, b]) => a == b && matches!(*a, "eax" | "rax"),
+            (Arch::Aarch64, "mov", [d, z]) => {
+                matches!(*d, "x0" | "w0") && matches!(*z, "xzr" | "wzr" | "#0" | "#0x0")
+            }
+            (Arch::Arm, "mov" | "movs" | "mov.w", [d, z]) => *d == "r0" && *z == "#0",
+            (Arch::Riscv64, "li", [d, z]) => *d == "a0" && *z == "0",
+            (Arch::Riscv64, "mv", [d, z]) => *d == "a0" && *z == "zero",
+            _ => false,
+        }
+    }
+
     /// The longest acyclic path from the entry to a hot exit, as block
     /// indices, and the back edges met on the way; `allow_cold` lifts the
     /// coldness rule (the fallback when no return is hot).
@@ -745,7 +787,7 @@ impl<'a> Cfg<'a> {
         struct Search<'c, 'a> {
             cfg: &'c Cfg<'a>,
             allow_cold: bool,
-            best: Option<(usize, Vec<usize>)>,
+            best: Option<((usize, bool), Vec<usize>)>,
             stack: Vec<usize>,
             on_stack: Vec<bool>,
             budget: usize,
@@ -762,8 +804,13 @@ impl<'a> Cfg<'a> {
                 let len = len + self.cfg.block_len(b);
                 let hot_exit = matches!(blk.exit, Exit::Return | Exit::TailCall | Exit::Indirect)
                     || blk.returns;
-                if hot_exit && self.best.as_ref().is_none_or(|(l, _)| len > *l) {
-                    self.best = Some((len, self.stack.clone()));
+                // Of two paths as long, the one that does not return a
+                // constant zero: a probe's zero (null, or 0 for "refused")
+                // is its refusal, and the shared block that returns it is
+                // often as long as the store and return of the fast way.
+                let score = (len, !(hot_exit && self.cfg.returns_zero(b)));
+                if hot_exit && self.best.as_ref().is_none_or(|(l, _)| score > *l) {
+                    self.best = Some((score, self.stack.clone()));
                 }
                 for &s in &blk.succs {
                     if self.on_stack[s] || (!self.allow_cold && self.cfg.blocks[s].cold) {

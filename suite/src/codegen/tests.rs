@@ -1389,3 +1389,36 @@ fn the_frame_record_of_a_target_that_keeps_frame_pointers_is_counted_apart() {
     )));
     assert!(mac.map(|m| m.keeps_frame_pointers).unwrap_or(false));
 }
+
+#[test]
+fn of_two_paths_as_long_the_hot_path_is_the_one_that_does_not_return_zero() {
+    let p = test_profile();
+    let cold = BTreeSet::new();
+    // The refusal as the branch's target, and as the fall-through: either
+    // way the hot path is the store and return, not the null.
+    for body in [
+        "\tldr\tx9, [x0]\n\tadds\tx9, x9, x1\n\tb.hs\t.LBB0_1\n\tstr\tx9, [x0]\n\tret\n.LBB0_1:\n\tmov\tx0, xzr\n\tret\n",
+        "\tldr\tx9, [x0]\n\tadds\tx9, x9, x1\n\tb.lo\t.LBB0_1\n\tmov\tx0, xzr\n\tret\n.LBB0_1:\n\tstr\tx9, [x0]\n\tret\n",
+    ] {
+        let h = cfg::analyze(&arm_listing(body), &p, &cold).hot_path();
+        assert_eq!(h.instructions, 5, "{h:#?}");
+        assert!(h.lines.iter().any(|l| l == "str x9, [x0]"), "{h:#?}");
+        assert!(!h.lines.iter().any(|l| l.contains("xzr")), "{h:#?}");
+    }
+    // The zero behind an epilogue's restore counts too (x86-64 with a frame
+    // pointer: `xor eax, eax; pop rbp; ret`).
+    let text = "\t.type\tprobe_linear_alloc,@function\nprobe_linear_alloc:\n\tpush\trbp\n\tmov\trax, qword ptr [rdi]\n\tadd\trax, rsi\n\tjb\t.LBB0_1\n\tmov\tqword ptr [rdi], rax\n\tpop\trbp\n\tret\n.LBB0_1:\n\txor\teax, eax\n\tpop\trbp\n\tret\n";
+    let l = listing(text, ObjectFormat::Elf, &Arch::X86_64, "probe_linear_alloc");
+    let x86 = Profile::parse_with(
+        "name = \"t\"\ntriple = \"x86_64-unknown-linux-gnu\"\ndescription = \"\"\nrun = \"none\"\n",
+        Path::new("t.toml"),
+        &test_suite(),
+    )
+    .unwrap();
+    let h = cfg::analyze(&l, &x86, &cold).hot_path();
+    assert_eq!(h.instructions, 7, "{h:#?}");
+    assert!(
+        h.lines.iter().any(|l| l == "mov qword ptr [rdi], rax"),
+        "{h:#?}"
+    );
+}
