@@ -60,7 +60,7 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_linear_alloc", 15))]
+    #[library_benchmark(config = counting("probe_linear_alloc", 10))]
     #[bench::warm(setup = linear)]
     fn linear_alloc(a: LinearArena<'static>) -> LinearArena<'static> {
         black_box(probe_linear_alloc(black_box(&a), black_box(SIZE)));
@@ -71,7 +71,7 @@ mod linux {
         StackAllocator::new(1 << 16).unwrap()
     }
 
-    #[library_benchmark(config = counting("probe_stack_alloc", 15))]
+    #[library_benchmark(config = counting("probe_stack_alloc", 10))]
     #[bench::warm(setup = stack)]
     fn stack_alloc(s: StackAllocator<'static>) -> StackAllocator<'static> {
         black_box(probe_stack_alloc(black_box(&s), black_box(SIZE)));
@@ -119,7 +119,7 @@ mod linux {
         FrameAllocator::<2>::new(1 << 16).unwrap()
     }
 
-    #[library_benchmark(config = counting("probe_frame_alloc", 19))]
+    #[library_benchmark(config = counting("probe_frame_alloc", 14))]
     #[bench::warm(setup = frames)]
     fn frame_alloc(f: FrameAllocator<2>) -> FrameAllocator<2> {
         black_box(probe_frame_alloc(black_box(&f), black_box(SIZE)));

@@ -11,10 +11,13 @@
 //! `Sync`.
 //!
 //! **Fast path** ([`alloc`](LinearArena::alloc), `#[inline(always)]`): a
-//! power-of-two test of the alignment, align the cursor up, one compare of
-//! `size - 1` against the room left (a zero size wraps and is refused by the
-//! same compare), one add, one store of the cursor. No atomic, no call, no
-//! loop. There is no slow path: a request that does not fit is an
+//! power-of-two test of the alignment, align the cursor up, one add with
+//! carry that computes the new block's last byte (a zero size wraps and
+//! carries out, so it is refused with the rest), one compare of that byte
+//! against the end, one store of it as the new cursor. No atomic, no call,
+//! no loop. Alignments above 4096 (`FAST_ALIGN`) take an out-of-line path,
+//! where aligning up could wrap the address space. There is no slow path
+//! otherwise: a request that does not fit is an
 //! [`AllocError::OutOfMemory`], a zero size [`AllocError::ZeroSize`].
 //!
 //! **Costs.** No per-allocation metadata; padding to reach an alignment is
@@ -61,18 +64,30 @@ use crate::{AllocError, RawAllocator};
 #[derive(Debug)]
 #[repr(C)]
 pub struct LinearArena<'a> {
-    /// The next free byte: `base + offset`, where the offset is the bytes
-    /// handed out so far (padding included). Invariant: from `base` up to
-    /// `end`, derived from `base` (so it carries the block's provenance).
-    /// A pointer and the end's address rather than an offset and the
-    /// length: the bump reads two words, not three, and keeps four values
-    /// live (armv7 has five scratch registers).
-    cursor: Cell<*mut u8>,
+    /// The cursor, kept as the last byte handed out: `base + offset - 1`,
+    /// where the offset is the bytes handed out so far (padding included),
+    /// so `base - 1` (a wrapping pointer, never read through) when nothing
+    /// is. Invariant: from `base - 1` up to `end - 1`, derived from `base`
+    /// (so it carries the block's provenance). The last byte rather than
+    /// the next free one: the bump's fit check computes it and stores it as
+    /// it is. A pointer and the end's address rather than an offset and
+    /// the length: the bump reads two words, not three.
+    last: Cell<*mut u8>,
     /// The block. Invariant: never changes after construction.
     buffer: Buffer<'a>,
-    /// Address one past the block's last byte: `base + buffer.len()`.
+    /// Address one past the block's last usable byte: `base +
+    /// buffer.len()`, kept at most `usize::MAX - (FAST_ALIGN - 1)`.
     end: usize,
 }
+
+/// The largest alignment the bump serves inline; larger ones take an
+/// out-of-line path. The arena's end stays this far below the top of the
+/// address space (less one), so that aligning the cursor up cannot wrap.
+pub(crate) const FAST_ALIGN: usize = 4096;
+
+/// The highest end an arena keeps: from a last byte below it, adding at
+/// most [`FAST_ALIGN`] does not wrap.
+const TOP: usize = usize::MAX - (FAST_ALIGN - 1);
 
 // SAFETY: the arena owns its block or borrows it exclusively (`&'a mut`), so
 // moving it to another thread moves sole access to the block with it. It is not
@@ -105,10 +120,21 @@ impl<'a> LinearArena<'a> {
     }
 
     fn build(buffer: Buffer<'a>) -> Self {
+        // The end is kept at most `TOP`, so the bump's align-up cannot wrap.
+        // No platform maps the top page of the address space, so this gives
+        // up no byte of a real block; a block that starts there can only be
+        // an empty slice made from a raw pointer, and is swapped for an
+        // empty one at an ordinary address.
+        let buffer = if buffer.base().as_ptr().addr() > TOP {
+            Buffer::borrowed(&mut [])
+        } else {
+            buffer
+        };
         let base = buffer.base().as_ptr();
+        let end = (base.addr() + buffer.len()).min(TOP);
         LinearArena {
-            cursor: Cell::new(base),
-            end: base.addr() + buffer.len(),
+            last: Cell::new(base.wrapping_sub(1)),
+            end,
             buffer,
         }
     }
@@ -136,34 +162,77 @@ impl<'a> LinearArena<'a> {
     /// which it was, out of line.
     #[inline(always)]
     fn bump(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
-        let cursor = self.cursor.get();
+        let last = self.last.get();
         debug_assert!(
-            cursor.addr() <= self.end,
-            "cursor {cursor:p} past the end {:#x}",
+            last.addr() < self.end,
+            "last byte {last:p} at or past the end {:#x}",
             self.end
         );
         debug_assert!(align.is_power_of_two());
-        // Bytes to the next multiple of `align`, and the room left.
-        let padding = cursor.addr().wrapping_neg() & (align - 1);
-        let room = self.end - cursor.addr();
-        // `size - 1 < room - padding`: a zero size wraps and is refused too.
-        if padding > room || size.wrapping_sub(1) >= room - padding {
-            return Err(if size == 0 {
-                AllocError::ZeroSize
-            } else {
-                AllocError::OutOfMemory {
-                    requested: size,
-                    available: room,
-                }
-            });
+        if align > FAST_ALIGN {
+            return self.bump_overaligned(size, align);
         }
-        let start = cursor.wrapping_add(padding);
-        // `padding + size <= room`: the new cursor is at most the end.
-        self.cursor.set(start.wrapping_add(size));
+        // The next free byte, `last + 1`, aligned up: no wrap, as it is at
+        // most the end, which is at least `FAST_ALIGN - 1` below
+        // `usize::MAX`.
+        let start = (last.addr() + align) & !(align - 1);
+        // The new block's last byte, `start + size - 1`: a zero size makes
+        // `size - 1` wrap to `usize::MAX`, which the non-null start carries
+        // out of, so one add with carry and one compare refuse a zero size,
+        // a size past the address space and a size past the end. The byte
+        // is also what the arena keeps, so no `+ 1` brings `size` back:
+        // the check keeps four values besides `self` live (the start, the
+        // last byte, the end and the null result), which armv7's five
+        // scratch registers hold.
+        match start.checked_add(size.wrapping_sub(1)) {
+            Some(new_last) if new_last < self.end => {
+                self.last.set(last.with_addr(new_last));
+                // SAFETY: `last < start <= new_last < end`, so `start` is in
+                // the block; `with_addr` keeps the block's provenance, which
+                // `last` carries; not null, as `start > last >= 0`.
+                Ok(unsafe { NonNull::new_unchecked(last.with_addr(start)) })
+            }
+            _ => Err(self.refusal(size)),
+        }
+    }
+
+    /// The bump for an alignment above [`FAST_ALIGN`], where aligning the
+    /// cursor up could wrap: the padding and the room are computed apart.
+    #[cold]
+    #[inline(never)]
+    fn bump_overaligned(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
+        let next = self.next();
+        let padding = next.addr().wrapping_neg() & (align - 1);
+        let room = self.end - next.addr();
+        if padding > room || size.wrapping_sub(1) >= room - padding {
+            return Err(self.refusal(size));
+        }
+        let start = next.wrapping_add(padding);
+        // `padding + size <= room`: the new last byte is below the end.
+        self.last.set(start.wrapping_add(size - 1));
         // SAFETY: `start` is inside the block (`padding < room`, as `size`
         // is non-zero), derived from the cursor, so from `base`; not null,
         // because the block is not at address 0.
         Ok(unsafe { NonNull::new_unchecked(start) })
+    }
+
+    /// The next free byte: one past the last byte handed out.
+    #[inline(always)]
+    fn next(&self) -> *mut u8 {
+        self.last.get().wrapping_add(1)
+    }
+
+    /// Why a request for `size` bytes was refused.
+    #[cold]
+    fn refusal(&self, size: usize) -> AllocError {
+        if size == 0 {
+            AllocError::ZeroSize
+        } else {
+            AllocError::OutOfMemory {
+                requested: size,
+                available: self.end - self.next().addr(),
+            }
+        }
     }
 
     /// Frees everything at once: the next allocation starts at offset 0 again.
@@ -172,19 +241,21 @@ impl<'a> LinearArena<'a> {
     /// still be alive.
     #[inline]
     pub fn reset(&mut self) {
-        self.cursor.set(self.buffer.base().as_ptr());
+        self.last.set(self.buffer.base().as_ptr().wrapping_sub(1));
     }
 
     /// Bytes handed out since the last reset, padding included.
     #[inline]
     pub fn used(&self) -> usize {
-        self.cursor.get().addr() - self.buffer.base().as_ptr().addr()
+        self.next().addr() - self.buffer.base().as_ptr().addr()
     }
 
-    /// Size of the block in bytes.
+    /// Bytes the block can serve: its size, except for a block reaching
+    /// into the top 4 KiB of the address space, which no platform maps
+    /// (the arena stops short of them).
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.buffer.len()
+        self.end - self.buffer.base().as_ptr().addr()
     }
 
     /// Bytes not handed out yet (an allocation with padding may fit fewer).
@@ -240,8 +311,28 @@ impl<'a> LinearArena<'a> {
     #[inline(always)]
     pub(crate) fn set_offset(&self, offset: usize) {
         debug_assert!(offset <= self.capacity());
-        self.cursor
-            .set(self.buffer.base().as_ptr().wrapping_add(offset));
+        self.last.set(self.last_byte_at(offset));
+    }
+
+    /// Whether `offset` (at most the capacity) is at most the bytes in use:
+    /// the last byte at that offset compared with the last byte handed
+    /// out, the cursor as it is kept (`used()` would add one and take the
+    /// base off).
+    #[inline(always)]
+    pub(crate) fn offset_in_use(&self, offset: usize) -> bool {
+        debug_assert!(offset <= self.capacity());
+        self.last_byte_at(offset).addr() <= self.last.get().addr()
+    }
+
+    /// `base + offset - 1`: the cursor as it is kept when `offset` bytes are
+    /// in use (`offset` at most the capacity, so no wrap past the end).
+    #[inline(always)]
+    fn last_byte_at(&self, offset: usize) -> *mut u8 {
+        self.buffer
+            .base()
+            .as_ptr()
+            .wrapping_add(offset)
+            .wrapping_sub(1)
     }
 }
 
@@ -433,6 +524,33 @@ mod tests {
         assert_eq!(arena.used(), 0);
         arena.alloc(64, 1).unwrap();
         assert_eq!(arena.remaining(), 0);
+    }
+
+    #[test]
+    fn a_block_at_the_top_of_the_address_space_serves_nothing() {
+        // The one block that can start in the top page: an empty slice at a
+        // made-up address (non-null and aligned, so a valid slice). From
+        // there the align-up would wrap to a low address that passes the
+        // fit check.
+        for addr in [usize::MAX - 64, TOP + 1, usize::MAX] {
+            let ptr = core::ptr::without_provenance_mut::<MaybeUninit<u8>>(addr);
+            // SAFETY: a zero-length slice needs only a non-null, aligned
+            // pointer.
+            let bytes = unsafe { core::slice::from_raw_parts_mut(ptr, 0) };
+            let arena = LinearArena::with_buffer(bytes);
+            assert_eq!(arena.capacity(), 0);
+            assert_eq!(arena.used(), 0);
+            for align in [1, 8, FAST_ALIGN, FAST_ALIGN * 2] {
+                assert_eq!(
+                    arena.alloc(1, align),
+                    Err(AllocError::OutOfMemory {
+                        requested: 1,
+                        available: 0
+                    }),
+                    "{addr:#x} align {align}"
+                );
+            }
+        }
     }
 
     #[test]

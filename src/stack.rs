@@ -173,7 +173,9 @@ impl<'a> StackAllocator<'a> {
     #[inline(always)]
     pub fn free_to_marker(&mut self, marker: Marker) -> Result<(), AllocError> {
         debug_assert!(self.arena.used() <= self.arena.capacity());
-        if marker.owner != self.id || marker.offset > self.arena.used() {
+        // A marker of this allocator was taken at an offset at most the
+        // capacity, which `offset_in_use` needs.
+        if marker.owner != self.id || !self.arena.offset_in_use(marker.offset) {
             return Err(AllocError::BadMarker);
         }
         #[cfg(debug_assertions)]

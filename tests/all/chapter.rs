@@ -859,6 +859,36 @@ proptest! {
         }
     }
 
+    /// The bump against a model of addresses: alignments past
+    /// `FAST_ALIGN` (the out-of-line path) and below it, zero sizes, sizes
+    /// that fit exactly and sizes that miss by one byte.
+    #[test]
+    fn linear_bump_matches_the_address_model(ops in prop::collection::vec((0usize..3000, 0u32..15, any::<bool>()), program_len())) {
+        const CAP: usize = 48 * 1024;
+        let arena = LinearArena::new(CAP).unwrap();
+        let base = arena.base().as_ptr() as usize;
+        let mut offset = 0usize; // the model
+        for &(size, align_shift, exact) in &ops {
+            let align = 1usize << align_shift;
+            let start = (base + offset).next_multiple_of(align);
+            // Sometimes ask for exactly what is left after the padding, or one more.
+            let size = match (exact, (base + CAP).checked_sub(start)) {
+                (true, Some(left)) => left + size % 2,
+                _ => size,
+            };
+            let got = arena.alloc(size, align);
+            if size == 0 {
+                prop_assert_eq!(got, Err(AllocError::ZeroSize));
+            } else if start + size <= base + CAP {
+                prop_assert_eq!(got.map(|p| p.as_ptr() as usize), Ok(start));
+                offset = start + size - base;
+            } else {
+                prop_assert_eq!(got, Err(AllocError::OutOfMemory { requested: size, available: CAP - offset }));
+            }
+            prop_assert_eq!(arena.used(), offset);
+        }
+    }
+
     #[test]
     fn stack_random_programs(ops in prop::collection::vec((0u8..4, 1usize..64, 0u32..5, any::<usize>()), program_len())) {
         let mut stack = StackAllocator::new(2048).unwrap();
