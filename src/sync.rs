@@ -85,6 +85,29 @@ pub(crate) fn sub_u64_reaches_zero(a: &AtomicU64, v: usize, order: Ordering) -> 
     }
 }
 
+/// `a.fetch_add(v, order)` on a word, as the fast paths that follow the add
+/// with a fit check use it.
+///
+/// On 32-bit Arm from ARMv7 on, LLVM's `ldrex`/`strex` loop keeps the old
+/// value and the new one apart, and the fit check after it reads values the
+/// compiler computed before the loop and keeps in registers across it: with
+/// the address, the addend and the status, more than the five registers
+/// that need no saving. [`arm::fetch_add_word`] keeps only the new value in
+/// the loop and takes the addend off after it, and the block claims all
+/// memory, so what the caller reads after the add is loaded again rather
+/// than held. Everywhere else this is the standard library's `fetch_add`.
+#[inline(always)]
+pub(crate) fn fetch_add_usize(a: &AtomicUsize, v: usize, order: Ordering) -> usize {
+    #[cfg(all(allocasm_arm_v7, not(loom), not(miri)))]
+    {
+        arm::fetch_add_word(a, v, order)
+    }
+    #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri))))]
+    {
+        a.fetch_add(v, order)
+    }
+}
+
 /// 64-bit read-modify-writes for 32-bit Arm in five registers.
 ///
 /// Each is the loop LLVM emits for `AtomicU64::fetch_add`/`fetch_sub` on
@@ -100,7 +123,7 @@ pub(crate) fn sub_u64_reaches_zero(a: &AtomicU64, v: usize, order: Ordering) -> 
 /// accesses.
 #[cfg(all(allocasm_arm_v7, not(loom), not(miri)))]
 mod arm {
-    use super::{AtomicU64, Ordering};
+    use super::{AtomicU64, AtomicUsize, Ordering};
 
     /// One loop: `$op`/`$opc` the operation on the low and high word,
     /// `$undo`/`$undoc` whole instructions after it (its inverse, or nothing
@@ -169,6 +192,52 @@ mod arm {
         )
     }
 
+    /// The 32-bit loop with the barriers of `$pre` and `$post`: the new
+    /// value overwrites the old one, which is the new one minus the addend
+    /// after the loop.
+    macro_rules! rmw32 {
+        ($a:expr, $v:expr, $pre:literal, $post:literal) => {{
+            let x: usize;
+            // SAFETY: `$a.as_ptr()` is a valid, 4-aligned `usize` that is only
+            // accessed atomically (an `AtomicUsize`); `ldrex`/`strex` read and
+            // write it as one single-copy atomic access, retried until the
+            // store succeeds, so the block is one atomic read-modify-write
+            // of the word. It touches no other memory and no stack. `out`
+            // operands get registers apart from the inputs and each other,
+            // as `strex` needs (status, value and address distinct).
+            unsafe {
+                core::arch::asm!(
+                    $pre,
+                    "2:",
+                    "ldrex {x}, [{p}]",
+                    "add {x}, {x}, {v}",
+                    "strex {s}, {x}, [{p}]",
+                    "cmp {s}, #0",
+                    "bne 2b",
+                    $post,
+                    "sub {x}, {x}, {v}",
+                    p = in(reg) $a.as_ptr(),
+                    v = in(reg) $v,
+                    x = out(reg) x,
+                    s = out(reg) _,
+                    options(nostack),
+                );
+            }
+            x
+        }};
+    }
+
+    /// `a.fetch_add(v, order)` on a word (see [`super::fetch_add_usize`]).
+    #[inline(always)]
+    pub(super) fn fetch_add_word(a: &AtomicUsize, v: usize, order: Ordering) -> usize {
+        match order {
+            Ordering::Relaxed => rmw32!(a, v, "", ""),
+            Ordering::Acquire => rmw32!(a, v, "", "dmb ish"),
+            Ordering::Release => rmw32!(a, v, "dmb ish", ""),
+            _ => rmw32!(a, v, "dmb ish", "dmb ish"),
+        }
+    }
+
     /// `a.fetch_sub(v, order) - v`: the new value.
     #[inline(always)]
     pub(super) fn sub_fetch(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
@@ -207,5 +276,43 @@ mod tests {
             assert!(!sub_u64_reaches_zero(&b, 1, order), "wraps, not zero");
             assert_eq!(b.load(Ordering::Relaxed), u64::MAX);
         }
+    }
+
+    /// The word's add returns the old value and leaves the new one, wrapping
+    /// too, for every ordering (on armv7 the `asm!` loop, whose old value
+    /// is the new one less the addend), and two threads' adds all count.
+    #[test]
+    fn the_word_add_returns_the_old_value_and_every_add_counts() {
+        for order in [
+            Ordering::Relaxed,
+            Ordering::Acquire,
+            Ordering::Release,
+            Ordering::AcqRel,
+            Ordering::SeqCst,
+        ] {
+            let a = AtomicUsize::new(100);
+            assert_eq!(fetch_add_usize(&a, 28, order), 100);
+            assert_eq!(fetch_add_usize(&a, 0, order), 128);
+            assert_eq!(a.load(Ordering::Relaxed), 128);
+            assert_eq!(fetch_add_usize(&a, usize::MAX, order), 128, "wraps");
+            assert_eq!(a.load(Ordering::Relaxed), 127);
+        }
+        let a = AtomicUsize::new(0);
+        let rounds = if cfg!(miri) { 50 } else { 20_000 };
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut last = None;
+                    for _ in 0..rounds {
+                        let old = fetch_add_usize(&a, 64, Ordering::Relaxed);
+                        // This thread's own adds come in increasing order.
+                        assert!(last.is_none_or(|l| old > l));
+                        assert_eq!(old % 64, 0);
+                        last = Some(old);
+                    }
+                });
+            }
+        });
+        assert_eq!(a.load(Ordering::Relaxed), 2 * rounds * 64);
     }
 }

@@ -105,7 +105,7 @@ fn report_leaks(hook: Option<&LeakHook>, report: &LeakReport) {
 /// than any address space) and every reservation takes the `fetch_add`. On
 /// 32-bit targets it is 1 GiB, so Unity's default sizes (64 MiB pools and
 /// blocks) can be made there too; the fast path then serves reservations up
-/// to [`MAX_FAST_RESERVE`] (about 3 MiB) with the `fetch_add`.
+/// to [`MAX_FAST_RESERVE`] (2.94 MiB) with the `fetch_add`.
 pub const MAX_CAPACITY: usize = if usize::BITS >= 64 {
     usize::MAX / (MAX_ENTRANTS + 2)
 } else {
@@ -116,10 +116,14 @@ pub const MAX_CAPACITY: usize = if usize::BITS >= 64 {
 /// `fetch_add`; larger ones (only on 32-bit targets, where this is below
 /// [`MAX_CAPACITY`]) reserve with a compare-and-swap loop instead. See
 /// [`MAX_CAPACITY`] for the bound this keeps.
+///
+/// On 32-bit targets it is rounded down to a multiple of 64 KiB (2.94 MiB):
+/// the constant is then `0x2f << 16`, which 32-bit Arm's compare takes as
+/// an immediate, so the test needs no register on the fast path.
 pub const MAX_FAST_RESERVE: usize = if usize::BITS >= 64 {
     MAX_CAPACITY
 } else {
-    (usize::MAX - MAX_CAPACITY) / (MAX_ENTRANTS + 1)
+    ((usize::MAX - MAX_CAPACITY) / (MAX_ENTRANTS + 1)) & !0xffff
 };
 
 /// Whether a reservation of `need` bytes must take the compare-and-swap

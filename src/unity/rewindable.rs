@@ -256,28 +256,39 @@ impl Rewindable {
         }
         // No overflow: size, extra <= cap <= MAX_CAPACITY.
         let need = align_up(size, Self::MIN_ALIGN) + extra;
+        // Larger than a block, like a size above the capacity: the error
+        // says what an empty block would have.
+        if need > cap {
+            return Err(out(0));
+        }
+        // The compare-and-swap before the pre-check, which it does itself:
+        // on the fast path `size` is then dead before the offset is loaded,
+        // one register fewer on 32-bit Arm.
+        if needs_cas(need) {
+            let r = Self::bump_cas(block, size, align, need);
+            return r.ptr.ok_or_else(|| out(r.seen));
+        }
         // The pre-check: a full block refuses before touching the offset,
         // so failures one after another never move it (only threads already
         // past this load can push it beyond `cap`; see `MAX_CAPACITY`).
         let seen = block.offset.load(Ordering::Relaxed);
-        if need > cap || seen > cap - need {
+        if seen > cap - need {
             return Err(out(seen));
-        }
-        if needs_cas(need) {
-            let r = Self::bump_cas(block, size, align, need);
-            return r.ptr.ok_or_else(|| out(r.seen));
         }
         // ORDERING: Relaxed. The add only has to hand out disjoint ranges of
         // the block. The block itself was published by the Release store of
         // `current` that the caller's Acquire load read (or under the
         // blocks lock); its bytes are reused only after `rewind(&mut self)`,
         // and `&mut self` orders every earlier access before that.
-        let old = block.offset.fetch_add(need, Ordering::Relaxed);
+        let old = crate::sync::fetch_add_usize(&block.offset, need, Ordering::Relaxed);
         debug_assert!(
             old.is_multiple_of(Self::MIN_ALIGN),
             "Rewindable block offset {old} not 64-aligned"
         );
-        if old > cap - need {
+        // The capacity read again rather than `cap - need` held across the
+        // add: on 32-bit Arm the add claims memory, and the load is one
+        // register fewer in the loop (elsewhere the compiler reuses `cap`).
+        if old > block.capacity - need {
             return Err(out(old));
         }
         Ok(Self::place(block, old, size, align))
@@ -560,6 +571,26 @@ mod tests {
             ));
         }
         assert_eq!(offset(&r), full, "failed requests moved the offset");
+    }
+
+    /// What a refusal reports: the bytes left in the block when the request
+    /// could fit an empty one, the whole block when even an empty one is
+    /// too small (a size above it, or one whose alignment's padding takes
+    /// it past the block).
+    #[test]
+    fn refusals_report_what_the_block_has_left() {
+        let r = Rewindable::new(4096, 4096).unwrap();
+        r.try_alloc(1024, 64).unwrap();
+        let oom = |requested, available| {
+            Err(AllocError::OutOfMemory {
+                requested,
+                available,
+            })
+        };
+        assert_eq!(r.try_alloc(4000, 64), oom(4000, 3072));
+        assert_eq!(r.try_alloc(4097, 64), oom(4097, 4096));
+        assert_eq!(r.try_alloc(4000, 256), oom(4000, 4096));
+        assert_eq!(offset(&r), 1024, "refusals moved the offset");
     }
 }
 
