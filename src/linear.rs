@@ -241,7 +241,7 @@ impl<'a> LinearArena<'a> {
     /// still be alive.
     #[inline]
     pub fn reset(&mut self) {
-        self.last.set(self.buffer.base().as_ptr().wrapping_sub(1));
+        self.set_offset(0);
     }
 
     /// Bytes handed out since the last reset, padding included.

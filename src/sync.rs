@@ -163,14 +163,15 @@ mod arm {
         }};
     }
 
-    /// The loop with the barriers of `$order`.
+    /// The loop `$rmw!($args, pre, post)` with the barriers of `$order`
+    /// (LLVM's mapping, for both widths).
     macro_rules! ordered {
-        ($a:expr, $v:expr, $op:literal, $opc:literal, $undo:literal, $undoc:literal, $order:expr) => {
+        ($rmw:ident($($args:tt)*), $order:expr) => {
             match $order {
-                Ordering::Relaxed => rmw64!($a, $v, $op, $opc, $undo, $undoc, "", ""),
-                Ordering::Acquire => rmw64!($a, $v, $op, $opc, $undo, $undoc, "", "dmb ish"),
-                Ordering::Release => rmw64!($a, $v, $op, $opc, $undo, $undoc, "dmb ish", ""),
-                _ => rmw64!($a, $v, $op, $opc, $undo, $undoc, "dmb ish", "dmb ish"),
+                Ordering::Relaxed => $rmw!($($args)*, "", ""),
+                Ordering::Acquire => $rmw!($($args)*, "", "dmb ish"),
+                Ordering::Release => $rmw!($($args)*, "dmb ish", ""),
+                _ => $rmw!($($args)*, "dmb ish", "dmb ish"),
             }
         };
     }
@@ -182,12 +183,7 @@ mod arm {
     #[inline(always)]
     pub(super) fn fetch_add(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
         ordered!(
-            a,
-            v,
-            "adds",
-            "adc",
-            "subs r2, r2, {v}",
-            "sbc r3, r3, #0",
+            rmw64(a, v, "adds", "adc", "subs r2, r2, {v}", "sbc r3, r3, #0"),
             order
         )
     }
@@ -230,18 +226,13 @@ mod arm {
     /// `a.fetch_add(v, order)` on a word (see [`super::fetch_add_usize`]).
     #[inline(always)]
     pub(super) fn fetch_add_word(a: &AtomicUsize, v: usize, order: Ordering) -> usize {
-        match order {
-            Ordering::Relaxed => rmw32!(a, v, "", ""),
-            Ordering::Acquire => rmw32!(a, v, "", "dmb ish"),
-            Ordering::Release => rmw32!(a, v, "dmb ish", ""),
-            _ => rmw32!(a, v, "dmb ish", "dmb ish"),
-        }
+        ordered!(rmw32(a, v), order)
     }
 
     /// `a.fetch_sub(v, order) - v`: the new value.
     #[inline(always)]
     pub(super) fn sub_fetch(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
-        ordered!(a, v, "subs", "sbc", "", "", order)
+        ordered!(rmw64(a, v, "subs", "sbc", "", ""), order)
     }
 }
 
@@ -249,19 +240,22 @@ mod arm {
 mod tests {
     use super::*;
 
+    /// Every ordering a read-modify-write takes.
+    const ORDERS: [Ordering; 5] = [
+        Ordering::Relaxed,
+        Ordering::Acquire,
+        Ordering::Release,
+        Ordering::AcqRel,
+        Ordering::SeqCst,
+    ];
+
     /// The 64-bit add and subtract carry and borrow across the halves, return
     /// the old value (the add) and test the new one (the subtract), for
     /// every ordering: on armv7 this runs the `asm!` loops (the `armv7`
     /// step), elsewhere the standard library's.
     #[test]
     fn the_64_bit_add_and_subtract_carry_across_the_halves() {
-        for order in [
-            Ordering::Relaxed,
-            Ordering::Acquire,
-            Ordering::Release,
-            Ordering::AcqRel,
-            Ordering::SeqCst,
-        ] {
+        for order in ORDERS {
             let a = AtomicU64::new(0x0000_0001_FFFF_FFF0);
             assert_eq!(fetch_add_u64(&a, 0x20, order), 0x0000_0001_FFFF_FFF0);
             assert_eq!(a.load(Ordering::Relaxed), 0x0000_0002_0000_0010);
@@ -283,13 +277,7 @@ mod tests {
     /// is the new one less the addend), and two threads' adds all count.
     #[test]
     fn the_word_add_returns_the_old_value_and_every_add_counts() {
-        for order in [
-            Ordering::Relaxed,
-            Ordering::Acquire,
-            Ordering::Release,
-            Ordering::AcqRel,
-            Ordering::SeqCst,
-        ] {
+        for order in ORDERS {
             let a = AtomicUsize::new(100);
             assert_eq!(fetch_add_usize(&a, 28, order), 100);
             assert_eq!(fetch_add_usize(&a, 0, order), 128);

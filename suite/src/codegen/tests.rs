@@ -1409,13 +1409,7 @@ fn of_two_paths_as_long_the_hot_path_is_the_one_that_does_not_return_zero() {
     // pointer: `xor eax, eax; pop rbp; ret`).
     let text = "\t.type\tprobe_linear_alloc,@function\nprobe_linear_alloc:\n\tpush\trbp\n\tmov\trax, qword ptr [rdi]\n\tadd\trax, rsi\n\tjb\t.LBB0_1\n\tmov\tqword ptr [rdi], rax\n\tpop\trbp\n\tret\n.LBB0_1:\n\txor\teax, eax\n\tpop\trbp\n\tret\n";
     let l = listing(text, ObjectFormat::Elf, &Arch::X86_64, "probe_linear_alloc");
-    let x86 = Profile::parse_with(
-        "name = \"t\"\ntriple = \"x86_64-unknown-linux-gnu\"\ndescription = \"\"\nrun = \"none\"\n",
-        Path::new("t.toml"),
-        &test_suite(),
-    )
-    .unwrap();
-    let h = cfg::analyze(&l, &x86, &cold).hot_path();
+    let h = cfg::analyze(&l, &profile_for("x86_64-unknown-linux-gnu"), &cold).hot_path();
     assert_eq!(h.instructions, 7, "{h:#?}");
     assert!(
         h.lines.iter().any(|l| l == "mov qword ptr [rdi], rax"),
