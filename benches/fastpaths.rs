@@ -231,7 +231,7 @@ mod linux {
         TempJob::new(1 << 16).unwrap().on_leak(|_| {})
     }
 
-    #[library_benchmark(config = counting("probe_tempjob_alloc", 25))]
+    #[library_benchmark(config = counting("probe_tempjob_alloc", 24))]
     #[bench::warm(setup = temp_job)]
     fn tempjob_alloc(j: TempJob) -> TempJob {
         black_box(probe_tempjob_alloc(black_box(&j), black_box(SIZE)));

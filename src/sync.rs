@@ -108,6 +108,38 @@ pub(crate) fn fetch_add_usize(a: &AtomicUsize, v: usize, order: Ordering) -> usi
     }
 }
 
+/// `a.fetch_add((size + 31) & !15, order)`: a 16-byte header and `size`
+/// bytes rounded up to 16, as TempJob reserves them. Returns the old value
+/// and `size` again, which the caller uses from then on.
+///
+/// On 32-bit Arm from ARMv7 on the sum is computed inside the `ldrex`/`strex`
+/// loop from `size`, the loop keeps only the new value, and `size` leaves the
+/// block as a value LLVM cannot tell from a new one. So the loop holds four
+/// registers (address, size, value, status), and nothing computed from the
+/// size before it (the sum, the bounds of the pre-check) stays live across
+/// it: the caller's record needs the size after the add, and with those
+/// values held too it took more registers than the five that need no saving.
+/// Everywhere else this is the standard library's `fetch_add`.
+///
+/// `size + 31` must not wrap (the caller has checked `size` against its
+/// capacity).
+#[inline(always)]
+pub(crate) fn fetch_add_header_block(
+    a: &AtomicUsize,
+    size: usize,
+    order: Ordering,
+) -> (usize, usize) {
+    debug_assert!(size <= usize::MAX - 31);
+    #[cfg(all(allocasm_arm_v7, not(loom), not(miri)))]
+    {
+        arm::fetch_add_header_block(a, size, order)
+    }
+    #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri))))]
+    {
+        (a.fetch_add((size + 31) & !15, order), size)
+    }
+}
+
 /// 64-bit read-modify-writes for 32-bit Arm in five registers.
 ///
 /// Each is the loop LLVM emits for `AtomicU64::fetch_add`/`fetch_sub` on
@@ -229,6 +261,54 @@ mod arm {
         ordered!(rmw32(a, v), order)
     }
 
+    /// The header-and-block loop with the barriers of `$pre` and `$post`:
+    /// the addend is computed in the loop into the status register (dead
+    /// until `strex` writes it), the new value overwrites the old one.
+    macro_rules! rmw_header_block {
+        ($a:expr, $size:expr, $pre:literal, $post:literal) => {{
+            let x: usize;
+            let mut size: usize = $size;
+            // SAFETY: `$a.as_ptr()` is a valid, 4-aligned `usize` that is only
+            // accessed atomically (an `AtomicUsize`); `ldrex`/`strex` read and
+            // write it as one single-copy atomic access, retried until the
+            // store succeeds, so the block is one atomic read-modify-write
+            // of the word. It touches no other memory and no stack, and
+            // leaves `size` as it found it. `out` operands get registers
+            // apart from the inputs and each other, as `strex` needs
+            // (status, value and address distinct).
+            unsafe {
+                core::arch::asm!(
+                    $pre,
+                    "2:",
+                    "ldrex {x}, [{p}]",
+                    "add {s}, {n}, #31",
+                    "bic {s}, {s}, #15",
+                    "add {x}, {x}, {s}",
+                    "strex {s}, {x}, [{p}]",
+                    "cmp {s}, #0",
+                    "bne 2b",
+                    $post,
+                    p = in(reg) $a.as_ptr(),
+                    n = inout(reg) size,
+                    x = out(reg) x,
+                    s = out(reg) _,
+                    options(nostack),
+                );
+            }
+            (x.wrapping_sub((size + 31) & !15), size)
+        }};
+    }
+
+    /// See [`super::fetch_add_header_block`].
+    #[inline(always)]
+    pub(super) fn fetch_add_header_block(
+        a: &AtomicUsize,
+        size: usize,
+        order: Ordering,
+    ) -> (usize, usize) {
+        ordered!(rmw_header_block(a, size), order)
+    }
+
     /// `a.fetch_sub(v, order) - v`: the new value.
     #[inline(always)]
     pub(super) fn sub_fetch(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
@@ -270,6 +350,45 @@ mod tests {
             assert!(!sub_u64_reaches_zero(&b, 1, order), "wraps, not zero");
             assert_eq!(b.load(Ordering::Relaxed), u64::MAX);
         }
+    }
+
+    /// The header-and-block add reserves the size rounded up to 16 plus 16,
+    /// returns the old value and the size unchanged, for every ordering (on
+    /// armv7 the `asm!` loop, which computes the addend inside it and
+    /// keeps only the new value), and two threads' adds all count.
+    #[test]
+    fn the_header_and_block_add_reserves_the_rounded_size_and_a_header() {
+        for order in ORDERS {
+            let a = AtomicUsize::new(48);
+            for (size, old) in [
+                (1, 48),
+                (16, 80),
+                (17, 112),
+                (100, 160),
+                (usize::MAX - 31, 288),
+            ] {
+                assert_eq!(
+                    fetch_add_header_block(&a, size, order),
+                    (old, size),
+                    "size {size}"
+                );
+            }
+            // `usize::MAX - 31` reserves `usize::MAX - 15`: the add wraps.
+            assert_eq!(a.load(Ordering::Relaxed), 272);
+        }
+        let a = AtomicUsize::new(0);
+        let rounds = if cfg!(miri) { 50 } else { 20_000 };
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..rounds {
+                        let (old, size) = fetch_add_header_block(&a, 40, Ordering::Relaxed);
+                        assert_eq!((old % 64, size), (0, 40));
+                    }
+                });
+            }
+        });
+        assert_eq!(a.load(Ordering::Relaxed), 2 * rounds * 64);
     }
 
     /// The word's add returns the old value and leaves the new one, wrapping

@@ -119,6 +119,15 @@ const PAD: u32 = 0x5041_4444;
 /// The pool ends here (a reservation that did not fit started here).
 const END: u32 = 0x454E_4400;
 
+/// Bytes a block of `size` bytes takes with its record: `RECORD +
+/// align_up(size, 16)`, written as the add of `crate::sync::fetch_add_header_block`
+/// computes it, so that LLVM sees one value. `size + 31` must not wrap.
+#[inline(always)]
+const fn header_and_block(size: usize) -> usize {
+    (size + 31) & !15
+}
+const _: () = assert!(RECORD == 16 && TempJob::MIN_ALIGN == 16);
+
 /// Writes a record at pool offset `at` of the pool at `base`.
 ///
 /// # Safety
@@ -134,6 +143,12 @@ unsafe fn write_record(base: NonNull<u8>, at: usize, size: usize, frame: u32, st
             .cast::<Record>()
             .write(Record { size, frame, state })
     };
+}
+
+std::thread_local! {
+    /// The offset this thread's last refused compare-and-swap reservation
+    /// saw (see `TempJob::try_alloc_cas`). No destructor, never lazy.
+    static CAS_REFUSED_AT: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
 }
 
 /// An overflow block: where it came from, so it can be given back.
@@ -309,74 +324,172 @@ impl TempJob {
     /// [`AllocError::OutOfMemory`] when the pool has no room.
     #[inline(always)]
     pub fn try_alloc(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
-        if size == 0 {
-            return Err(AllocError::ZeroSize);
+        let r = self.reserve(size, align);
+        match r.ptr {
+            Some(p) => Ok(p),
+            None => Err(self.refusal(size, align, r.seen)),
         }
-        if !align.is_power_of_two() {
-            return Err(AllocError::BadAlignment { align });
+    }
+
+    /// Why [`reserve`](Self::reserve) refused: from the arguments, or the
+    /// room the offset it saw left. Arithmetic only, so a caller that only
+    /// tests the pointer drops it.
+    #[inline(always)]
+    fn refusal(&self, size: usize, align: usize, seen: usize) -> AllocError {
+        if size == 0 {
+            AllocError::ZeroSize
+        } else if !align.is_power_of_two() {
+            AllocError::BadAlignment { align }
+        } else {
+            AllocError::OutOfMemory {
+                requested: size,
+                available: self.capacity.saturating_sub(seen),
+            }
+        }
+    }
+
+    /// The reservation: the block and its records, or `None` with the offset
+    /// the refusal saw. Two scalars, in registers, also from the two calls
+    /// off the fast path, so that each of them is a tail call where the
+    /// caller only tests the pointer (no frame on the fast path).
+    #[inline(always)]
+    fn reserve(&self, size: usize, align: usize) -> Reserved {
+        if size == 0 || !align.is_power_of_two() {
+            return Reserved {
+                ptr: self.refused(),
+                seen: 0,
+            };
         }
         let cap = self.capacity;
         // Over-aligned blocks reserve the worst-case padding up front, so one
         // `fetch_add` always suffices.
         let extra = align.saturating_sub(Self::MIN_ALIGN);
-        let out = |at: usize| AllocError::OutOfMemory {
-            requested: size,
-            available: cap.saturating_sub(at),
-        };
         // The pre-check: a full pool refuses before touching the offset, so
         // only threads already past this load can push it beyond `cap`.
         // ORDERING: Relaxed: a hint only; the `fetch_add` below decides.
         let seen = self.offset.load(Ordering::Relaxed);
         if size > cap || extra > cap {
-            return Err(out(seen));
+            return Reserved {
+                ptr: self.refused(),
+                seen,
+            };
         }
         // No overflow: size, extra <= cap <= MAX_CAPACITY.
-        let need = RECORD + align_up(size, Self::MIN_ALIGN) + extra;
+        let need = header_and_block(size) + extra;
         if need > cap || seen > cap - need {
-            return Err(out(seen));
+            return Reserved {
+                ptr: self.refused(),
+                seen,
+            };
         }
         if needs_cas(need) {
-            let r = self.try_alloc_cas(size, align, need);
-            return r.ptr.ok_or_else(|| out(r.seen));
+            return Reserved {
+                ptr: self.try_alloc_cas(size, align, need),
+                seen: CAS_REFUSED_AT.get(),
+            };
         }
         // ORDERING: Relaxed. The add only has to hand out disjoint ranges
         // (its modification order does). Pool bytes are reused only after
         // `end_frame(&mut self)` rolls the offset back, and `&mut self` already orders
         // every earlier access (allocations, records, frees) before the
         // reuse; the records are read only under `&mut self` too.
-        let old = self.offset.fetch_add(need, Ordering::Relaxed);
+        let (old, size) = if extra == 0 {
+            // `need` is `(size + 31) & !15` here; from here on the size is
+            // the one the add hands back (on armv7 nothing computed before
+            // the loop is then held across it: see the function).
+            crate::sync::fetch_add_header_block(&self.offset, size, Ordering::Relaxed)
+        } else {
+            (self.offset.fetch_add(need, Ordering::Relaxed), size)
+        };
+        // Recomputed from the size the add handed back (the same value).
+        let need = header_and_block(size) + extra;
+        let cap = self.capacity;
         debug_assert!(
             old.is_multiple_of(Self::MIN_ALIGN),
             "TempJob offset {old} not 16-aligned"
         );
-        if old > cap - need {
-            if old < cap {
-                // This reservation straddles the end of the pool: mark where
-                // the chain of records stops. `old + 16 <= cap` (both are
-                // multiples of 16), and no other reservation covers `old`.
-                // SAFETY: inside the pool, in this caller's reservation.
-                unsafe { write_record(self.base, old, 0, self.frame as u32, END) };
-            }
-            return Err(out(old));
+        // `old > cap - need`, tested on the offset the add left (on armv7
+        // the value the loop kept). `old + need` cannot wrap: at most
+        // `MAX_ENTRANTS` threads are past the pre-check with at most
+        // `MAX_FAST_RESERVE` each, and `MAX_CAPACITY` leaves room for
+        // that (see `MAX_CAPACITY`).
+        // On armv7 the test is of the offset the loop kept, `old + need`,
+        // against the capacity loaded again; elsewhere of `old` against the
+        // pre-check's `cap - need`, which LLVM keeps from before the add.
+        let end = old + need;
+        let overshot = if cfg!(allocasm_arm_v7) {
+            end > cap
+        } else {
+            old > cap - need
+        };
+        if overshot {
+            return Reserved {
+                ptr: self.overshot(size, end, extra),
+                seen: old,
+            };
         }
-        // SAFETY: `old..old + need` is this caller's reservation, inside the
-        // pool (`old <= cap - need`).
-        Ok(unsafe { self.place(old, size, align, need) })
+        Reserved {
+            // SAFETY: `old..old + need` is this caller's reservation, inside
+            // the pool (`old <= cap - need`).
+            ptr: Some(unsafe { self.place(old, size, align, need) }),
+            seen: old,
+        }
+    }
+
+    /// `None`, out of line: every refusal of [`reserve`](Self::reserve)
+    /// leaves through a tail call, so that no constant null is a result of
+    /// the function. On armv7 LLVM otherwise put the null in a register at
+    /// the entry, which the result shared, and used saved registers after
+    /// the add's loop.
+    #[cold]
+    #[inline(never)]
+    fn refused(&self) -> Option<NonNull<u8>> {
+        None
+    }
+
+    /// The add at `old` went past the end of the pool: marks where the chain
+    /// of records stops when the reservation straddles the end, and refuses.
+    ///
+    /// Always `None`. Out of line, and returning the pointer alone, so that
+    /// its call is a tail call where the caller only tests the pointer:
+    /// then nothing after the add returns a constant, which on armv7 held
+    /// the null result in a register across the add's loop.
+    ///
+    /// Takes the reservation's end and the arguments of its size rather
+    /// than its start: the fast path then computes the start and the size
+    /// only on its way to success, and holds fewer values at the fit check.
+    #[cold]
+    #[inline(never)]
+    fn overshot(&self, size: usize, end: usize, extra: usize) -> Option<NonNull<u8>> {
+        let old = end - (RECORD + align_up(size, Self::MIN_ALIGN) + extra);
+        if old < self.capacity {
+            // This reservation straddles the end of the pool. `old + 16 <=
+            // cap` (both are multiples of 16), and no other reservation
+            // covers `old`.
+            // SAFETY: inside the pool, in this caller's reservation.
+            unsafe { write_record(self.base, old, 0, self.frame as u32, END) };
+        }
+        None
     }
 
     /// A reservation too large for the unconditional `fetch_add` (32-bit
     /// targets only): a compare-and-swap loop, which never overshoots.
     #[cold]
     #[inline(never)]
-    fn try_alloc_cas(&self, size: usize, align: usize, need: usize) -> Reserved {
+    ///
+    /// Returns the pointer alone, so that its call is a tail call where the
+    /// caller only tests the pointer; a refusal leaves the offset it saw in
+    /// this thread's `CAS_REFUSED_AT`, which the caller reads for the
+    /// error (a plain thread-local read, dropped where the error is).
+    fn try_alloc_cas(&self, size: usize, align: usize, need: usize) -> Option<NonNull<u8>> {
         match reserve_cas(&self.offset, self.capacity, need) {
-            Ok(old) => Reserved {
-                // SAFETY: `old..old + need` is this caller's reservation,
-                // inside the pool (`old <= cap - need`).
-                ptr: Some(unsafe { self.place(old, size, align, need) }),
-                seen: old,
-            },
-            Err(seen) => Reserved { ptr: None, seen },
+            // SAFETY: `old..old + need` is this caller's reservation, inside
+            // the pool (`old <= cap - need`).
+            Ok(old) => Some(unsafe { self.place(old, size, align, need) }),
+            Err(seen) => {
+                CAS_REFUSED_AT.set(seen);
+                None
+            }
         }
     }
 
@@ -390,13 +503,13 @@ impl TempJob {
     #[inline(always)]
     unsafe fn place(&self, old: usize, size: usize, align: usize, need: usize) -> NonNull<u8> {
         let base = self.base;
-        let frame = self.frame as u32;
         let user = if align <= Self::MIN_ALIGN {
             old + RECORD
         } else {
             let addr = base.as_ptr() as usize;
             let user = align_up(addr + old + RECORD, align) - addr;
             let data_end = user + align_up(size, Self::MIN_ALIGN);
+            let frame = self.frame as u32;
             // SAFETY: `old..old + need` is this caller's reservation inside
             // the pool; `user - RECORD >= old` and `data_end <= old + need`,
             // and a pad is at least 16 bytes when present (all offsets are
@@ -415,7 +528,14 @@ impl TempJob {
         // cap`: the record and the block are inside this caller's
         // reservation.
         unsafe {
-            write_record(base, user - RECORD, size, frame, LIVE);
+            let record = base.add(user - RECORD).cast::<Record>().as_ptr();
+            // The size first, and the frame read after that store: the
+            // store could be to `self` as far as the compiler knows, so
+            // the frame is not loaded early and held (on armv7 the frame
+            // and the state, stored as a pair, took two saved registers).
+            (&raw mut (*record).size).write(size);
+            (&raw mut (*record).frame).write(self.frame as u32);
+            (&raw mut (*record).state).write(LIVE);
             base.add(user)
         }
     }
@@ -804,10 +924,96 @@ unsafe impl allocator_api2::alloc::Allocator for &TempJob {
     }
 }
 
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A compare-and-swap reservation that finds no room returns `None` and
+    /// leaves the offset it saw for the caller's error; one that fits
+    /// places the block and its record (the path 32-bit targets take for
+    /// large requests, called directly here on every target).
+    #[test]
+    fn a_refused_compare_and_swap_leaves_the_offset_it_saw() {
+        let job = TempJob::new(4096).unwrap().on_leak(|_| {});
+        let first = job.try_alloc(1000, 16).unwrap();
+        let used = job.used();
+        assert_eq!(used, header_and_block(1000));
+        CAS_REFUSED_AT.set(usize::MAX);
+        let need = header_and_block(4000);
+        assert_eq!(job.try_alloc_cas(4000, 16, need), None);
+        assert_eq!(CAS_REFUSED_AT.get(), used);
+        assert_eq!(job.used(), used, "a refusal takes nothing");
+        let need = header_and_block(2000);
+        let p = job.try_alloc_cas(2000, 16, need).unwrap();
+        assert_eq!(p.as_ptr() as usize, first.as_ptr() as usize + used);
+        assert_eq!(job.used(), used + need);
+        // SAFETY: both came from `job`, freed once each.
+        unsafe {
+            job.dealloc(first).unwrap();
+            job.dealloc(p).unwrap();
+        }
+    }
+
+    /// The size TempJob's add reserves is the record and the size rounded
+    /// up to 16.
+    #[test]
+    fn a_block_takes_its_record_and_its_size_rounded_up() {
+        for size in [1, 15, 16, 17, 31, 32, 33, 4095, 4096] {
+            assert_eq!(header_and_block(size), RECORD + align_up(size, 16));
+        }
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_models {
-    use super::TempJob;
+    use super::{END, Record, TempJob};
+    use crate::AllocError;
+    use crate::sync::Ordering;
     use loom::sync::Arc;
+
+    /// Both threads pass the pre-check of a pool with room for one block;
+    /// whichever adds second goes past the end. It gets the room the pool
+    /// had left, and, its reservation straddling the end, leaves an `END`
+    /// record there, so the walk of the pool stops at it (the unwritten
+    /// record behind it would be corrupt).
+    #[test]
+    fn loom_the_thread_that_overshoots_marks_the_end() {
+        loom::model(|| {
+            let job = Arc::new(
+                TempJob::new(48)
+                    .unwrap()
+                    .with_overflow_limit(0)
+                    .on_leak(|_| {}),
+            );
+            let j2 = Arc::clone(&job);
+            let t = loom::thread::spawn(move || j2.try_alloc(16, 16).map(|p| p.as_ptr() as usize));
+            let a = job.try_alloc(16, 16).map(|p| p.as_ptr() as usize);
+            let b = t.join().unwrap();
+            let (served, refused) = match (a, b) {
+                (Ok(p), Err(e)) | (Err(e), Ok(p)) => (p, e),
+                other => panic!("one block fits, not two or none: {other:?}"),
+            };
+            assert_eq!(
+                refused,
+                AllocError::OutOfMemory {
+                    requested: 16,
+                    available: 16
+                }
+            );
+            let mut job = Arc::try_unwrap(job).ok().unwrap();
+            if job.offset.load(Ordering::Relaxed) > 48 {
+                // The second add went past the end, from offset 32.
+                // SAFETY: offset 32 is inside the pool; no access is in
+                // flight (`job` is owned here).
+                let r = unsafe { &*job.base.add(32).cast::<Record>().as_ptr() };
+                assert_eq!(r.state, END, "the straddling reservation marks the end");
+            }
+            assert_eq!(job.leaks().allocations, 1, "the walk stops at END");
+            let p = core::ptr::NonNull::new(served as *mut u8).unwrap();
+            // SAFETY: a live block of `job`, freed once.
+            assert_eq!(unsafe { job.dealloc(p) }, Ok(()));
+        });
+    }
 
     /// Two threads bump the shared offset at once: distinct blocks, each
     /// record intact, and a third request that no longer fits is refused.
