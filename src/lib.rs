@@ -53,6 +53,7 @@ pub mod unity;
 pub mod probes;
 
 pub use align::{align_up, check_align, checked_align_up};
+pub(crate) use error::refused;
 pub use error::{AllocError, ConfigField};
 pub use raw_allocator::RawAllocator;
 

@@ -356,7 +356,7 @@ impl TempJob {
     fn reserve(&self, size: usize, align: usize) -> Reserved {
         if size == 0 || !align.is_power_of_two() {
             return Reserved {
-                ptr: self.refused(),
+                ptr: crate::refused(),
                 seen: 0,
             };
         }
@@ -370,7 +370,7 @@ impl TempJob {
         let seen = self.offset.load(Ordering::Relaxed);
         if size > cap || extra > cap {
             return Reserved {
-                ptr: self.refused(),
+                ptr: crate::refused(),
                 seen,
             };
         }
@@ -378,7 +378,7 @@ impl TempJob {
         let need = header_and_block(size) + extra;
         if need > cap || seen > cap - need {
             return Reserved {
-                ptr: self.refused(),
+                ptr: crate::refused(),
                 seen,
             };
         }
@@ -436,17 +436,6 @@ impl TempJob {
         }
     }
 
-    /// `None`, out of line: every refusal of [`reserve`](Self::reserve)
-    /// leaves through a tail call, so that no constant null is a result of
-    /// the function. On armv7 LLVM otherwise put the null in a register at
-    /// the entry, which the result shared, and used saved registers after
-    /// the add's loop.
-    #[cold]
-    #[inline(never)]
-    fn refused(&self) -> Option<NonNull<u8>> {
-        None
-    }
-
     /// The add at `old` went past the end of the pool: marks where the chain
     /// of records stops when the reservation straddles the end, and refuses.
     ///
@@ -469,7 +458,9 @@ impl TempJob {
             // SAFETY: inside the pool, in this caller's reservation.
             unsafe { write_record(self.base, old, 0, self.frame as u32, END) };
         }
-        None
+        // Opaque, as `crate::refused`'s: where LLVM sees this body (LTO)
+        // it would otherwise put the constant in place of the call's result.
+        core::hint::black_box(None)
     }
 
     /// A reservation too large for the unconditional `fetch_add` (32-bit
