@@ -376,14 +376,28 @@ mod tests {
             // `usize::MAX - 31` reserves `usize::MAX - 15`: the add wraps.
             assert_eq!(a.load(Ordering::Relaxed), 272);
         }
+        two_threads_add_64(|a| {
+            let (old, size) = fetch_add_header_block(a, 40, Ordering::Relaxed);
+            assert_eq!(size, 40);
+            old
+        });
+    }
+
+    /// Two threads each call `add` (which adds 64 to the word and returns
+    /// the old value) many times: every old value is a multiple of 64, each
+    /// thread's come in increasing order, and every add counts.
+    fn two_threads_add_64(add: impl Fn(&AtomicUsize) -> usize + Sync) {
         let a = AtomicUsize::new(0);
         let rounds = if cfg!(miri) { 50 } else { 20_000 };
         std::thread::scope(|s| {
             for _ in 0..2 {
                 s.spawn(|| {
+                    let mut last = None;
                     for _ in 0..rounds {
-                        let (old, size) = fetch_add_header_block(&a, 40, Ordering::Relaxed);
-                        assert_eq!((old % 64, size), (0, 40));
+                        let old = add(&a);
+                        assert!(last.is_none_or(|l| old > l));
+                        assert_eq!(old % 64, 0);
+                        last = Some(old);
                     }
                 });
             }
@@ -404,22 +418,6 @@ mod tests {
             assert_eq!(fetch_add_usize(&a, usize::MAX, order), 128, "wraps");
             assert_eq!(a.load(Ordering::Relaxed), 127);
         }
-        let a = AtomicUsize::new(0);
-        let rounds = if cfg!(miri) { 50 } else { 20_000 };
-        std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| {
-                    let mut last = None;
-                    for _ in 0..rounds {
-                        let old = fetch_add_usize(&a, 64, Ordering::Relaxed);
-                        // This thread's own adds come in increasing order.
-                        assert!(last.is_none_or(|l| old > l));
-                        assert_eq!(old % 64, 0);
-                        last = Some(old);
-                    }
-                });
-            }
-        });
-        assert_eq!(a.load(Ordering::Relaxed), 2 * rounds * 64);
+        two_threads_add_64(|a| fetch_add_usize(a, 64, Ordering::Relaxed));
     }
 }

@@ -962,6 +962,29 @@ mod loom_models {
     use crate::sync::Ordering;
     use loom::sync::Arc;
 
+    /// A pool of `capacity` bytes (no overflow) and what two threads' 16-byte
+    /// `try_alloc`s at once got (as addresses).
+    #[allow(clippy::type_complexity)]
+    fn two_allocate_at_once(
+        capacity: usize,
+    ) -> (
+        Arc<TempJob>,
+        Result<usize, AllocError>,
+        Result<usize, AllocError>,
+    ) {
+        let job = Arc::new(
+            TempJob::new(capacity)
+                .unwrap()
+                .with_overflow_limit(0)
+                .on_leak(|_| {}),
+        );
+        let j2 = Arc::clone(&job);
+        let t = loom::thread::spawn(move || j2.try_alloc(16, 16).map(|p| p.as_ptr() as usize));
+        let a = job.try_alloc(16, 16).map(|p| p.as_ptr() as usize);
+        let b = t.join().unwrap();
+        (job, a, b)
+    }
+
     /// Both threads pass the pre-check of a pool with room for one block;
     /// whichever adds second goes past the end. It gets the room the pool
     /// had left, and, its reservation straddling the end, leaves an `END`
@@ -970,16 +993,7 @@ mod loom_models {
     #[test]
     fn loom_the_thread_that_overshoots_marks_the_end() {
         loom::model(|| {
-            let job = Arc::new(
-                TempJob::new(48)
-                    .unwrap()
-                    .with_overflow_limit(0)
-                    .on_leak(|_| {}),
-            );
-            let j2 = Arc::clone(&job);
-            let t = loom::thread::spawn(move || j2.try_alloc(16, 16).map(|p| p.as_ptr() as usize));
-            let a = job.try_alloc(16, 16).map(|p| p.as_ptr() as usize);
-            let b = t.join().unwrap();
+            let (job, a, b) = two_allocate_at_once(48);
             let (served, refused) = match (a, b) {
                 (Ok(p), Err(e)) | (Err(e), Ok(p)) => (p, e),
                 other => panic!("one block fits, not two or none: {other:?}"),
@@ -1011,16 +1025,8 @@ mod loom_models {
     #[test]
     fn loom_two_threads_share_the_pool() {
         loom::model(|| {
-            let job = Arc::new(
-                TempJob::new(64)
-                    .unwrap()
-                    .with_overflow_limit(0)
-                    .on_leak(|_| {}),
-            );
-            let j2 = Arc::clone(&job);
-            let t = loom::thread::spawn(move || j2.try_alloc(16, 16).unwrap().as_ptr() as usize);
-            let a = job.try_alloc(16, 16).unwrap().as_ptr() as usize;
-            let b = t.join().unwrap();
+            let (job, a, b) = two_allocate_at_once(64);
+            let (a, b) = (a.unwrap(), b.unwrap());
             assert_ne!(a, b);
             assert!(job.try_alloc(16, 16).is_err());
             for p in [a, b] {
