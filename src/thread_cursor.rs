@@ -20,10 +20,16 @@
 //! **The handle** ([`local`](ThreadCursorArena::local)). A thread that
 //! allocates many times can hold its cursor as a [`LocalCursor`]: its
 //! `alloc` is the same compare and add without the thread-local lookup and
-//! the owner compare, on two words a caller's loop keeps in registers (11
-//! instructions on x86-64, a tail call to the refill). It takes over the
-//! thread's chunk of the arena and gives its own back to the slot when
-//! dropped.
+//! the owner compare, on the handle's two words (11 instructions on
+//! x86-64, a tail call to the refill). It takes over the thread's chunk of
+//! the arena and gives its own back to the slot when dropped. In a caller's
+//! loop the two words stay in the handle, not in registers: the refill's
+//! call takes the handle and may change them, so each allocation loads
+//! both and stores the cursor (on the caller's stack, in L1). A refill that
+//! returned the new chunk by value instead let the loop keep them in
+//! registers, but it is no longer a tail call, and the fast path then sets
+//! up a frame on five profiles (arm64 12 → 19 instructions, 4 of them
+//! stack accesses), so the handle keeps the tail call.
 //!
 //! **Slow path** (`refill`, `#[cold] #[inline(never)]`). Takes a new chunk
 //! (default 4 KiB, [`ThreadCursorConfig::chunk_size`]) from a backing
@@ -571,11 +577,11 @@ impl ThreadCursorArena {
 
     /// This thread's cursor into the arena as a value the caller holds: a
     /// [`LocalCursor`]. Its [`alloc`](LocalCursor::alloc) is the same bump
-    /// without the thread-local lookup and the owner compare, so a loop
-    /// that allocates through it keeps the cursor and the chunk's end in
-    /// registers (as a `bumpalo::Bump` the caller holds). The handle takes
-    /// over this thread's chunk of the arena, if the slot holds one, and
-    /// gives its chunk back to the slot when dropped.
+    /// without the thread-local lookup and the owner compare, on the
+    /// handle's own cursor and end (as a `bumpalo::Bump` the caller holds;
+    /// see the module's notes on the handle). The handle takes over this
+    /// thread's chunk of the arena, if the slot holds one, and gives its
+    /// chunk back to the slot when dropped.
     ///
     /// ```
     /// use allocasm::ThreadCursorArena;
@@ -742,7 +748,7 @@ impl ThreadCursorArena {
 /// One thread's cursor into a [`ThreadCursorArena`], held by the caller
 /// ([`ThreadCursorArena::local`]): `ptr..end` is the handle's own part of a
 /// chunk. Its fast path is a compare of the request against the room left
-/// and an add, on two values the caller's loop can keep in registers; a
+/// and an add, on the handle's two words, with no thread-local access; a
 /// refill is the arena's (one shared atomic per chunk, counted in this
 /// thread's account). Frees are no-ops, as for the arena.
 ///
