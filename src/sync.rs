@@ -108,7 +108,17 @@ pub(crate) fn fetch_add_usize(a: &AtomicUsize, v: usize, order: Ordering) -> usi
     }
 }
 
-/// `a.fetch_add((size + 31) & !15, order)`: a 16-byte header and `size`
+/// Bytes a block of `size` bytes takes with a 16-byte header in front,
+/// rounded up to 16: `16 + align_up(size, 16)`, written as the loop of
+/// [`fetch_add_header_block`] computes it (`add #31`, `bic #15`), so that
+/// LLVM sees one value where a caller computes it too. `size + 31` must
+/// not wrap.
+#[inline(always)]
+pub(crate) const fn header_and_block(size: usize) -> usize {
+    (size + 31) & !15
+}
+
+/// `a.fetch_add(header_and_block(size), order)`: a 16-byte header and `size`
 /// bytes rounded up to 16, as TempJob reserves them. Returns the old value
 /// and `size` again, which the caller uses from then on.
 ///
@@ -136,7 +146,7 @@ pub(crate) fn fetch_add_header_block(
     }
     #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri))))]
     {
-        (a.fetch_add((size + 31) & !15, order), size)
+        (a.fetch_add(header_and_block(size), order), size)
     }
 }
 
@@ -295,7 +305,7 @@ mod arm {
                     options(nostack),
                 );
             }
-            (x.wrapping_sub((size + 31) & !15), size)
+            (x.wrapping_sub(super::header_and_block(size)), size)
         }};
     }
 

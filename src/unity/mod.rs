@@ -133,9 +133,9 @@ pub(crate) const fn needs_cas(need: usize) -> bool {
     usize::BITS < 64 && need > MAX_FAST_RESERVE
 }
 
-/// What a compare-and-swap reservation (the 32-bit targets' path for large
-/// reservations) returns: the block, or `None` and the offset it last saw
-/// (for the error's `available`). Two scalars, so it comes back in two
+/// What a reservation returns (Rewindable's compare-and-swap path,
+/// TempJob's whole fast path): the block, or `None` and the offset it last
+/// saw (for the error's `available`). Two scalars, so it comes back in two
 /// registers; a 32-byte `Result<_, AllocError>` comes back through memory,
 /// which put a stack adjustment and stack slots on 32-bit Arm's fast path.
 #[derive(Debug, Clone, Copy)]

@@ -58,7 +58,7 @@ use crossbeam_utils::CachePadded;
 use super::{
     Leak, LeakHook, LeakReport, MAX_CAPACITY, Reserved, needs_cas, report_leaks, reserve_cas,
 };
-use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::sync::{AtomicUsize, Mutex, Ordering, header_and_block};
 use crate::{AllocError, PageAllocator, RawAllocator, align_up};
 
 /// A block still live more than [`TempJob::MAX_AGE_FRAMES`] frames after the
@@ -119,13 +119,7 @@ const PAD: u32 = 0x5041_4444;
 /// The pool ends here (a reservation that did not fit started here).
 const END: u32 = 0x454E_4400;
 
-/// Bytes a block of `size` bytes takes with its record: `RECORD +
-/// align_up(size, 16)`, written as the add of `crate::sync::fetch_add_header_block`
-/// computes it, so that LLVM sees one value. `size + 31` must not wrap.
-#[inline(always)]
-const fn header_and_block(size: usize) -> usize {
-    (size + 31) & !15
-}
+// `crate::sync::header_and_block` is a block with its record.
 const _: () = assert!(RECORD == 16 && TempJob::MIN_ALIGN == 16);
 
 /// Writes a record at pool offset `at` of the pool at `base`.
@@ -401,21 +395,21 @@ impl TempJob {
         } else {
             (self.offset.fetch_add(need, Ordering::Relaxed), size)
         };
-        // Recomputed from the size the add handed back (the same value).
+        // Recomputed from the size the add handed back (the same value),
+        // and the capacity read again (on armv7 the add's block claims
+        // memory; elsewhere LLVM reuses the first read).
         let need = header_and_block(size) + extra;
         let cap = self.capacity;
         debug_assert!(
             old.is_multiple_of(Self::MIN_ALIGN),
             "TempJob offset {old} not 16-aligned"
         );
-        // `old > cap - need`, tested on the offset the add left (on armv7
-        // the value the loop kept). `old + need` cannot wrap: at most
-        // `MAX_ENTRANTS` threads are past the pre-check with at most
-        // `MAX_FAST_RESERVE` each, and `MAX_CAPACITY` leaves room for
-        // that (see `MAX_CAPACITY`).
-        // On armv7 the test is of the offset the loop kept, `old + need`,
-        // against the capacity loaded again; elsewhere of `old` against the
+        // Whether `old > cap - need`. On armv7 tested as `old + need > cap`,
+        // on the offset the loop kept; elsewhere as written, with the
         // pre-check's `cap - need`, which LLVM keeps from before the add.
+        // `old + need` cannot wrap: at most `MAX_ENTRANTS` threads are past
+        // the pre-check with at most `MAX_FAST_RESERVE` each, and
+        // `MAX_CAPACITY` leaves room for that.
         let end = old + need;
         let overshot = if cfg!(allocasm_arm_v7) {
             end > cap
@@ -450,7 +444,7 @@ impl TempJob {
     #[cold]
     #[inline(never)]
     fn overshot(&self, size: usize, end: usize, extra: usize) -> Option<NonNull<u8>> {
-        let old = end - (RECORD + align_up(size, Self::MIN_ALIGN) + extra);
+        let old = end - (header_and_block(size) + extra);
         if old < self.capacity {
             // This reservation straddles the end of the pool. `old + 16 <=
             // cap` (both are multiples of 16), and no other reservation
@@ -465,13 +459,13 @@ impl TempJob {
 
     /// A reservation too large for the unconditional `fetch_add` (32-bit
     /// targets only): a compare-and-swap loop, which never overshoots.
-    #[cold]
-    #[inline(never)]
     ///
     /// Returns the pointer alone, so that its call is a tail call where the
     /// caller only tests the pointer; a refusal leaves the offset it saw in
     /// this thread's `CAS_REFUSED_AT`, which the caller reads for the
     /// error (a plain thread-local read, dropped where the error is).
+    #[cold]
+    #[inline(never)]
     fn try_alloc_cas(&self, size: usize, align: usize, need: usize) -> Option<NonNull<u8>> {
         match reserve_cas(&self.offset, self.capacity, need) {
             // SAFETY: `old..old + need` is this caller's reservation, inside

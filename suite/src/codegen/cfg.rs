@@ -750,13 +750,13 @@ impl<'a> Cfg<'a> {
         if return_kind(&self.arch, self.instruction(ret)) != Some(false) {
             return false;
         }
+        // The epilogue: its loads from the stack (`is_stack_access`: `pop`,
+        // `ldp x29, x30, [sp]`, `ld ra, 8(sp)`) and the stack pointer's
+        // adjustment.
         let is_restore = |i: &Instruction| {
             let m = base_mnemonic(&i.mnemonic);
-            let ops = i.operands.replace(' ', "");
-            m == "pop"
-                || (m == "ldp" && ops.starts_with("x29,x30"))
-                || ((m == "add" || m == "addi") && ops.starts_with("sp,sp"))
-                || (m == "ld" && (ops.starts_with("ra,") || ops.starts_with("s0,")))
+            is_stack_access(&self.arch, i)
+                || ((m == "add" || m == "addi") && i.operands.replace(' ', "").starts_with("sp,sp"))
         };
         let Some(&zero) = rest
             .iter()
