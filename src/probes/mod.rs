@@ -174,7 +174,7 @@ pub static PROBES: &[Probe] = &[
         "SegregatedFit",
         "alloc",
         Concurrent,
-        "pop the class queue: one compare-exchange on the sequenced front (a retry loop)",
+        "pop the class queue: one compare-exchange on the sequenced front (a retry loop; on ARMv7 one ldrexd/strexd pair, no loop)",
     ),
     probe(
         "probe_segregated_cached_alloc",

@@ -23,9 +23,10 @@ pub extern "C" fn probe_segregated_size_class(size: usize) -> usize {
 
 /// Pops a block of the class of `size` (align 8) from the class queue: the
 /// class index, then one compare-exchange on the sequenced front in a retry
-/// loop, and the relaxed add on the class's free-block count. Growth, the
-/// last block and the large path are calls to cold functions. Null on
-/// failure.
+/// loop (on ARMv7 one `ldrexd`/`strexd` pair, no loop: a failed
+/// store-exclusive takes the miss), and the relaxed add on the class's
+/// free-block count. Growth, the last block and the large path are calls to
+/// cold functions. Null on failure.
 #[allow(improper_ctypes_definitions)]
 #[inline(never)]
 #[unsafe(no_mangle)]

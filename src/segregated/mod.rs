@@ -136,6 +136,11 @@ struct Growth {
     /// Blocks in the queue, as counted by every publish and take (wrapping:
     /// a take may be counted before the publish that preceded it).
     free: AtomicUsize,
+    /// The address of the heap this class belongs to (its provenance
+    /// exposed), written once before the heap is published. The shared
+    /// pop's miss takes the class alone and finds its heap here, so the pop
+    /// needs no register for the heap (see [`Heap::alloc_shared`]).
+    home: usize,
 }
 
 /// The heap of one allocator: the class state, the large blocks and the
@@ -266,18 +271,30 @@ impl Heap {
                 c.growth.free.fetch_sub(1, Ordering::Relaxed);
                 Some(p)
             }
-            // The class's record, not its index: the pop loop already holds
-            // its address, so the index need not stay live across the loop
+            // The class's record alone, not its index nor the heap: the pop
+            // already holds its address, and the miss finds the heap through
+            // it (`Growth::home`), so neither stays live across the pop
             // (x86-64 Windows has seven scratch registers, and the loop with
-            // the index needed eight).
-            None => self.alloc_shared_slow(c),
+            // the index needed eight; ARMv7's pop has five).
+            None => Heap::alloc_shared_slow(c),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn alloc_shared_slow(&self, c: &Class) -> Option<NonNull<u8>> {
-        refuse(self.take(self.class_of(c), 1).map(|(p, _, _)| p))
+    fn alloc_shared_slow(c: &Class) -> Option<NonNull<u8>> {
+        let heap = Heap::of(c);
+        refuse(heap.take(heap.class_of(c), 1).map(|(p, _, _)| p))
+    }
+
+    /// The heap `c` belongs to.
+    fn of(c: &Class) -> &Heap {
+        debug_assert_ne!(c.growth.home, 0, "a class record of an unpublished heap");
+        // SAFETY: every `&Class` is one of a published heap's records
+        // (`Heap::class`), whose `home` `init_heap` set to that heap's
+        // address, exposed, before publishing it; the heap lives as long as
+        // the reference to its record.
+        unsafe { &*ptr::with_exposed_provenance::<Heap>(c.growth.home) }
     }
 
     /// The size class whose record `c` is (one of `self.classes`).
@@ -458,6 +475,15 @@ impl SegregatedFit {
     fn init_heap(&self) -> Result<&Heap, AllocError> {
         let len = heap_len();
         let fresh = sys::map(len)?.cast::<Heap>();
+        let home = fresh.as_ptr().expose_provenance();
+        // SAFETY: a zeroed mapping of at least `size_of::<Heap>()` bytes,
+        // page-aligned: a valid fresh heap (see `Heap`), not yet published,
+        // so this is the only reference to it. The writes come before the
+        // publish below, whose Release orders them before every reader's
+        // Acquire.
+        for c in &mut unsafe { &mut *fresh.as_ptr() }.classes {
+            c.growth.home = home;
+        }
         // ORDERING: AcqRel: releases the fresh heap (zeroed by the OS) to
         // other threads; acquires a competitor's on failure.
         match self.heap.compare_exchange(

@@ -40,8 +40,9 @@
 //!
 //! **Pop** (`pop_fast`): load `front`, load the front block's link; if it is
 //! non-null, one compare-exchange moves `front` to it with the generation
-//! bumped (retry on failure). If the front is empty or its link is null, the
-//! fast path returns `None` and the caller's cold path runs the full `pop`,
+//! bumped (retry on failure; on ARMv7 one `ldrexd`/`strexd` pair instead,
+//! one attempt, see `pop_fast` there). If the front is empty or its link is
+//! null, the fast path returns `None` and the caller's cold path runs the full `pop`,
 //! which also takes the last block (`pop_last`, cold): the consumer *claims*
 //! the front with a compare-exchange to handle 0, then both ends must agree:
 //! a compare-exchange of `back` from that block to null. If it succeeds, the
@@ -228,8 +229,95 @@ impl ClassQueue {
     /// Pops the front block if it has a successor: the fast path, with no
     /// call in its loop. `None` means "empty, the last block, or in
     /// transition": ask [`pop`](Self::pop).
+    #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri))))]
     #[inline(always)]
     pub(crate) fn pop_fast(&self, base: impl HandleBase) -> Option<NonNull<u8>> {
+        self.pop_fast_cas(base)
+    }
+
+    /// Pops the front block if it has a successor, in one exclusive
+    /// `ldrexd`/`strexd` pair: ARMv7's fast path. `None` means "empty, the
+    /// last block, in transition, or the store-exclusive failed": ask
+    /// [`pop`](Self::pop), whose compare-exchange retries.
+    ///
+    /// The compare-exchange loop holds the address, the expected pair, the
+    /// loaded pair, the new pair and the status: more than the five
+    /// registers ARMv7 may use without saving one. Load-exclusive and
+    /// store-exclusive need no expected pair. `ldrexd` reads `front`
+    /// (generation in `r2`, handle in `r3`), the link is read from the block
+    /// it names, and `strexd` writes the link's handle and the generation
+    /// plus one only if nothing has written `front` since the `ldrexd`:
+    /// the same read-modify-write the compare-exchange performs when it
+    /// succeeds, with the same orderings (`dmb ish` after the read of
+    /// `front` for its Acquire, `dmb ish` after the link's read for its
+    /// Acquire and the write's Release, LLVM's mapping of each). The
+    /// generation still advances, so the `front` words the other paths
+    /// compare against keep their meaning (and an emulator that implements
+    /// the store-exclusive as a compare of the value, as qemu does, stays
+    /// correct).
+    ///
+    /// Predicated, not branching (`it` blocks for Thumb, where they are
+    /// encoded; ARM state needs none): the success runs straight through,
+    /// so the listing's hot path is what executes. One attempt, no retry: the link's read sits between the exclusive
+    /// pair, and the architecture allows an implementation to clear the
+    /// exclusive monitor on any memory access there, so a retry loop could
+    /// fail forever on such a core. The miss path's compare-exchange has no
+    /// access between its exclusive pair and always makes progress.
+    ///
+    /// The handle base is 0 on 32-bit targets (the region's is a constant
+    /// 0, so the test below folds away); with another base (the queue's
+    /// own tests) this is the compare-exchange path.
+    #[cfg(all(allocasm_arm_v7, not(loom), not(miri)))]
+    #[inline(always)]
+    pub(crate) fn pop_fast(&self, base: impl HandleBase) -> Option<NonNull<u8>> {
+        const _: () = assert!(TAG_SHIFT == 0 && HANDLE_SHIFT == 32 && TAG_BITS == 32);
+        if base.get() != 0 {
+            return self.pop_fast_cas(base);
+        }
+        let block: usize;
+        // SAFETY: `front` is a valid, 8-aligned `u64` only accessed
+        // atomically (an `AtomicU64`); the exclusive pair reads it and, if
+        // the store succeeds, writes it as one 64-bit single-copy atomic
+        // read-modify-write. A non-zero handle names a block of this queue
+        // (the `front` invariant) at `handle << 3` (base 0): mapped while the
+        // queue is in use, even if another consumer has popped it since, as
+        // `pop` relies on too. Its link is read with a plain word load; a
+        // stale value (the block popped meanwhile) is never stored, because
+        // that consumer's write of `front` fails this store-exclusive. The
+        // block touches no other memory and no stack.
+        unsafe {
+            core::arch::asm!(
+                "ldrexd r2, r3, [{front}]",
+                "lsls {block}, r3, #3",
+                "dmb ish",
+                "itt ne",
+                "ldrne r3, [{block}]",
+                "cmpne r3, #0",
+                "itee eq",
+                "moveq {block}, #0",
+                "addne r2, r2, #1",
+                "lsrne r3, r3, #3",
+                "dmb ish",
+                "ittt ne",
+                "strexdne {s}, r2, r3, [{front}]",
+                "cmpne {s}, #0",
+                "movne {block}, #0",
+                "clrex",
+                front = in(reg) self.front.as_ptr(),
+                block = out(reg) block,
+                s = out(reg) _,
+                out("r2") _,
+                out("r3") _,
+                options(nostack),
+            );
+        }
+        NonNull::new(ptr::with_exposed_provenance_mut::<u8>(block))
+    }
+
+    /// [`pop_fast`](Self::pop_fast) with a compare-exchange loop (every
+    /// target but ARMv7, and ARMv7 with a non-zero handle base).
+    #[inline(always)]
+    fn pop_fast_cas(&self, base: impl HandleBase) -> Option<NonNull<u8>> {
         let mut front = self.front.load(Ordering::Acquire);
         if front >> HANDLE_SHIFT == 0 {
             return None;
@@ -520,6 +608,18 @@ mod tests {
         base
     }
 
+    /// The handle base the allocator uses where it can name these blocks:
+    /// 0 on 32-bit targets (where ARMv7's `pop_fast` is its exclusive pair,
+    /// which only base 0 takes), else [`base_of`].
+    fn allocator_base(b: &[NonNull<u8>]) -> usize {
+        if cfg!(target_pointer_width = "32") {
+            assert!(b.iter().all(|&p| packable(p, 0)));
+            0
+        } else {
+            base_of(b)
+        }
+    }
+
     fn free(blocks: Vec<NonNull<u8>>) {
         let mem = ptr::slice_from_raw_parts_mut(blocks[0].as_ptr().cast::<u64>(), blocks.len());
         // SAFETY: made by `blocks` as one boxed slice starting at block 0.
@@ -582,6 +682,40 @@ mod tests {
         assert_eq!(q.pop_batch(base, 100), None);
         assert_eq!(q.pop(base), Some(b[9]));
         assert!(q.is_empty());
+        free(b);
+    }
+
+    #[test]
+    fn the_fast_pop_takes_every_block_but_the_last_and_writes_only_when_it_does() {
+        let q = ClassQueue::new();
+        let b = blocks(4);
+        let base = allocator_base(&b);
+        assert_eq!(q.pop_fast(base), None, "empty");
+        for &x in &b {
+            // SAFETY: owned test blocks, pushed once each.
+            unsafe { q.push(base, x, x) };
+        }
+        for &x in &b[..3] {
+            let before = q.front.load(Ordering::Relaxed);
+            assert_eq!(q.pop_fast(base), Some(x));
+            let after = q.front.load(Ordering::Relaxed);
+            assert_eq!(generation(after), generation(before) + 1);
+            // SAFETY: `x` was queued with a successor, linked by its push.
+            let next = unsafe { link(x) }.load(Ordering::Relaxed);
+            assert_eq!(front_block(after, base).map(NonNull::as_ptr), Some(next));
+        }
+        let before = q.front.load(Ordering::Relaxed);
+        assert_eq!(q.pop_fast(base), None, "the last block is the full pop's");
+        assert_eq!(
+            q.front.load(Ordering::Relaxed),
+            before,
+            "a miss writes nothing"
+        );
+        assert_eq!(q.pop(base), Some(b[3]));
+        assert!(q.is_empty());
+        let before = q.front.load(Ordering::Relaxed);
+        assert_eq!(q.pop_fast(base), None, "empty again");
+        assert_eq!(q.front.load(Ordering::Relaxed), before);
         free(b);
     }
 
@@ -651,7 +785,7 @@ mod tests {
         let q = ClassQueue::new();
         let per = if cfg!(miri) { 8 } else { 2000 };
         let b = blocks(4 * per);
-        let base = base_of(&b);
+        let base = allocator_base(&b);
         let addrs: Vec<usize> = b.iter().map(|p| p.as_ptr().expose_provenance()).collect();
         let popped = std::sync::Mutex::new(Vec::new());
         std::thread::scope(|s| {
@@ -676,7 +810,7 @@ mod tests {
                                 }
                                 assert_eq!(x, last);
                             }
-                        } else if let Some(x) = q.pop(base) {
+                        } else if let Some(x) = q.pop_fast(base).or_else(|| q.pop(base)) {
                             mine.push(x.as_ptr().expose_provenance());
                         }
                     }
