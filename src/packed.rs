@@ -83,13 +83,11 @@
 //! [`AllocError::InvalidConfig`] naming its field.
 
 use core::alloc::Layout;
-use core::ptr::NonNull;
+use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
-#[cfg(debug_assertions)]
-use crate::sync::AtomicUsize;
-use crate::sync::{AtomicU64, Mutex, Ordering, fence};
+use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering, fence};
 use crate::{AllocError, ConfigField, RawAllocator, align_up, sys};
 
 /// What happens to a block whose every allocation has been freed.
@@ -177,6 +175,15 @@ struct Capacity {
     installs: u64,
     recycled: u64,
     evicted: u64,
+    /// Bytes of failed reservations settled while the current block was
+    /// current: losers on an exhausted arena (or one whose OS refused a
+    /// new block) whose increments stay in the cursor below `L`. The
+    /// rotation takes them off the final position it adds to the block's
+    /// counter, and clears this. Kept here, not in the counter: up to `L`
+    /// of them accumulate while the arena is exhausted (about 2^55 bytes),
+    /// more than a word holds on 32-bit targets, and the counter's value
+    /// must never pass through zero on the way (see [`Hot::counters`]).
+    failed: u64,
 }
 
 /// The packed-cursor arena: one `AtomicU64` cursor (block index in bits
@@ -272,14 +279,28 @@ struct Hot {
     /// `M`, a multiple of 16.
     max_request: usize,
     /// Per slot: allocated bytes minus freed bytes, wrapping. Before the
-    /// block is rotated out only subtractions happen (the value is 0 or
-    /// "negative"); the rotation adds the final position, after which the
-    /// value reaches zero exactly once, when the last byte is accounted for.
+    /// block is rotated out only frees subtract (the value is 0 or
+    /// "negative", down to minus the block's capacity); the rotation adds
+    /// the final position net of the failures settled meanwhile
+    /// (`Capacity::failed`), after which the value reaches zero exactly
+    /// once, when the last byte is accounted for. A word, not 64 bits: its
+    /// true value stays within minus the capacity and the capacity plus
+    /// `C * M` (the failed reservations of the threads inside `alloc` at
+    /// the rotation, settled after it), which `with_config` keeps below
+    /// 2^32 on 32-bit targets, so the wrapped word is zero only when the
+    /// true value is. (On ARMv7 a word is what the free's `ldrex`/`strex`
+    /// loop can subtract from in the five registers that need no saving,
+    /// with `self` held for the drain's call; a 64-bit pair needs six.)
     /// The box is read-only; each counter has its own line.
-    counters: Box<[CachePadded<AtomicU64>]>,
+    counters: Box<[CachePadded<AtomicUsize>]>,
     /// log2 of the distance between slots (`max(block_size << f, page)` for
     /// the largest factor `f` a request up to `M` needs).
     stride_log2: u32,
+    /// Bytes reserved at `base`: the slots' count times the stride. The
+    /// free's range check compares a pointer's offset with it before the
+    /// shift, so the slot index is computed only for a pointer in range (on
+    /// ARMv7 the check on the index held a sixth value).
+    reserved: usize,
     /// 32-bit targets: `block_size << f` for each factor `f` up to the
     /// largest a request up to `M` needs, 0 above it (no cursor names those).
     /// The fit check loads its capacity from here, indexed by the cursor's
@@ -531,6 +552,12 @@ impl PackedArena {
             .and_then(|r| P.checked_sub(r))
             .filter(|&l| l >= largest as u64 + 2 * max_request as u64);
         let limit = limit.ok_or(invalid(ConfigField::MaxEntrants, max_entrants))?;
+        // A block's counter is a word (see `Hot::counters`): its largest true
+        // value, a full largest block plus `C` requests settled after the
+        // rotation, must fit one (a bound only 32-bit targets can reach).
+        if (largest as u64).saturating_add(reserve.unwrap_or(u64::MAX)) > usize::MAX as u64 {
+            return Err(invalid(ConfigField::MaxEntrants, max_entrants));
+        }
 
         // The stride holds the largest block a request up to M installs
         // (`take_slot` never grows a block past what is committed, and never
@@ -553,9 +580,10 @@ impl PackedArena {
                 block_size: block_size as u64,
                 max_request,
                 counters: (0..max_blocks)
-                    .map(|_| CachePadded::new(AtomicU64::new(0)))
+                    .map(|_| CachePadded::new(AtomicUsize::new(0)))
                     .collect(),
                 stride_log2: stride.trailing_zeros(),
+                reserved: reservation_len,
                 #[cfg(not(target_pointer_width = "64"))]
                 caps: core::array::from_fn(|f| {
                     if f as u32 <= max_factor {
@@ -573,6 +601,7 @@ impl PackedArena {
                 installs: 0,
                 recycled: 0,
                 evicted: 0,
+                failed: 0,
             }),
             config: PackedConfig {
                 max_request,
@@ -805,12 +834,14 @@ impl PackedArena {
                             .cursor
                             .swap(encode(slot, factor, size), Ordering::AcqRel);
                         debug_assert_eq!(block_bits(old), block_bits(seen));
-                        // The old position counts our own failed `size`, which
-                        // we unwind in the same add.
+                        // The old position counts our own failed `size` and
+                        // the failures settled while the block was current,
+                        // which we unwind in the same add.
+                        let unwound = size + core::mem::take(&mut cap.failed);
                         self.settle(
                             &mut cap,
                             failed.block,
-                            decode(old).position.wrapping_sub(size),
+                            decode(old).position.wrapping_sub(unwound),
                         );
                         Attempt::ok(self.block_start(slot))
                     }
@@ -818,12 +849,14 @@ impl PackedArena {
                         if failed.position + size >= self.limit {
                             self.undo(seen, size);
                         } else {
-                            self.settle(&mut cap, failed.block, size.wrapping_neg());
+                            // The block is current: its rotation takes this
+                            // off the position it settles.
+                            cap.failed += size;
                         }
                         Attempt::refused(Refusal::OUT_OF_MEMORY)
                     }
                     Err(e) => {
-                        self.settle(&mut cap, failed.block, size.wrapping_neg());
+                        cap.failed += size;
                         Attempt::refused(Refusal::from_error(e))
                     }
                 };
@@ -855,6 +888,7 @@ impl PackedArena {
             if block_bits(current) != block_bits(seen) {
                 // A new block was installed: the rotation counted us.
                 let block = decode(seen).block;
+                let size = size as usize;
                 let prev = self.hot.counters[block].fetch_sub(size, Ordering::AcqRel);
                 debug_assert_ne!(prev, size, "undo found a rotation under the capacity lock");
                 return;
@@ -875,6 +909,9 @@ impl PackedArena {
     /// Adds `delta` (wrapping) to a block's counter under the capacity lock;
     /// if that brings it to exactly zero, the block is drained.
     fn settle(&self, cap: &mut Capacity, block: usize, delta: u64) {
+        // Wrapping to a word: the true sum stays within a word's range (see
+        // `Hot::counters`), so the low bits carry it.
+        let delta = delta as usize;
         let prev = self.hot.counters[block].fetch_add(delta, Ordering::AcqRel);
         if prev.wrapping_add(delta) == 0 {
             self.reclaim(cap, block);
@@ -984,32 +1021,49 @@ impl PackedArena {
     #[inline(always)]
     pub unsafe fn dealloc(&self, ptr: NonNull<u8>, size: usize) {
         let size = align_up(size, GRAIN);
-        let block = ptr
+        let offset = ptr
             .as_ptr()
             .addr()
-            .wrapping_sub(self.hot.base.as_ptr().addr())
-            >> self.hot.stride_log2;
-        if block >= self.hot.counters.len() {
-            return self.foreign(ptr);
+            .wrapping_sub(self.hot.base.as_ptr().addr());
+        if offset >= self.hot.reserved {
+            // The offset, not the pointer: the pointer then dies at the
+            // subtraction (on ARMv7 it was a sixth value live at the range
+            // check).
+            return self.foreign(offset);
         }
+        let block = offset >> self.hot.stride_log2;
         debug_assert!(size > 0, "dealloc of zero bytes");
         // No check of `caps` here: the relaxed fast path does not order this
         // thread after the block's installation, so a relaxed read could see
         // a stale 0. `drained` re-checks under the lock.
-        if crate::sync::sub_u64_reaches_zero(&self.hot.counters[block], size, Ordering::Release) {
-            self.drained(block);
+        debug_assert!(block < self.hot.counters.len());
+        // SAFETY: `offset < reserved = counters.len() << stride_log2`, so
+        // `block < counters.len()`.
+        let counter = unsafe { self.hot.counters.get_unchecked(block) };
+        if crate::sync::sub_usize_reaches_zero(counter, size, Ordering::Release) {
+            self.drained(counter);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn foreign(&self, ptr: NonNull<u8>) {
-        debug_assert!(false, "PackedArena::dealloc: {ptr:#p} is not in this arena");
+    fn foreign(&self, offset: usize) {
+        let addr = self.hot.base.as_ptr().addr().wrapping_add(offset);
+        debug_assert!(
+            false,
+            "PackedArena::dealloc: {addr:#x} is not in this arena"
+        );
     }
 
     #[cold]
     #[inline(never)]
-    fn drained(&self, block: usize) {
+    fn drained(&self, counter: &AtomicUsize) {
+        // The counter, not its index, is what the free holds after its loop
+        // (on ARMv7 the index would be a sixth register).
+        // `counter` is an element of `self.hot.counters` (the free indexes
+        // it), at offset 0 of its padding.
+        let block = (ptr::from_ref(counter).addr() - self.hot.counters.as_ptr().addr())
+            / size_of::<CachePadded<AtomicUsize>>();
         // Pairs with every other free's Release: all their accesses happen
         // before the block is reused.
         fence(Ordering::Acquire);
@@ -1127,6 +1181,7 @@ impl PackedArena {
     /// If the OS refuses to recommit the first slot after an eviction.
     pub fn reset(&mut self) {
         let mut cap = lock(&self.capacity);
+        cap.failed = 0;
         for (c, k) in self.hot.counters.iter().zip(self.caps.iter()) {
             c.store(0, Ordering::Relaxed);
             k.store(0, Ordering::Relaxed);
@@ -1253,7 +1308,13 @@ unsafe impl allocator_api2::alloc::Allocator for &PackedArena {
 impl PackedArena {
     /// Tests only: a block's counter, as a signed number.
     fn counter(&self, block: usize) -> i64 {
-        self.hot.counters[block].load(Ordering::Relaxed) as i64
+        self.hot.counters[block].load(Ordering::Relaxed) as isize as i64
+    }
+
+    /// Tests only: the failed reservations the current block's rotation
+    /// will take off its final position.
+    fn failed(&self) -> u64 {
+        lock(&self.capacity).failed
     }
 }
 
@@ -1326,6 +1387,7 @@ mod tests {
             offset_of!(Hot, max_request),
             offset_of!(Hot, counters),
             offset_of!(Hot, stride_log2),
+            offset_of!(Hot, reserved),
             #[cfg(not(target_pointer_width = "64"))]
             offset_of!(Hot, caps),
         ];
@@ -1432,7 +1494,7 @@ mod tests {
     }
 
     #[test]
-    fn below_the_limit_a_failure_is_unwound_on_the_counter() {
+    fn below_the_limit_a_failure_is_kept_for_the_rotation() {
         let a = exhausted_with_low_limit();
         a.alloc(32).unwrap();
         assert!(matches!(a.alloc(32), Err(AllocError::OutOfMemory { .. })));
@@ -1441,7 +1503,70 @@ mod tests {
             64,
             "below L the increment stays in the cursor"
         );
-        assert_eq!(a.counter(0), -32, "and is unwound on the block's counter");
+        assert_eq!(a.failed(), 32, "and the rotation will take it off");
+        assert_eq!(a.counter(0), 0, "the counter holds frees only");
+    }
+
+    /// Failed reservations on an exhausted arena sum to `2^32 - 16` bytes
+    /// while the block's one allocation, 16 bytes, is live. Had they been
+    /// unwound on the block's counter (a word, 32 bits on 32-bit targets),
+    /// the free would take it through zero: a drain of the current block
+    /// (the debug check panics; a rotation between the free and its drain
+    /// would recycle a block in use). They wait for the rotation instead,
+    /// and the free leaves the counter at minus its size.
+    #[test]
+    fn failures_while_exhausted_never_take_the_counter_through_zero() {
+        const MIB: usize = 1 << 20;
+        let a = PackedArena::with_config(PackedConfig {
+            block_size: MIB,
+            max_blocks: 1,
+            max_request: MIB,
+            max_entrants: 4,
+            policy: DrainPolicy::Recycle,
+        })
+        .unwrap();
+        let x = a.alloc(16).unwrap();
+        // 4095 failures of 1 MiB and one of 1 MiB - 16 (Miri: 63 and one).
+        let whole = if cfg!(miri) { 63 } else { 4095 };
+        for size in core::iter::repeat_n(MIB, whole).chain([MIB - 16]) {
+            assert!(matches!(a.alloc(size), Err(AllocError::OutOfMemory { .. })));
+        }
+        // SAFETY: x is live with 16 bytes, freed once.
+        unsafe { a.dealloc(x, 16) };
+        let s = a.stats();
+        assert_eq!((s.recycled, s.evicted), (0, 0), "the current block drained");
+        assert_eq!(a.counter(0), -16);
+        assert_eq!(a.snapshot().block, 0);
+        let failed = (whole as u64 + 1) * MIB as u64 - 16;
+        assert_eq!(a.failed(), failed);
+        if !cfg!(miri) {
+            assert_eq!(failed + 16, 1 << 32, "the sum a 32-bit counter wraps at");
+        }
+    }
+
+    /// A block's counter is a word: on 32-bit targets a configuration whose
+    /// largest block plus `C * M` reaches 2^32 is refused, since the
+    /// counter's true value could then pass a multiple of 2^32.
+    #[cfg(target_pointer_width = "32")]
+    #[test]
+    fn a_word_counter_bounds_the_configuration_on_32_bit_targets() {
+        let config = |max_entrants| PackedConfig {
+            block_size: 1 << 20,
+            max_blocks: 1,
+            max_request: 1 << 20,
+            max_entrants,
+            policy: DrainPolicy::Recycle,
+        };
+        // The largest block is 1 MiB << 3 = 8 MiB: 4087 requests of 1 MiB
+        // fit beside it below 2^32, 4088 reach it.
+        assert!(PackedArena::with_config(config(4087)).is_ok());
+        assert_eq!(
+            PackedArena::with_config(config(4088)).err(),
+            Some(AllocError::InvalidConfig {
+                field: ConfigField::MaxEntrants,
+                value: 4088
+            })
+        );
     }
 
     #[test]
@@ -1457,7 +1582,8 @@ mod tests {
                 "past L the loser removes its increment"
             );
         }
-        assert_eq!(a.counter(0), -32, "undone increments are not counted");
+        assert_eq!(a.failed(), 32, "undone increments are not counted");
+        assert_eq!(a.counter(0), 0);
     }
 
     #[test]
@@ -1473,12 +1599,18 @@ mod tests {
         let x = a.alloc(16).unwrap();
         a.alloc(32).unwrap(); // rotates: block 0 keeps x's 16 bytes
         assert_eq!(a.counter(0), 16);
-        assert!(a.alloc(32).is_err()); // exhausted: unwound on block 1
-        assert_eq!(a.counter(1), -32);
+        assert!(a.alloc(32).is_err()); // exhausted: kept for block 1's rotation
+        assert_eq!((a.counter(1), a.failed()), (0, 32));
         // SAFETY: x is live with 16 bytes.
         unsafe { a.dealloc(x, 16) };
         assert_eq!(a.counter(0), 0);
         assert_eq!(a.stats().recycled, 1);
+        // Block 1 is at position 96 (32 live, 32 failed, and now this
+        // request's 32): the rotation into block 0 settles 96 less the two
+        // failures, its live bytes, and clears them.
+        let y = a.alloc(32).unwrap();
+        assert_eq!(y, a.block_start(0));
+        assert_eq!((a.counter(1), a.failed()), (32, 0));
     }
 }
 
@@ -1575,7 +1707,7 @@ mod loom_tests {
             a.limit = 96;
             let a = Arc::new(a);
             a.alloc(32).unwrap();
-            assert!(a.alloc(32).is_err()); // position 64, counter -32
+            assert!(a.alloc(32).is_err()); // position 64, 32 failed
             let hs: Vec<_> = (0..2)
                 .map(|_| {
                     let a = a.clone();
@@ -1589,7 +1721,7 @@ mod loom_tests {
                 ));
             }
             assert_eq!(a.snapshot().position, 64);
-            assert_eq!(a.counter(0), -32);
+            assert_eq!((a.counter(0), a.failed()), (0, 32));
         });
     }
 
@@ -1613,7 +1745,7 @@ mod loom_tests {
             assert_eq!(*ok[0], addr(a.block_start(1)));
             assert_eq!(a.snapshot().block, 1);
             assert_eq!(a.counter(0), 16);
-            assert_eq!(a.counter(1), -32);
+            assert_eq!((a.counter(1), a.failed()), (0, 32));
             // SAFETY: keep is live with 16 bytes.
             unsafe { a.dealloc(keep, 16) };
             assert_eq!(a.stats().recycled, 1);

@@ -70,18 +70,19 @@ pub(crate) fn fetch_add_u64(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
     }
 }
 
-/// `a.fetch_sub(v, order) == v`: whether the subtraction brought the
-/// 64-bit word to zero (see [`fetch_add_u64`]; on 32-bit Arm the loop's new
-/// pair is tested, so nothing is added back).
+/// `a.fetch_sub(v, order) == v` on a word: whether the subtraction brought
+/// it to zero (on 32-bit Arm the loop's new value is tested, so nothing is
+/// added back and the loop keeps the address, the value, the amount and the
+/// status: four registers).
 #[inline(always)]
-pub(crate) fn sub_u64_reaches_zero(a: &AtomicU64, v: usize, order: Ordering) -> bool {
+pub(crate) fn sub_usize_reaches_zero(a: &AtomicUsize, v: usize, order: Ordering) -> bool {
     #[cfg(all(allocasm_arm_v7, not(loom), not(miri)))]
     {
-        arm::sub_fetch(a, v, order) == 0
+        arm::sub_fetch_word(a, v, order) == 0
     }
     #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri))))]
     {
-        a.fetch_sub(v as u64, order) == v as u64
+        a.fetch_sub(v, order) == v
     }
 }
 
@@ -230,11 +231,12 @@ mod arm {
         )
     }
 
-    /// The 32-bit loop with the barriers of `$pre` and `$post`: the new
-    /// value overwrites the old one, which is the new one minus the addend
-    /// after the loop.
+    /// The 32-bit loop with the barriers of `$pre` and `$post`: `$op` the
+    /// operation, the new value overwrites the old one, and `$undo` (whole
+    /// instructions after the loop) turns it back into the old one, or is
+    /// empty for the new value.
     macro_rules! rmw32 {
-        ($a:expr, $v:expr, $pre:literal, $post:literal) => {{
+        ($a:expr, $v:expr, $op:literal, $undo:literal, $pre:literal, $post:literal) => {{
             let x: usize;
             // SAFETY: `$a.as_ptr()` is a valid, 4-aligned `usize` that is only
             // accessed atomically (an `AtomicUsize`); `ldrex`/`strex` read and
@@ -248,12 +250,12 @@ mod arm {
                     $pre,
                     "2:",
                     "ldrex {x}, [{p}]",
-                    "add {x}, {x}, {v}",
+                    concat!($op, " {x}, {x}, {v}"),
                     "strex {s}, {x}, [{p}]",
                     "cmp {s}, #0",
                     "bne 2b",
                     $post,
-                    "sub {x}, {x}, {v}",
+                    $undo,
                     p = in(reg) $a.as_ptr(),
                     v = in(reg) $v,
                     x = out(reg) x,
@@ -268,7 +270,13 @@ mod arm {
     /// `a.fetch_add(v, order)` on a word (see [`super::fetch_add_usize`]).
     #[inline(always)]
     pub(super) fn fetch_add_word(a: &AtomicUsize, v: usize, order: Ordering) -> usize {
-        ordered!(rmw32(a, v), order)
+        ordered!(rmw32(a, v, "add", "sub {x}, {x}, {v}"), order)
+    }
+
+    /// `a.fetch_sub(v, order) - v`: the new value of a word.
+    #[inline(always)]
+    pub(super) fn sub_fetch_word(a: &AtomicUsize, v: usize, order: Ordering) -> usize {
+        ordered!(rmw32(a, v, "sub", ""), order)
     }
 
     /// The header-and-block loop with the barriers of `$pre` and `$post`:
@@ -318,12 +326,6 @@ mod arm {
     ) -> (usize, usize) {
         ordered!(rmw_header_block(a, size), order)
     }
-
-    /// `a.fetch_sub(v, order) - v`: the new value.
-    #[inline(always)]
-    pub(super) fn sub_fetch(a: &AtomicU64, v: usize, order: Ordering) -> u64 {
-        ordered!(rmw64(a, v, "subs", "sbc", "", ""), order)
-    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -339,12 +341,11 @@ mod tests {
         Ordering::SeqCst,
     ];
 
-    /// The 64-bit add and subtract carry and borrow across the halves, return
-    /// the old value (the add) and test the new one (the subtract), for
-    /// every ordering: on armv7 this runs the `asm!` loops (the `armv7`
+    /// The 64-bit add carries across the halves and returns the old value,
+    /// for every ordering: on armv7 this runs the `asm!` loop (the `armv7`
     /// step), elsewhere the standard library's.
     #[test]
-    fn the_64_bit_add_and_subtract_carry_across_the_halves() {
+    fn the_64_bit_add_carries_across_the_halves() {
         for order in ORDERS {
             let a = AtomicU64::new(0x0000_0001_FFFF_FFF0);
             assert_eq!(fetch_add_u64(&a, 0x20, order), 0x0000_0001_FFFF_FFF0);
@@ -352,13 +353,6 @@ mod tests {
             assert_eq!(fetch_add_u64(&a, usize::MAX, order), 0x0000_0002_0000_0010);
             let expected = 0x0000_0002_0000_0010u64.wrapping_add(usize::MAX as u64);
             assert_eq!(a.load(Ordering::Relaxed), expected);
-            let b = AtomicU64::new(0x0000_0001_0000_0010);
-            assert!(!sub_u64_reaches_zero(&b, 0x20, order));
-            assert_eq!(b.load(Ordering::Relaxed), 0x0000_0000_FFFF_FFF0);
-            assert!(sub_u64_reaches_zero(&b, 0xFFFF_FFF0, order));
-            assert_eq!(b.load(Ordering::Relaxed), 0);
-            assert!(!sub_u64_reaches_zero(&b, 1, order), "wraps, not zero");
-            assert_eq!(b.load(Ordering::Relaxed), u64::MAX);
         }
     }
 
@@ -429,5 +423,42 @@ mod tests {
             assert_eq!(a.load(Ordering::Relaxed), 127);
         }
         two_threads_add_64(|a| fetch_add_usize(a, 64, Ordering::Relaxed));
+    }
+
+    /// The word's subtract tells exactly when it reaches zero, wrapping
+    /// past it otherwise, for every ordering (on armv7 the `asm!` loop,
+    /// which tests the new value), and two threads' subtracts all count:
+    /// exactly one sees zero.
+    #[test]
+    fn the_word_subtract_reaches_zero_exactly_once() {
+        for order in ORDERS {
+            let a = AtomicUsize::new(48);
+            assert!(!sub_usize_reaches_zero(&a, 16, order));
+            assert_eq!(a.load(Ordering::Relaxed), 32);
+            assert!(sub_usize_reaches_zero(&a, 32, order));
+            assert_eq!(a.load(Ordering::Relaxed), 0);
+            assert!(!sub_usize_reaches_zero(&a, 1, order), "wraps, not zero");
+            assert_eq!(a.load(Ordering::Relaxed), usize::MAX);
+            assert!(
+                !sub_usize_reaches_zero(&a, 0, order),
+                "a zero amount from MAX"
+            );
+        }
+        let rounds = if cfg!(miri) { 50 } else { 20_000 };
+        let a = AtomicUsize::new(2 * rounds * 16);
+        let zeros = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..rounds {
+                        if sub_usize_reaches_zero(&a, 16, Ordering::Release) {
+                            zeros.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(a.load(Ordering::Relaxed), 0);
+        assert_eq!(zeros.load(Ordering::Relaxed), 1);
     }
 }
