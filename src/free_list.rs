@@ -320,9 +320,10 @@ impl<'a> FreeList<'a> {
     /// walk.
     ///
     /// First fit tries the list's first block inline, with no loop: the
-    /// fast path keeps six values live, so it needs no saved register on any
-    /// profile (the walk's prev/cur/next rotation needs nine, two more than
-    /// x86-64 Windows has scratch registers). When the first block is too
+    /// fast path needs no saved register on any profile (on 32-bit Arm
+    /// through [`split_head`](Self::split_head)'s order; the walk's
+    /// prev/cur/next rotation needs nine, two more than x86-64 Windows has
+    /// scratch registers). When the first block is too
     /// small, or for best fit, the walk runs out of line, as a tail call.
     #[inline(always)]
     fn alloc_granule(&self, size: usize, policy: FitPolicy) -> Result<NonNull<u8>, AllocError> {
@@ -330,14 +331,15 @@ impl<'a> FreeList<'a> {
         let need = crate::align_up(size, GRANULE) + GRANULE;
         let head = self.head.get();
         if policy == FitPolicy::FirstFit && head != NIL {
-            let region = self.at(0);
-            // SAFETY: as in `read_free`: `head` is a free block of the region.
-            let h = unsafe { region.wrapping_add(head).cast::<FreeHeader>().read() };
+            let block = self.at(0).wrapping_add(head);
+            // SAFETY: as in `read_free`: `head` is a free block of the
+            // region; its header's first word is its size.
+            let size = unsafe { block.cast::<usize>().read() };
             // Only a block that leaves a tail: then the split is certain
             // and the block's size is dead once the rest is known (a block
             // that fits exactly, rarer, goes to the walk).
-            if h.size >= need && h.size - need >= MIN_BLOCK {
-                return Ok(self.take_granule(region, NIL, head, h, need));
+            if size >= need && size - need >= MIN_BLOCK {
+                return Ok(self.split_head(block, head, size - need, need));
             }
         }
         match self.walk_granule(need, policy) {
@@ -386,6 +388,66 @@ impl<'a> FreeList<'a> {
         }
         let (prev, block, h) = best?;
         Some(self.take_granule(region, prev, block, h, need))
+    }
+
+    /// Takes `need` bytes (a multiple of 16, header included) from the front
+    /// of the list's first block, at `block` (offset `head`), whose tail of
+    /// `rest >= MIN_BLOCK` bytes stays free: the first-fit fast path's
+    /// [`take_granule`](Self::take_granule), ordered for 32-bit Arm's five
+    /// scratch registers. The tail's size is stored first, so the rest dies;
+    /// `need` then goes through [`opaque_on_arm`](crate::sync::opaque_on_arm)
+    /// and the block is computed again from the tail, so the block, the
+    /// rest, the link, `need`, the offset and `self` are never live at once
+    /// (holding all six saved four registers there). Elsewhere the block is
+    /// the same value and LLVM keeps it.
+    #[inline(always)]
+    fn split_head(&self, block: *mut u8, head: usize, rest: usize, need: usize) -> NonNull<u8> {
+        debug_assert!(rest >= MIN_BLOCK && (head + need).is_multiple_of(GRANULE));
+        let tail = block.wrapping_add(need).cast::<FreeHeader>();
+        #[cfg(all(target_arch = "arm", not(miri)))]
+        let need = {
+            // SAFETY: `[block + need, block + need + rest)` is the free
+            // block's tail, 16-aligned and at least 32 bytes: no allocation
+            // uses it.
+            unsafe { (&raw mut (*tail).size).write(rest) };
+            let need = crate::sync::opaque_on_arm(need);
+            // SAFETY: `tail - need` is the list's first free block: its
+            // header's link is inside the region, and the store above was
+            // past it.
+            let next = unsafe { (*tail.cast::<u8>().wrapping_sub(need).cast::<FreeHeader>()).next };
+            // SAFETY: the tail's header, as above.
+            unsafe { (&raw mut (*tail).next).write(next) };
+            need
+        };
+        // Elsewhere the link is read first and the tail's header written
+        // whole (one `stp` on arm64).
+        #[cfg(not(all(target_arch = "arm", not(miri))))]
+        // SAFETY: `block` is the list's first free block, and its tail as
+        // above.
+        unsafe {
+            let next = (*block.cast::<FreeHeader>()).next;
+            tail.write(FreeHeader { size: rest, next });
+        }
+        self.head.set(head + need);
+        // The free byte count is loaded only now, after the head's store
+        // (loaded early, it was a sixth value there), and the block is
+        // computed once more from the tail (held since the link's load, it
+        // was a sixth value at these stores).
+        let need = crate::sync::opaque_on_arm(need);
+        self.free_bytes.set(self.free_bytes.get() - need);
+        let block = tail.cast::<u8>().wrapping_sub(need);
+        // SAFETY: `block` is the 16-aligned start of the block just taken off
+        // the list, at least 32 bytes long: the header is inside it and not
+        // part of the user's bytes.
+        unsafe {
+            block.cast::<UsedHeader>().write(UsedHeader {
+                start: head,
+                size: need,
+            })
+        };
+        // SAFETY: `block + 16 < block + need <= capacity`: inside the region,
+        // and the region is not at address 0.
+        unsafe { NonNull::new_unchecked(block.wrapping_add(GRANULE)) }
     }
 
     /// Takes `need` bytes (a multiple of 16, header included) from the

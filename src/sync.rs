@@ -109,6 +109,35 @@ pub(crate) fn fetch_add_usize(a: &AtomicUsize, v: usize, order: Ordering) -> usi
     }
 }
 
+/// `x`, as a value the compiler cannot relate to the `x` it came from, at a
+/// point no memory access moves across: an empty `asm!` on 32-bit Arm (no
+/// instruction), `x` itself elsewhere.
+///
+/// For fast paths that run out of armv7's five scratch registers because
+/// LLVM keeps a value live that it could recompute from another, or loads
+/// early what it could load late: after `let y = opaque_on_arm(y)`,
+/// `p + y - y` is no longer `p`, so `p` dies at the sum and is computed
+/// again from it, and a load written after the call stays after it.
+/// Elsewhere LLVM folds the sum back and schedules freely.
+#[inline(always)]
+pub(crate) fn opaque_on_arm(x: usize) -> usize {
+    #[cfg(all(target_arch = "arm", not(miri)))]
+    {
+        let mut x = x;
+        // SAFETY: a comment naming `x`'s register: no instruction, so it
+        // reads and writes nothing and leaves `x` as it found it. (Not
+        // `nomem`: the compiler then keeps memory accesses on their side.)
+        unsafe {
+            core::arch::asm!("@ {0}", inout(reg) x, options(nostack, preserves_flags));
+        }
+        x
+    }
+    #[cfg(not(all(target_arch = "arm", not(miri))))]
+    {
+        x
+    }
+}
+
 /// Bytes a block of `size` bytes takes with a 16-byte header in front,
 /// rounded up to 16: `16 + align_up(size, 16)`, written as the loop of
 /// [`fetch_add_header_block`] computes it (`add #31`, `bic #15`), so that
@@ -423,6 +452,15 @@ mod tests {
             assert_eq!(a.load(Ordering::Relaxed), 127);
         }
         two_threads_add_64(|a| fetch_add_usize(a, 64, Ordering::Relaxed));
+    }
+
+    /// `opaque_on_arm` hands its value back unchanged (on 32-bit Arm
+    /// through its empty `asm!`, whose operand is an input and an output).
+    #[test]
+    fn the_opaque_word_is_the_word() {
+        for x in [0, 1, 16, 0x8000_0000, usize::MAX] {
+            assert_eq!(opaque_on_arm(x), x);
+        }
     }
 
     /// The word's subtract tells exactly when it reaches zero, wrapping
