@@ -280,6 +280,33 @@ fn every_listing_has_a_hot_path_that_returns() {
     }
 }
 
+/// No probe's hot path touches the stack on any profile unless a call sits
+/// on it (the macOS TLV thunk, an outline-atomics helper, `__tls_get_addr`,
+/// `__aeabi_read_tp`), which needs the frame it sets up. x86_64-apple's
+/// frame record is counted apart (`frame_accesses`), as the target's.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn no_hot_path_touches_the_stack_but_for_a_call_on_it() {
+    let mut found = Vec::new();
+    for b in built() {
+        for probe in PROBES {
+            let Some(h) = b.listings.hot_path(&b.profile, probe.name) else {
+                continue;
+            };
+            if h.stack_accesses > 0 && h.calls.is_empty() {
+                found.push(format!(
+                    "{} on {}: {} stack accesses, no call\n{}",
+                    probe.name,
+                    b.profile.name,
+                    h.stack_accesses,
+                    h.text()
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 #[test]
 #[cfg_attr(miri, ignore)]
 fn the_thread_cursor_hot_path_calls_only_what_the_target_needs() {
