@@ -15,7 +15,11 @@
 //! `fs:`-relative when the code is compiled as a position-independent
 //! executable (`__tls_get_addr` in a PIC library's `.s`); on arm64 Linux it
 //! is `TPIDR_EL0` (TLSDESC in PIC); on macOS it is a call through
-//! `@TLVPPAGE`.
+//! `@TLVPPAGE`. The arena holds no interior mutability itself (the backing
+//! arena is boxed), so in a caller's loop the compiler loads the arena's id
+//! and slot once, not on every allocation: the bench's loop is 13
+//! instructions on x86-64 with three loads (the slot's owner, cursor and
+//! end) and one store, where it was 15 with five.
 //!
 //! **The handle** ([`local`](ThreadCursorArena::local)). A thread that
 //! allocates many times can hold its cursor as a [`LocalCursor`]: its
@@ -243,9 +247,25 @@ pub struct ThreadCursorArena {
     /// What the fast path reads, on its own line (first, `repr(C)`), which
     /// nothing but `reset` (`&mut self`) writes.
     hot: CachePadded<Hot>,
-    /// Where chunks come from: its cursor is the shared word.
-    backing: PackedArena,
+    /// Where chunks come from: its cursor is the shared word. Boxed, so
+    /// that the arena itself holds no interior mutability (`Freeze`): a
+    /// `&ThreadCursorArena` argument is then `noalias readonly`, and a
+    /// caller's loop keeps the id and the slot in registers instead of
+    /// loading them on every allocation (the cursor's store might have
+    /// written them, as far as the compiler could tell).
+    backing: Box<PackedArena>,
     shared: Arc<CachePadded<Shared>>,
+}
+
+/// The arena holds no interior mutability itself (`Freeze`; see
+/// `backing`): this fails to compile otherwise (a constant may not borrow a
+/// temporary whose type could hold interior mutability). The compiler gives
+/// a `&ThreadCursorArena` argument `noalias readonly` only then.
+const _: &Option<ThreadCursorArena> = &none::<ThreadCursorArena>();
+
+/// `None`, from a call: the compiler judges a call's result by its type.
+const fn none<T>() -> Option<T> {
+    None
 }
 
 /// The fast path's read-only state of a [`ThreadCursorArena`].
@@ -323,7 +343,7 @@ impl ThreadCursorArena {
                 chunk_size,
                 max_request: block_size,
             }),
-            backing,
+            backing: Box::new(backing),
             shared: Arc::new(CachePadded::new(Shared {
                 id: AtomicU64::new(id),
                 chunks: AtomicU64::new(0),
