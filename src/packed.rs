@@ -545,19 +545,17 @@ impl PackedArena {
         let max_request = align_up(max_request, GRAIN);
         // L = P - C*M must leave a full largest block plus two requests below
         // it, so that a position that reached L can never fit again.
+        // A block's counter is a word (see `Hot::counters`): its largest true
+        // value, a full largest block plus `C` requests settled after the
+        // rotation, must fit one too (a bound only 32-bit targets can reach).
         let reserve = (max_entrants as u64)
             .checked_mul(max_request as u64)
-            .filter(|_| max_entrants > 0);
+            .filter(|_| max_entrants > 0)
+            .filter(|&r| (largest as u64).saturating_add(r) <= usize::MAX as u64);
         let limit = reserve
             .and_then(|r| P.checked_sub(r))
             .filter(|&l| l >= largest as u64 + 2 * max_request as u64);
         let limit = limit.ok_or(invalid(ConfigField::MaxEntrants, max_entrants))?;
-        // A block's counter is a word (see `Hot::counters`): its largest true
-        // value, a full largest block plus `C` requests settled after the
-        // rotation, must fit one (a bound only 32-bit targets can reach).
-        if (largest as u64).saturating_add(reserve.unwrap_or(u64::MAX)) > usize::MAX as u64 {
-            return Err(invalid(ConfigField::MaxEntrants, max_entrants));
-        }
 
         // The stride holds the largest block a request up to M installs
         // (`take_slot` never grows a block past what is committed, and never

@@ -277,10 +277,12 @@ const fn none<T>() -> Option<T> {
 /// `fs:[base + slot + disp]` operands, 0.47-0.48 with the slot's address
 /// computed once into a register (`mov fs:[0]`, two adds) and plain
 /// operands. The allocation carries the cursor from its store to the next
-/// allocation's load, and this machine forwards that store to the load
-/// faster for the plain operand. The probe pays one instruction for it
-/// (x86_64-linux 16 → 17: the thread pointer is read with its own `mov`).
-/// Elsewhere the thread's storage is already reached through a register.
+/// allocation's load; that machine (an AMD EPYC) runs the chain faster with
+/// the plain operand, for a reason not isolated. The probe pays one
+/// instruction for it (x86_64-linux 16 → 17: the thread pointer is read
+/// with its own `mov`); on the other x86-64 profiles, where the storage
+/// comes from a call or `gs:`, the operands lose their index register at
+/// the same count. Other targets reach it through a register already.
 #[inline(always)]
 fn in_register(c: &Cursor) -> &Cursor {
     #[cfg(all(target_arch = "x86_64", not(miri)))]

@@ -42,8 +42,8 @@
 //! non-null, one compare-exchange moves `front` to it with the generation
 //! bumped (retry on failure; on ARMv7 one `ldrexd`/`strexd` pair instead,
 //! one attempt, see `pop_fast` there). If the front is empty or its link is
-//! null, the fast path returns `None` and the caller's cold path runs the full `pop`,
-//! which also takes the last block (`pop_last`, cold): the consumer *claims*
+//! null, the fast path returns `None` and the caller's cold path runs the
+//! full `pop`, which also takes the last block (`pop_last`, cold): the consumer *claims*
 //! the front with a compare-exchange to handle 0, then both ends must agree:
 //! a compare-exchange of `back` from that block to null. If it succeeds, the
 //! block is the consumer's and the queue is empty (the next producer finds
@@ -258,11 +258,12 @@ impl ClassQueue {
     ///
     /// Predicated, not branching (`it` blocks for Thumb, where they are
     /// encoded; ARM state needs none): the success runs straight through,
-    /// so the listing's hot path is what executes. One attempt, no retry: the link's read sits between the exclusive
-    /// pair, and the architecture allows an implementation to clear the
-    /// exclusive monitor on any memory access there, so a retry loop could
-    /// fail forever on such a core. The miss path's compare-exchange has no
-    /// access between its exclusive pair and always makes progress.
+    /// so the listing's hot path is what executes. One attempt, no retry:
+    /// the link's read sits between the exclusive pair, and the
+    /// architecture allows an implementation to clear the exclusive monitor
+    /// on any memory access there, so a retry loop could fail forever on
+    /// such a core. The miss path's compare-exchange has no access between
+    /// its exclusive pair and always makes progress.
     ///
     /// The handle base is 0 on 32-bit targets (the region's is a constant
     /// 0, so the test below folds away); with another base (the queue's
