@@ -25,6 +25,24 @@ use core::ptr::NonNull;
 use crate::sync::{AtomicUsize, Ordering};
 use crate::{AllocError, RawAllocator};
 
+/// Takes `bytes` off `counter`, stopping at zero: a compare-and-swap loop
+/// (what `fetch_update` does; written out because that method is renamed
+/// `try_update` from Rust 1.100 on, and the crate builds on 1.95 too). The
+/// counters are statistics, so relaxed is enough: nothing is published
+/// through them.
+#[inline]
+fn saturating_sub(counter: &AtomicUsize, bytes: usize) {
+    let mut current = counter.load(Ordering::Relaxed);
+    while let Err(now) = counter.compare_exchange_weak(
+        current,
+        current.saturating_sub(bytes),
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    ) {
+        current = now;
+    }
+}
+
 /// The subsystem that owns an allocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MemoryTag {
@@ -127,9 +145,7 @@ impl MemoryTracker {
     /// below zero.
     #[inline]
     pub fn untrack(&self, tag: MemoryTag, bytes: usize) {
-        let _ = self.current[tag.index()].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-            Some(c.saturating_sub(bytes))
-        });
+        saturating_sub(&self.current[tag.index()], bytes);
     }
 
     /// Bytes in use under `tag`.
@@ -244,11 +260,7 @@ impl<A: RawAllocator> RawAllocator for Tracked<'_, A> {
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
         // SAFETY: forwarded; the caller upholds the contract for `A`.
         unsafe { self.inner.deallocate(ptr, layout) };
-        let _ = self
-            .live
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-                Some(c.saturating_sub(layout.size()))
-            });
+        saturating_sub(&self.live, layout.size());
         self.tracker.untrack(self.tag, layout.size());
     }
 }
