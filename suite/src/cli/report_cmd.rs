@@ -84,6 +84,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     let failed: Vec<(&allocasm_suite::codegen::Profile, String)> = builds
         .failed
         .iter()
+        .chain(&builds.unavailable)
         .map(|(p, e)| (p, build_error_message(e)))
         .collect();
     let linked: Vec<LinkedBuild<'_>> = builds

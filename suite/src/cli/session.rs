@@ -43,6 +43,10 @@ pub struct Builds {
     pub built: Vec<Built>,
     /// The profiles that did not, with why.
     pub failed: Vec<(Profile, BuildError)>,
+    /// The profiles the toolchain cannot build at all (rustup has no
+    /// rust-std for their target, [`BuildError::NotAvailable`]): not a
+    /// failure, said per profile.
+    pub unavailable: Vec<(Profile, BuildError)>,
     /// The linked executables (both LTO settings of every profile with a
     /// `[linked]` table), in `(profile, lto)` order; empty unless asked for.
     pub linked: Vec<LinkedBuilt>,
@@ -66,15 +70,20 @@ impl Builds {
             .find(|l| l.profile.name == profile && l.lto == lto)
     }
 
-    /// The linked builds that failed.
+    /// The linked builds that failed (a profile the toolchain cannot build
+    /// at all is not one: see [`Builds::unavailable`]).
     pub fn linked_failures(&self) -> impl Iterator<Item = (&LinkedBuilt, &BuildError)> {
         self.linked
             .iter()
             .filter_map(|l| l.result.as_ref().err().map(|e| (l, e)))
+            .filter(|(_, e)| !e.is_not_available())
     }
 
     /// Prints every build failure (with its fix) to stderr.
     pub fn report_failures(&self, ui: &Ui) {
+        for (profile, error) in &self.unavailable {
+            eprintln!("{} profile {}: {error}", ui.yellow("note:"), profile.name);
+        }
         for (profile, error) in &self.failed {
             eprintln!(
                 "{} profile {} ({}): {}",
@@ -362,6 +371,7 @@ pub fn build_all_with(
             toolchain,
             built: Vec::new(),
             failed: Vec::new(),
+            unavailable: Vec::new(),
             linked,
         };
         for (profile, result) in profiles.iter().zip(results) {
@@ -375,6 +385,7 @@ pub fn build_all_with(
                         listings,
                     });
                 }
+                Err(e) if e.is_not_available() => builds.unavailable.push((profile.clone(), e)),
                 Err(e) => builds.failed.push((profile.clone(), e)),
             }
         }

@@ -27,7 +27,11 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::artifacts::{Artifacts, LibraryOutputs};
 use super::profile::Profile;
+
+/// The library crate whose `.s` files the asm build reads.
+pub const LIBRARY_CRATE: &str = "allocasm";
 
 /// Where and with what to build.
 #[derive(Debug, Clone)]
@@ -43,6 +47,22 @@ pub struct BuildOptions {
     /// Run `rustup target add` when the profile's target is not installed
     /// (otherwise that is a [`BuildError::TargetMissing`]).
     pub install_missing_target: bool,
+}
+
+impl BuildOptions {
+    /// The options `profile` builds with: a toolchain named here (the
+    /// command's `--toolchain`, `--from`, `--to`) wins; without one, the
+    /// profile's own `toolchain` (a target whose std the pinned compiler
+    /// lacks keeps the compiler that has it), else the one rustup selects.
+    pub fn for_profile(&self, profile: &Profile) -> BuildOptions {
+        match (&self.toolchain, &profile.toolchain) {
+            (None, Some(own)) => BuildOptions {
+                toolchain: Some(own.clone()),
+                ..self.clone()
+            },
+            _ => self.clone(),
+        }
+    }
 }
 
 impl Default for BuildOptions {
@@ -115,6 +135,16 @@ pub enum BuildError {
         /// The triple.
         triple: String,
     },
+    /// rustup has no standard library of the target for this toolchain (the
+    /// channel's manifest lacks it, or lists it as unavailable for
+    /// download): the profile cannot be built with it. Not a failure of the
+    /// code: commands say so per profile and go on with the others.
+    NotAvailable {
+        /// The toolchain.
+        toolchain: String,
+        /// The triple.
+        triple: String,
+    },
     /// A command other than the build failed (`rustup target add`, `rustc -vV`).
     Command {
         /// The command line.
@@ -179,6 +209,10 @@ impl fmt::Display for BuildError {
                 "target `{triple}` is not installed for toolchain `{toolchain}`; run \
                  `rustup target add {triple} --toolchain {toolchain}` (or pass the install option)"
             ),
+            BuildError::NotAvailable { toolchain, triple } => write!(
+                f,
+                "not available for {toolchain}: rustup has no rust-std for {triple}"
+            ),
             BuildError::Command { command, stderr } => write!(f, "`{command}` failed:\n{stderr}"),
             BuildError::InstallFailed {
                 command,
@@ -207,6 +241,14 @@ impl fmt::Display for BuildError {
 }
 
 impl std::error::Error for BuildError {}
+
+impl BuildError {
+    /// The toolchain cannot build the profile at all (no rust-std for its
+    /// target): a fact about the toolchain, not a failed build.
+    pub fn is_not_available(&self) -> bool {
+        matches!(self, BuildError::NotAvailable { .. })
+    }
+}
 
 /// One `.s` file of the crate.
 #[derive(Debug, Clone)]
@@ -518,6 +560,12 @@ pub fn ensure_target_with(
     if installed(rustup)? != Some(false) {
         return Ok(());
     }
+    if !offered(rustup, toolchain, triple)? {
+        return Err(BuildError::NotAvailable {
+            toolchain: toolchain.to_string(),
+            triple: triple.to_string(),
+        });
+    }
     if !install {
         return Err(BuildError::TargetMissing {
             toolchain: toolchain.to_string(),
@@ -540,11 +588,42 @@ pub fn ensure_target_with(
     if installed(rustup)? == Some(true) {
         return Ok(());
     }
+    if unavailable_for_download(&stderr) {
+        return Err(BuildError::NotAvailable {
+            toolchain: toolchain.to_string(),
+            triple: triple.to_string(),
+        });
+    }
     Err(BuildError::InstallFailed {
         command: command_line(&cmd),
         first_error: first_error_line(&stderr),
         fix: install_fix(&stderr, toolchain, triple),
     })
+}
+
+/// Whether rustup's channel manifest for `toolchain` offers `triple`'s
+/// standard library at all: `rustup target list` lists only the targets a
+/// channel has (a target whose rust-std is unavailable for download is left
+/// out). When the list cannot be read, the target counts as offered and the
+/// install says what is wrong.
+fn offered(rustup: &OsStr, toolchain: &str, triple: &str) -> Result<bool, BuildError> {
+    let out = output_of(Command::new(rustup).args(["target", "list", "--toolchain", toolchain]))?;
+    if !out.status.success() {
+        return Ok(true);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .any(|t| t == triple))
+}
+
+/// rustup's words for a component the channel does not have
+/// (`component 'rust-std' for target '…' is unavailable for download for
+/// channel '1.99.1'`).
+fn unavailable_for_download(stderr: &str) -> bool {
+    stderr.contains("is unavailable for download")
+        || stderr.contains("does not support target")
+        || stderr.contains("toolchain does not contain component")
 }
 
 /// The first line of rustup's stderr that says what went wrong.
@@ -594,17 +673,29 @@ pub fn install_targets(
     opts: &BuildOptions,
     progress: &dyn Fn(BuildEvent),
 ) -> Result<(), BuildError> {
-    if !opts.install_missing_target {
+    if !opts.install_missing_target || !has_rustup() {
         return Ok(());
     }
-    let toolchain = resolve_toolchain(opts)?;
-    if !has_rustup() || toolchain == "default" {
-        return Ok(());
+    let mut seen = std::collections::BTreeSet::new();
+    for p in profiles {
+        let toolchain = resolve_toolchain(&opts.for_profile(p))?;
+        if toolchain == "default" || !seen.insert((toolchain.clone(), p.triple.clone())) {
+            continue;
+        }
+        match ensure_target_with(OsStr::new("rustup"), &toolchain, &p.triple, true, progress, &p.name)
+        {
+            // That profile's own build says so; the others go on.
+            Err(BuildError::NotAvailable { .. }) => {}
+            other => other?,
+        }
     }
-    install_targets_with(OsStr::new("rustup"), &toolchain, profiles, progress)
+    Ok(())
 }
 
-/// [`install_targets`] with the rustup program and toolchain named.
+/// Installs every missing target of `profiles` for `toolchain`, as
+/// [`install_targets`] does, with the rustup program named (a stand-in in
+/// tests). A target the toolchain does not offer is left to the profile's
+/// own build to report.
 pub fn install_targets_with(
     rustup: &OsStr,
     toolchain: &str,
@@ -614,7 +705,10 @@ pub fn install_targets_with(
     let mut seen = std::collections::BTreeSet::new();
     for p in profiles {
         if seen.insert(p.triple.as_str()) {
-            ensure_target_with(rustup, toolchain, &p.triple, true, progress, &p.name)?;
+            match ensure_target_with(rustup, toolchain, &p.triple, true, progress, &p.name) {
+                Err(BuildError::NotAvailable { .. }) => {}
+                other => other?,
+            }
         }
     }
     Ok(())
@@ -653,7 +747,7 @@ pub fn prepare(
     opts: &BuildOptions,
     progress: &dyn Fn(BuildEvent),
 ) -> Result<(String, String), BuildError> {
-    let toolchain = resolve_toolchain(opts)?;
+    let toolchain = resolve_toolchain(&opts.for_profile(profile))?;
     ensure_target(
         &toolchain,
         &profile.triple,
@@ -783,15 +877,18 @@ pub fn build_profile(
         });
     }
 
-    let (artifact, fresh) = find_artifact(&json).ok_or_else(|| BuildError::NoAsm {
-        profile: profile.name.clone(),
-        dir: dir.clone(),
-    })?;
-    let files = read_asm_files(&artifact, fresh, started_at)?;
+    let outputs = Artifacts::parse(&json)
+        .library(LIBRARY_CRATE)
+        .ok_or_else(|| BuildError::NoAsm {
+            profile: profile.name.clone(),
+            dir: dir.clone(),
+        })?;
+    let fresh = outputs.fresh;
+    let files = read_asm_files(&outputs, started_at)?;
     if files.is_empty() {
         return Err(BuildError::NoAsm {
             profile: profile.name.clone(),
-            dir,
+            dir: outputs.dir,
         });
     }
     progress(BuildEvent::Finished {
@@ -812,57 +909,17 @@ pub fn build_profile(
     })
 }
 
-/// From cargo's JSON messages: the crate's library artifact in `deps/`
-/// (`deps/lib<crate>-<hash>.rmeta`) and whether it was fresh.
-fn find_artifact(json: &str) -> Option<(PathBuf, bool)> {
-    for line in json.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if v["reason"] != "compiler-artifact" {
-            continue;
-        }
-        let is_lib = v["target"]["kind"]
-            .as_array()
-            .is_some_and(|k| k.iter().any(|k| k == "lib" || k == "rlib"));
-        let manifest_ours = v["package_id"]
-            .as_str()
-            .is_some_and(|p| p.contains("allocasm"))
-            || v["target"]["name"] == "allocasm";
-        if !is_lib || !manifest_ours {
-            continue;
-        }
-        let fresh = v["fresh"].as_bool().unwrap_or(false);
-        let files = v["filenames"].as_array()?;
-        let in_deps = files
-            .iter()
-            .filter_map(|f| f.as_str())
-            .map(PathBuf::from)
-            .find(|p| {
-                p.parent()
-                    .and_then(|d| d.file_name())
-                    .is_some_and(|d| d == "deps")
-            });
-        if let Some(p) = in_deps {
-            return Some((p, fresh));
-        }
-    }
-    None
-}
-
-/// Every `.s` of the artifact's crate and hash: `<crate>-<hash>.s` (one
-/// codegen unit) or `<crate>-<hash>.<cgu>.rcgu.s` (several). After a real
-/// rebuild, `.s` files older than the build are stale units of an earlier
-/// partition and are deleted.
+/// Every `.s` of the library's crate and hash, in the directory cargo's
+/// artifact message names: `<crate>-<hash>.s` (one codegen unit) or
+/// `<crate>-<hash>.<cgu>.rcgu.s` (several). After a real rebuild, `.s`
+/// files older than the build are stale units of an earlier partition and
+/// are deleted.
 fn read_asm_files(
-    artifact: &Path,
-    fresh: bool,
+    outputs: &LibraryOutputs,
     started_at: SystemTime,
 ) -> Result<Vec<AsmFile>, BuildError> {
-    let dir = artifact.parent().unwrap_or(Path::new("."));
-    let stem = artifact.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let stem = stem.strip_prefix("lib").unwrap_or(stem);
-    let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s); // crate-hash
+    let dir = outputs.dir.as_path();
+    let stem = outputs.stem.as_str();
     let io = |path: &Path, e: std::io::Error| BuildError::Io {
         path: path.to_path_buf(),
         error: e.to_string(),
@@ -878,7 +935,7 @@ fn read_asm_files(
         if !ours {
             continue;
         }
-        if !fresh {
+        if !outputs.fresh {
             let modified = std::fs::metadata(&path)
                 .and_then(|m| m.modified())
                 .map_err(|e| io(&path, e))?;

@@ -68,6 +68,7 @@ use anyhow::{Context, bail};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use super::artifacts::Artifacts;
 use super::build::{self, BuildError, BuildEvent, BuildOptions};
 use super::linked::{self, Lto};
 use super::listing::Listing;
@@ -312,16 +313,14 @@ pub fn build_driver(
     });
     let start = std::time::Instant::now();
     let json = run_cargo(&mut cmd, profile, command)?;
-    let executable = json
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == DRIVER)
-        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
+    let artifacts = Artifacts::parse(&json);
+    let executable = artifacts
+        .executable(DRIVER)
         .ok_or_else(|| BuildError::NoAsm {
             profile: profile.name.clone(),
             dir: dir.clone(),
         })?;
-    let mut fresh = json.contains("\"fresh\":true");
+    let mut fresh = artifacts.all_fresh();
     // A shared-library profile: the probes in the cdylib, built with the
     // same flags into the same target dir (so it shares allocasm's build).
     let library = if shared_library(profile) {
@@ -337,27 +336,10 @@ pub fn build_driver(
         );
         let command = build::command_line(&cmd);
         let json = run_cargo(&mut cmd, profile, command)?;
-        fresh &= json.contains("\"fresh\":true");
-        let so = json
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v["reason"] == "compiler-artifact")
-            .filter(|v| {
-                v["target"]["kind"]
-                    .as_array()
-                    .is_some_and(|k| k.iter().any(|k| k == "cdylib"))
-            })
-            .flat_map(|v| {
-                v["filenames"]
-                    .as_array()
-                    .map(|f| {
-                        f.iter()
-                            .filter_map(|f| f.as_str().map(PathBuf::from))
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap_or_default()
-            })
-            .find(|f| f.extension().is_some_and(|e| e == "so"))
+        let artifacts = Artifacts::parse(&json);
+        fresh &= artifacts.all_fresh();
+        let so = artifacts
+            .cdylib("so")
             .ok_or_else(|| BuildError::NoAsm {
                 profile: profile.name.clone(),
                 dir: dir.clone(),

@@ -41,6 +41,7 @@ use std::time::Instant;
 
 use regex::Regex;
 
+use super::artifacts::Artifacts;
 use super::build::{self, BuildError, BuildEvent, BuildOptions};
 use super::listing::Listing;
 use super::parse::Function;
@@ -366,11 +367,14 @@ pub fn build_linked(
         });
     }
     let json = String::from_utf8_lossy(&out.stdout);
-    let executable = find_executable(&json).ok_or_else(|| BuildError::NoAsm {
-        profile: profile.name.clone(),
-        dir: dir.clone(),
-    })?;
-    let fresh = json.contains("\"fresh\":true");
+    let artifacts = Artifacts::parse(&json);
+    let executable = artifacts
+        .executable(EXAMPLE)
+        .ok_or_else(|| BuildError::NoAsm {
+            profile: profile.name.clone(),
+            dir: dir.clone(),
+        })?;
+    let fresh = artifacts.all_fresh();
     progress(BuildEvent::Finished {
         profile: format!("{} ({lto})", profile.name),
         fresh,
@@ -473,13 +477,6 @@ fn run_objdump(objdump: &str, args: &[String], exe: &Path) -> Result<String, Bui
 }
 
 /// The example's executable from cargo's JSON messages.
-fn find_executable(json: &str) -> Option<PathBuf> {
-    json.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == EXAMPLE)
-        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
-}
-
 /// Function symbols of `objdump -t`: name → (address, size).
 pub fn parse_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
     let mut map = BTreeMap::new();

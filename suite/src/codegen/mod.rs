@@ -60,6 +60,7 @@
 //! Paths: [`manifest_dir`], [`targets_dir`], [`snapshots_dir`],
 //! [`default_target_root`].
 
+pub mod artifacts;
 pub mod build;
 pub mod cfg;
 pub mod executed;

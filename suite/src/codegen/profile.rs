@@ -493,6 +493,11 @@ pub struct Profile {
     /// restore (`push rbp` / `pop rbp`) are the target's, reported apart
     /// from the hot path's other stack accesses.
     pub keeps_frame_pointers: bool,
+    /// The file's `toolchain = "1.95.0"`: the rustup toolchain this profile
+    /// builds with when a command names none (its snapshots were taken with
+    /// it). For a target whose standard library the pinned compiler lacks
+    /// where the suite runs; `None` builds with the pinned one.
+    pub toolchain: Option<String>,
 }
 
 /// A profile's `[linked]` table.
@@ -538,6 +543,8 @@ struct RawProfile {
     linked: Option<LinkedConfig>,
     #[serde(default)]
     keeps_frame_pointers: bool,
+    #[serde(default)]
+    toolchain: Option<String>,
 }
 
 #[derive(Deserialize, Default, Clone)]
@@ -911,6 +918,7 @@ impl Profile {
             path: path.to_path_buf(),
             linked: raw.linked,
             keeps_frame_pointers: raw.keeps_frame_pointers,
+            toolchain: raw.toolchain,
         })
     }
 
