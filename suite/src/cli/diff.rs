@@ -1,28 +1,47 @@
-//! `allocasm diff --from A --to B`: every profile built with two toolchains;
-//! per probe and profile, whether the normalized listing changed, the
-//! instruction-count delta, a unified diff, and each expectation under both.
+//! `allocasm diff --from A --to B`: every profile built with two toolchains
+//! and compared probe by probe, about the hot path first: its instructions
+//! before → after with the function's count beside them, the instructions to
+//! the fit check, stack accesses, atomics, calls and loops, the unified diff
+//! of the hot path's lines and then of the whole listing, and every
+//! expectation that flipped. A summary table (probes down, profiles across)
+//! gives each pair's hot-path delta.
 //!
 //! Listings are compared after normalization, so symbol mangling (legacy vs
 //! v0, hashes, disambiguators) and label numbering never count as changes.
+//! A profile one toolchain cannot build at all (rustup has no rust-std for
+//! its target) is "not available" and the rest go on; a failed build is an
+//! environment error (exit 3) after the others are compared.
+//!
+//! `--format text|md|json|html`: the JSON's schema is
+//! `docs/diff.schema.json` (generated from [`DiffReport`] by schemars; a
+//! test keeps the file in step), documented in `docs/diff-json.md`.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use allocasm::probes::PROBES;
-use clap::Args;
+use allocasm::probes::{PROBES, Probe};
+use allocasm_suite::codegen::cfg::HotPath;
+use crate::report::html::escape;
+use clap::{Args, ValueEnum};
+use schemars::JsonSchema;
+use serde::Serialize;
 use similar::TextDiff;
 
 use crate::report::{self, ExpectationResult};
 
-use super::session::{self, Built};
+use super::session::{self, Built, Builds};
 use super::{Backend, BuildArgs, CliError, Status, Ui};
+
+/// The schema name written in the JSON.
+pub const SCHEMA: &str = "allocasm-diff/1";
 
 /// `diff` arguments.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The toolchain to compare from (e.g. 1.95.0)
+    /// The toolchain to compare from (e.g. 1.99.1)
     #[arg(long, value_name = "TOOLCHAIN")]
     pub from: String,
-    /// The toolchain to compare to (e.g. nightly)
+    /// The toolchain to compare to (e.g. beta, nightly)
     #[arg(long, value_name = "TOOLCHAIN")]
     pub to: String,
     /// Profile to build (a targets/*.toml name); repeat or separate with commas. Default: all
@@ -31,9 +50,16 @@ pub struct DiffArgs {
     /// Also exit 1 when any listing changed (not only on a regression)
     #[arg(long)]
     pub fail_on_change: bool,
-    /// One line per probe and profile, without the unified diffs
+    /// Text: one line per probe and profile and the summary table, without the unified diffs
     #[arg(long)]
     pub summary: bool,
+    /// Output format: text (the terminal), md (a pull request or CI step summary), json
+    /// (tools; schema in docs/diff.schema.json), html (one self-contained page)
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Write the output to FILE instead of stdout
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
     /// Run `rustup target add` for a profile whose target is not installed for a toolchain
     #[arg(long)]
     pub install: bool,
@@ -42,117 +68,689 @@ pub struct DiffArgs {
     pub target_root: Option<PathBuf>,
 }
 
-/// The comparison of one probe on one profile.
-struct Comparison {
-    changed: bool,
-    regression: bool,
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Plain text, coloured on a terminal
+    Text,
+    /// Markdown
+    Md,
+    /// JSON (docs/diff.schema.json)
+    Json,
+    /// One self-contained HTML page
+    Html,
 }
 
-fn listing_text(b: &Built, probe: &str) -> Option<String> {
-    b.listings.listing(probe).map(|l| l.text())
+/// The whole comparison: what `--format json` writes.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DiffReport {
+    /// `allocasm-diff/1`.
+    pub schema: String,
+    /// The compiler compared from.
+    pub from: CompilerInfo,
+    /// The compiler compared to.
+    pub to: CompilerInfo,
+    /// One per profile asked for, in the order of `targets/`.
+    pub profiles: Vec<ProfileDiff>,
+    /// Counts over every compared (probe, profile) pair.
+    pub totals: DiffTotals,
 }
 
-fn count(b: &Built, probe: &str) -> Option<usize> {
-    b.listings.listing(probe).map(|l| l.instructions().count())
+/// One side's compiler.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CompilerInfo {
+    /// The rustup toolchain as asked for (`1.99.1`, `nightly`).
+    pub toolchain: String,
+    /// `rustc -vV`'s first line (`rustc 1.99.1 (58cf8f9c3 2026-10-13)`), when a build worked.
+    pub release: Option<String>,
+    /// The LLVM version, when a build worked.
+    pub llvm: Option<String>,
 }
 
-fn compare(ui: &Ui, args: &DiffArgs, from: &Built, to: &Built, probe: &str) -> Comparison {
-    let a = listing_text(from, probe);
-    let b = listing_text(to, probe);
-    let changed = a != b;
-    let (na, nb) = (count(from, probe), count(to, probe));
-    let delta = match (na, nb) {
-        (Some(x), Some(y)) if x == y => format!("{x} instructions"),
-        (Some(x), Some(y)) => {
-            let d = y as isize - x as isize;
-            format!("{x} → {y} instructions ({d:+})")
-        }
-        (Some(x), None) => format!("{x} instructions → missing"),
-        (None, Some(y)) => format!("missing → {y} instructions"),
-        (None, None) => "missing under both".to_string(),
-    };
-    let ea = report::evaluate(
-        &from.profile,
-        &from.listings,
-        allocasm::probes::find(probe).expect("registry probe"),
-    );
-    let eb = report::evaluate(
-        &to.profile,
-        &to.listings,
-        allocasm::probes::find(probe).expect("registry probe"),
-    );
-    let held_before = |rule: &str| ea.iter().any(|e| e.rule == rule && e.passed);
-    let newly_failing: Vec<&ExpectationResult> = eb
-        .iter()
-        .filter(|e| !e.passed && held_before(&e.rule))
-        .collect();
-    let regression = !newly_failing.is_empty() || (a.is_some() && b.is_none());
-    let state = if regression {
-        ui.red("REGRESSION")
-    } else if changed {
-        ui.yellow("changed   ")
-    } else {
-        ui.green("unchanged ")
-    };
-    println!("  {state} {probe:32} {delta}");
-    if changed && !args.summary {
-        let a = a.unwrap_or_default();
-        let b = b.unwrap_or_default();
-        let diff = TextDiff::from_lines(&a, &b);
-        let text = diff
-            .unified_diff()
-            .context_radius(3)
-            .header(&from.output.toolchain, &to.output.toolchain)
-            .to_string();
-        for line in text.lines() {
-            let colored = if line.starts_with('+') && !line.starts_with("+++") {
-                ui.green(line)
-            } else if line.starts_with('-') && !line.starts_with("---") {
-                ui.red(line)
-            } else if line.starts_with("@@") {
-                ui.cyan(line)
-            } else {
-                line.to_string()
-            };
-            println!("      {colored}");
+/// One profile under both compilers.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ProfileDiff {
+    /// The profile's name.
+    pub profile: String,
+    /// Its target triple.
+    pub triple: String,
+    /// `compared`, `not-available` (a toolchain has no rust-std for the
+    /// target) or `failed` (a build failed).
+    pub status: String,
+    /// Why it was not compared.
+    pub reason: Option<String>,
+    /// One per probe of the registry (empty unless compared).
+    pub probes: Vec<ProbeDiff>,
+}
+
+/// One probe on one profile under both compilers.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ProbeDiff {
+    /// The probe's symbol.
+    pub probe: String,
+    /// `unchanged`, `changed` (the normalized listing differs) or
+    /// `regression` (an expectation that held fails, or the probe is gone).
+    pub state: String,
+    /// Whether the hot path's lines differ.
+    pub hot_changed: bool,
+    /// The figures under the `from` compiler (absent when the probe is missing there).
+    pub before: Option<Figures>,
+    /// The figures under the `to` compiler.
+    pub after: Option<Figures>,
+    /// The unified diff of the hot path's lines (empty when they are equal).
+    pub hot_diff: String,
+    /// The unified diff of the whole normalized listing (empty when equal).
+    pub listing_diff: String,
+    /// Every expectation whose result differs between the two, or that fails under either.
+    pub expectations: Vec<Flip>,
+}
+
+/// A listing's hot-path figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Figures {
+    /// Instructions on the hot path.
+    pub hot: usize,
+    /// Instructions of the whole function.
+    pub function: usize,
+    /// Instructions up to the fit-check branch after the first atomic, if any.
+    pub to_fit_check: Option<usize>,
+    /// Stack accesses on the hot path.
+    pub stack: usize,
+    /// Atomic instructions on the hot path.
+    pub atomics: usize,
+    /// Callees on the hot path, in order.
+    pub calls: Vec<String>,
+    /// Loops on the hot path.
+    pub loops: usize,
+}
+
+impl Figures {
+    fn of(h: &HotPath) -> Figures {
+        Figures {
+            hot: h.instructions,
+            function: h.function_instructions,
+            to_fit_check: h.to_fit_check,
+            stack: h.stack_accesses,
+            atomics: h.atomics,
+            calls: h.calls.clone(),
+            loops: h.loops,
         }
     }
-    if changed || regression || !args.summary {
-        let rules: Vec<&str> = {
-            let mut r: Vec<&str> = ea.iter().map(|e| e.rule.as_str()).collect();
-            for e in &eb {
-                if !r.contains(&e.rule.as_str()) {
-                    r.push(&e.rule);
+}
+
+/// One expectation under both compilers.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Flip {
+    /// The rule as written.
+    pub rule: String,
+    /// Whether it held under `from` (absent: not evaluated there).
+    pub before: Option<bool>,
+    /// Whether it holds under `to`.
+    pub after: Option<bool>,
+    /// It held under `from` and fails under `to`.
+    pub regression: bool,
+}
+
+/// Counts over the compared pairs.
+#[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
+pub struct DiffTotals {
+    /// Pairs whose listing is the same.
+    pub unchanged: usize,
+    /// Pairs whose listing changed (regressions included).
+    pub changed: usize,
+    /// Pairs whose hot path changed.
+    pub hot_changed: usize,
+    /// Pairs with a regression.
+    pub regressions: usize,
+    /// Profiles not available under a toolchain.
+    pub not_available: usize,
+    /// Profiles whose build failed.
+    pub failed: usize,
+}
+
+fn unified(a: &str, b: &str, from: &str, to: &str) -> String {
+    if a == b {
+        return String::new();
+    }
+    TextDiff::from_lines(a, b)
+        .unified_diff()
+        .context_radius(3)
+        .header(from, to)
+        .to_string()
+}
+
+/// Compares one probe on one profile.
+pub fn compare_probe(from: &Built, to: &Built, probe: &Probe, names: (&str, &str)) -> ProbeDiff {
+    let listing = |b: &Built| b.listings.listing(probe.name).map(|l| l.text());
+    let hot = |b: &Built| b.listings.hot_path(&b.profile, probe.name);
+    let (la, lb) = (listing(from), listing(to));
+    let (ha, hb) = (hot(from), hot(to));
+    let ea = report::evaluate(&from.profile, &from.listings, probe);
+    let eb = report::evaluate(&to.profile, &to.listings, probe);
+    let mut expectations = flips(&ea, &eb);
+    expectations.retain(|f| f.before != f.after || f.after == Some(false));
+    let regression = expectations.iter().any(|f| f.regression) || (la.is_some() && lb.is_none());
+    let changed = la != lb;
+    let hot_text = |h: &Option<HotPath>| h.as_ref().map(HotPath::text).unwrap_or_default();
+    let (hta, htb) = (hot_text(&ha), hot_text(&hb));
+    ProbeDiff {
+        probe: probe.name.to_string(),
+        state: if regression {
+            "regression"
+        } else if changed {
+            "changed"
+        } else {
+            "unchanged"
+        }
+        .to_string(),
+        hot_changed: hta != htb,
+        before: ha.as_ref().map(Figures::of),
+        after: hb.as_ref().map(Figures::of),
+        hot_diff: unified(&hta, &htb, names.0, names.1),
+        listing_diff: unified(
+            &la.unwrap_or_default(),
+            &lb.unwrap_or_default(),
+            names.0,
+            names.1,
+        ),
+        expectations,
+    }
+}
+
+/// Every rule of either side, in the order of `from`'s then `to`'s new ones.
+fn flips(ea: &[ExpectationResult], eb: &[ExpectationResult]) -> Vec<Flip> {
+    let mut rules: Vec<&str> = ea.iter().map(|e| e.rule.as_str()).collect();
+    for e in eb {
+        if !rules.contains(&e.rule.as_str()) {
+            rules.push(&e.rule);
+        }
+    }
+    rules
+        .into_iter()
+        .map(|rule| {
+            let before = ea.iter().find(|e| e.rule == rule).map(|e| e.passed);
+            let after = eb.iter().find(|e| e.rule == rule).map(|e| e.passed);
+            Flip {
+                rule: rule.to_string(),
+                before,
+                after,
+                regression: before == Some(true) && after == Some(false),
+            }
+        })
+        .collect()
+}
+
+fn compiler(b: &Builds) -> CompilerInfo {
+    let first = b.built.first();
+    CompilerInfo {
+        toolchain: b.toolchain.clone(),
+        release: first.map(|x| x.output.rustc_release().to_string()),
+        llvm: first.map(|x| x.output.llvm_version().to_string()),
+    }
+}
+
+/// Compares two toolchains' builds of `profiles`.
+pub fn compare(
+    profiles: &[allocasm_suite::codegen::Profile],
+    from: &Builds,
+    to: &Builds,
+) -> DiffReport {
+    let mut totals = DiffTotals::default();
+    let names = (from.toolchain.as_str(), to.toolchain.as_str());
+    let reason_of = |b: &Builds, name: &str| {
+        b.unavailable
+            .iter()
+            .find(|(p, _)| p.name == name)
+            .map(|(_, e)| ("not-available", e.to_string()))
+            .or_else(|| {
+                b.failed
+                    .iter()
+                    .find(|(p, _)| p.name == name)
+                    .map(|(_, e)| ("failed", session::build_error_message(e)))
+            })
+    };
+    let profiles = profiles
+        .iter()
+        .map(|p| {
+            let base = ProfileDiff {
+                profile: p.name.clone(),
+                triple: p.triple.clone(),
+                status: "compared".into(),
+                reason: None,
+                probes: Vec::new(),
+            };
+            match (from.get(&p.name), to.get(&p.name)) {
+                (Some(a), Some(b)) => {
+                    let probes: Vec<ProbeDiff> = PROBES
+                        .iter()
+                        .map(|probe| compare_probe(a, b, probe, names))
+                        .collect();
+                    for d in &probes {
+                        if d.state == "unchanged" {
+                            totals.unchanged += 1;
+                        } else {
+                            totals.changed += 1;
+                        }
+                        totals.regressions += usize::from(d.state == "regression");
+                        totals.hot_changed += usize::from(d.hot_changed);
+                    }
+                    ProfileDiff { probes, ..base }
+                }
+                _ => {
+                    let why: Vec<(&str, String)> = [reason_of(from, &p.name), reason_of(to, &p.name)]
+                        .into_iter()
+                        .flatten()
+                        .collect();
+                    let status = if why.iter().any(|(s, _)| *s == "failed") {
+                        totals.failed += 1;
+                        "failed"
+                    } else {
+                        totals.not_available += 1;
+                        "not-available"
+                    };
+                    let reason = why.into_iter().map(|(_, r)| r).collect::<Vec<_>>().join("; ");
+                    ProfileDiff {
+                        status: status.into(),
+                        reason: Some(reason),
+                        ..base
+                    }
                 }
             }
-            r
-        };
-        let mark = |r: Option<&ExpectationResult>| match r {
-            Some(e) if e.passed => ui.green("holds"),
-            Some(_) => ui.red("FAILS"),
-            None => ui.dim("n/a  "),
-        };
-        if changed || regression {
-            for rule in rules {
-                let fa = ea.iter().find(|e| e.rule == rule);
-                let fb = eb.iter().find(|e| e.rule == rule);
-                let flag = if newly_failing.iter().any(|e| e.rule == rule) {
+        })
+        .collect();
+    DiffReport {
+        schema: SCHEMA.into(),
+        from: compiler(from),
+        to: compiler(to),
+        profiles,
+        totals,
+    }
+}
+
+/// A hot-path cell of the summary table: `=` when the hot path is the same,
+/// `47 → 48 (+1)` when its count moved, `47 (lines)` when only its lines did,
+/// `gone`/`new` for a probe missing on one side.
+pub fn delta_cell(d: &ProbeDiff) -> String {
+    match (&d.before, &d.after) {
+        (Some(a), Some(b)) if a.hot == b.hot && !d.hot_changed => "=".into(),
+        (Some(a), Some(b)) if a.hot == b.hot => format!("{} (lines)", a.hot),
+        (Some(a), Some(b)) => {
+            let delta = b.hot as isize - a.hot as isize;
+            format!("{} → {} ({delta:+})", a.hot, b.hot)
+        }
+        (Some(_), None) => "gone".into(),
+        (None, Some(_)) => "new".into(),
+        (None, None) => "missing".into(),
+    }
+}
+
+fn figures_line(d: &ProbeDiff) -> String {
+    let side = |f: &Option<Figures>| match f {
+        Some(f) => format!(
+            "hot {} (function {}), to fit check {}, stack {}, atomics {}, calls {}, loops {}",
+            f.hot,
+            f.function,
+            f.to_fit_check.map_or("-".into(), |n| n.to_string()),
+            f.stack,
+            f.atomics,
+            if f.calls.is_empty() {
+                "none".into()
+            } else {
+                f.calls.join(" ")
+            },
+            f.loops
+        ),
+        None => "missing".into(),
+    };
+    if d.before == d.after {
+        side(&d.before)
+    } else {
+        format!("{}\n        → {}", side(&d.before), side(&d.after))
+    }
+}
+
+fn headline(r: &DiffReport) -> String {
+    let side = |c: &CompilerInfo| match (&c.release, &c.llvm) {
+        (Some(rel), Some(llvm)) => format!("{rel} (LLVM {llvm})"),
+        _ => c.toolchain.clone(),
+    };
+    format!("diff {} → {}", side(&r.from), side(&r.to))
+}
+
+fn totals_line(r: &DiffReport) -> String {
+    let t = r.totals;
+    let mut s = format!(
+        "{} → {}: {} unchanged, {} changed ({} on the hot path), {} regression(s) (probe × \
+         profile pairs)",
+        r.from.toolchain, r.to.toolchain, t.unchanged, t.changed, t.hot_changed, t.regressions
+    );
+    if t.not_available > 0 {
+        let _ = write!(s, "; {} profile(s) not available", t.not_available);
+    }
+    if t.failed > 0 {
+        let _ = write!(s, "; {} profile(s) failed to build", t.failed);
+    }
+    s
+}
+
+/// The compared profiles and the probes with something to show.
+fn compared(r: &DiffReport) -> Vec<&ProfileDiff> {
+    r.profiles.iter().filter(|p| p.status == "compared").collect()
+}
+
+/// The summary table's rows: a probe, then one cell per compared profile.
+fn summary_rows(r: &DiffReport) -> (Vec<&str>, Vec<(String, Vec<String>)>) {
+    let cols = compared(r);
+    let header = cols.iter().map(|p| p.profile.as_str()).collect();
+    let rows = PROBES
+        .iter()
+        .map(|probe| {
+            let cells = cols
+                .iter()
+                .map(|p| {
+                    p.probes
+                        .iter()
+                        .find(|d| d.probe == probe.name)
+                        .map_or_else(|| "-".into(), delta_cell)
+                })
+                .collect();
+            (probe.name.to_string(), cells)
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Plain text (coloured through `ui`).
+pub fn render_text(ui: &Ui, r: &DiffReport, summary: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", ui.bold(&headline(r)));
+    for p in &r.profiles {
+        let _ = writeln!(out, "\n{}", ui.bold(&format!("{} ({})", p.profile, p.triple)));
+        if p.status != "compared" {
+            let what = if p.status == "failed" {
+                ui.red("build failed:")
+            } else {
+                ui.yellow("not available:")
+            };
+            let _ = writeln!(out, "  {what} {}", p.reason.as_deref().unwrap_or(""));
+            continue;
+        }
+        for d in &p.probes {
+            let state = match d.state.as_str() {
+                "regression" => ui.red("REGRESSION"),
+                "changed" => ui.yellow("changed   "),
+                _ => ui.green("unchanged "),
+            };
+            let cell = delta_cell(d);
+            let hot = match (&d.before, &d.after) {
+                (Some(a), Some(b)) if a.hot == b.hot => format!(
+                    "hot path {} instructions{} (function {})",
+                    a.hot,
+                    if d.hot_changed { ", lines changed" } else { "" },
+                    if a.function == b.function {
+                        a.function.to_string()
+                    } else {
+                        format!("{} → {}", a.function, b.function)
+                    }
+                ),
+                (Some(a), Some(b)) => format!(
+                    "hot path {cell} (function {} → {})",
+                    a.function, b.function
+                ),
+                _ => cell,
+            };
+            let _ = writeln!(out, "  {state} {:32} {hot}", d.probe);
+            if d.state == "unchanged" {
+                continue;
+            }
+            if !summary {
+                let _ = writeln!(out, "      {}", figures_line(d));
+            }
+            for f in &d.expectations {
+                let mark = |v: Option<bool>| match v {
+                    Some(true) => ui.green("holds"),
+                    Some(false) => ui.red("FAILS"),
+                    None => ui.dim("n/a  "),
+                };
+                let flag = if f.regression {
                     ui.red("  ← regression")
                 } else {
                     String::new()
                 };
-                println!("      {} → {}  {rule}{flag}", mark(fa), mark(fb));
+                let _ = writeln!(
+                    out,
+                    "      {} → {}  {}{flag}",
+                    mark(f.before),
+                    mark(f.after),
+                    f.rule
+                );
+            }
+            if summary {
+                continue;
+            }
+            for (title, diff) in [("hot path", &d.hot_diff), ("whole listing", &d.listing_diff)] {
+                if diff.is_empty() {
+                    continue;
+                }
+                let _ = writeln!(out, "      {}", ui.dim(&format!("-- {title}")));
+                for line in diff.lines() {
+                    let colored = if line.starts_with('+') && !line.starts_with("+++") {
+                        ui.green(line)
+                    } else if line.starts_with('-') && !line.starts_with("---") {
+                        ui.red(line)
+                    } else if line.starts_with("@@") {
+                        ui.cyan(line)
+                    } else {
+                        line.to_string()
+                    };
+                    let _ = writeln!(out, "      {colored}");
+                }
             }
         }
     }
-    Comparison {
-        changed,
-        regression,
+    let (header, rows) = summary_rows(r);
+    if !header.is_empty() {
+        let _ = writeln!(out, "\n{}", ui.bold("hot path, instructions (= unchanged)"));
+        let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(5);
+        let widths: Vec<usize> = header
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                rows.iter()
+                    .map(|(_, c)| c[i].chars().count())
+                    .max()
+                    .unwrap_or(1)
+                    .max(h.len())
+            })
+            .collect();
+        let mut line = format!("{:width$}", "probe");
+        for (h, w) in header.iter().zip(&widths) {
+            let _ = write!(line, "  {h:>w$}");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+        for (name, cells) in &rows {
+            let mut line = format!("{name:width$}");
+            for (c, w) in cells.iter().zip(&widths) {
+                let pad = w.saturating_sub(c.chars().count());
+                let text = if c == "=" {
+                    ui.dim(c)
+                } else {
+                    ui.yellow(c)
+                };
+                let _ = write!(line, "  {}{text}", " ".repeat(pad));
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
     }
+    let line = totals_line(r);
+    let t = r.totals;
+    let _ = writeln!(
+        out,
+        "\n{}",
+        if t.regressions > 0 || t.failed > 0 {
+            ui.red(&line)
+        } else if t.changed > 0 {
+            ui.yellow(&line)
+        } else {
+            ui.green(&line)
+        }
+    );
+    out
+}
+
+/// Markdown, for a pull request or a CI step summary.
+pub fn render_md(r: &DiffReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## {}\n", headline(r));
+    let _ = writeln!(out, "{}\n", totals_line(r));
+    for p in r.profiles.iter().filter(|p| p.status != "compared") {
+        let _ = writeln!(
+            out,
+            "- **{}** {}: {}",
+            p.profile,
+            p.status,
+            p.reason.as_deref().unwrap_or("")
+        );
+    }
+    let (header, rows) = summary_rows(r);
+    if !header.is_empty() {
+        let _ = writeln!(out, "\n### Hot path, instructions (`=` unchanged)\n");
+        let _ = writeln!(out, "| probe | {} |", header.join(" | "));
+        let _ = writeln!(out, "| --- |{}", " ---: |".repeat(header.len()));
+        for (name, cells) in &rows {
+            let cells: Vec<String> = cells
+                .iter()
+                .map(|c| {
+                    if c == "=" {
+                        c.clone()
+                    } else {
+                        format!("**{c}**")
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "| `{name}` | {} |", cells.join(" | "));
+        }
+    }
+    for p in compared(r) {
+        for d in p.probes.iter().filter(|d| d.state != "unchanged") {
+            let _ = writeln!(
+                out,
+                "\n<details><summary><code>{}</code> on {}: {} (hot path {})</summary>\n",
+                d.probe,
+                p.profile,
+                d.state,
+                delta_cell(d)
+            );
+            let _ = writeln!(out, "{}\n", figures_line(d).replace("\n        ", "<br>"));
+            for f in &d.expectations {
+                let mark = |v: Option<bool>| match v {
+                    Some(true) => "holds",
+                    Some(false) => "**fails**",
+                    None => "n/a",
+                };
+                let _ = writeln!(out, "- {} → {}: `{}`", mark(f.before), mark(f.after), f.rule);
+            }
+            for (title, diff) in [("hot path", &d.hot_diff), ("whole listing", &d.listing_diff)] {
+                if !diff.is_empty() {
+                    let _ = writeln!(out, "\n{title}:\n\n```diff\n{}```", diff);
+                }
+            }
+            let _ = writeln!(out, "\n</details>");
+        }
+    }
+    out
+}
+
+/// One self-contained HTML page.
+pub fn render_html(r: &DiffReport) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n\
+         <style>body{{font:14px system-ui,sans-serif;margin:1.5rem;max-width:1400px}}\
+         table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;\
+         text-align:right}}td:first-child,th:first-child{{text-align:left}}\
+         .moved{{background:#fff3c4;font-weight:bold}}pre{{background:#f6f6f6;padding:6px;\
+         overflow-x:auto}}.add{{color:#116329}}.del{{color:#a40e26}}\
+         .regression{{color:#a40e26}}</style></head><body>\n",
+        escape(&headline(r))
+    );
+    let _ = writeln!(out, "<h1>{}</h1>\n<p>{}</p>", escape(&headline(r)), escape(&totals_line(r)));
+    for p in r.profiles.iter().filter(|p| p.status != "compared") {
+        let _ = writeln!(
+            out,
+            "<p><b>{}</b> {}: {}</p>",
+            escape(&p.profile),
+            escape(&p.status),
+            escape(p.reason.as_deref().unwrap_or(""))
+        );
+    }
+    let (header, rows) = summary_rows(r);
+    if !header.is_empty() {
+        let _ = write!(out, "<table><tr><th>probe</th>");
+        for h in &header {
+            let _ = write!(out, "<th>{}</th>", escape(h));
+        }
+        let _ = writeln!(out, "</tr>");
+        for (name, cells) in &rows {
+            let _ = write!(out, "<tr><td><code>{}</code></td>", escape(name));
+            for c in cells {
+                let class = if c == "=" { "" } else { " class=\"moved\"" };
+                let _ = write!(out, "<td{class}>{}</td>", escape(c));
+            }
+            let _ = writeln!(out, "</tr>");
+        }
+        let _ = writeln!(out, "</table>");
+    }
+    for p in compared(r) {
+        for d in p.probes.iter().filter(|d| d.state != "unchanged") {
+            let _ = writeln!(
+                out,
+                "<h3 class=\"{}\"><code>{}</code> on {}: {} (hot path {})</h3>\n<p>{}</p>",
+                escape(&d.state),
+                escape(&d.probe),
+                escape(&p.profile),
+                escape(&d.state),
+                escape(&delta_cell(d)),
+                escape(&figures_line(d))
+            );
+            for (title, diff) in [("hot path", &d.hot_diff), ("whole listing", &d.listing_diff)] {
+                if diff.is_empty() {
+                    continue;
+                }
+                let _ = write!(out, "<p>{title}</p><pre>");
+                for line in diff.lines() {
+                    let class = if line.starts_with('+') && !line.starts_with("+++") {
+                        "add"
+                    } else if line.starts_with('-') && !line.starts_with("---") {
+                        "del"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(out, "<span class=\"{class}\">{}</span>", escape(line));
+                }
+                let _ = writeln!(out, "</pre>");
+            }
+        }
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// The JSON (docs/diff.schema.json).
+pub fn render_json(r: &DiffReport) -> String {
+    serde_json::to_string_pretty(r).expect("a diff report serializes") + "\n"
+}
+
+/// The JSON Schema of [`DiffReport`], as `docs/diff.schema.json` holds it.
+#[cfg(test)]
+fn json_schema() -> String {
+    serde_json::to_string_pretty(&schemars::schema_for!(DiffReport)).expect("a schema serializes")
+        + "\n"
 }
 
 /// Builds both toolchains, compares, prints; exit 1 on a regression (or a
-/// change with `--fail-on-change`).
+/// change with `--fail-on-change`), 3 when a build failed.
 pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
     let profiles = session::select_profiles(session::load_profiles(ui)?, &args.profiles)?;
     let shared = BuildArgs {
@@ -169,68 +767,119 @@ pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
     let mut builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
     let to = builds.pop().expect("two toolchains");
     let from = builds.pop().expect("two toolchains");
-    let header = |b: &session::Builds| {
-        b.built
-            .first()
-            .map(|x| {
-                format!(
-                    "{} (LLVM {})",
-                    x.output.rustc_release(),
-                    x.output.llvm_version()
-                )
-            })
-            .unwrap_or_else(|| b.toolchain.clone())
+    let r = compare(&profiles, &from, &to);
+    let text = match args.format {
+        DiffFormat::Text => render_text(ui, &r, args.summary),
+        DiffFormat::Md => render_md(&r),
+        DiffFormat::Json => render_json(&r),
+        DiffFormat::Html => render_html(&r),
     };
-    println!(
-        "{}",
-        ui.bold(&format!("diff {} → {}", header(&from), header(&to)))
-    );
-    let (mut unchanged, mut changed, mut regressions) = (0, 0, 0);
-    for profile in &profiles {
-        let (Some(a), Some(b)) = (from.get(&profile.name), to.get(&profile.name)) else {
-            continue;
-        };
-        println!(
-            "\n{}",
-            ui.bold(&format!("{} ({})", profile.name, profile.triple))
-        );
-        for probe in PROBES {
-            let c = compare(ui, args, a, b, probe.name);
-            if c.changed {
-                changed += 1;
-            } else {
-                unchanged += 1;
-            }
-            if c.regression {
-                regressions += 1;
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, &text).map_err(|e| {
+                CliError::environment(format!("cannot write {}: {e}", path.display()))
+            })?;
+            if !ui.quiet {
+                println!("wrote {}", path.display());
+                println!("{}", totals_line(&r));
             }
         }
+        None => print!("{text}"),
     }
     from.report_failures(ui);
     to.report_failures(ui);
-    let summary = format!(
-        "{} → {}: {} unchanged, {} changed, {} regression(s) (probe × profile pairs)",
-        from.toolchain, to.toolchain, unchanged, changed, regressions
-    );
-    println!();
-    println!(
-        "{}",
-        if regressions > 0 {
-            ui.red(&summary)
-        } else if changed > 0 {
-            ui.yellow(&summary)
-        } else {
-            ui.green(&summary)
-        }
-    );
-    if !from.failed.is_empty() || !to.failed.is_empty() {
+    if r.totals.failed > 0 {
         return Err(CliError::environment(format!(
             "{} profile build(s) failed (above); compared the others",
             from.failed.len() + to.failed.len()
         )));
     }
-    if regressions > 0 || (args.fail_on_change && changed > 0) {
+    let t = r.totals;
+    if t.regressions > 0 || (args.fail_on_change && t.changed > 0) {
         return Ok(Status::Failed);
     }
     Ok(Status::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(hot: usize) -> Figures {
+        Figures {
+            hot,
+            function: hot + 10,
+            to_fit_check: Some(5),
+            stack: 0,
+            atomics: 1,
+            calls: Vec::new(),
+            loops: 0,
+        }
+    }
+
+    fn probe_diff(before: Option<usize>, after: Option<usize>, hot_changed: bool) -> ProbeDiff {
+        ProbeDiff {
+            probe: "probe_x".into(),
+            state: "changed".into(),
+            hot_changed,
+            before: before.map(figures),
+            after: after.map(figures),
+            hot_diff: String::new(),
+            listing_diff: String::new(),
+            expectations: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_cell_says_how_the_hot_path_moved() {
+        assert_eq!(delta_cell(&probe_diff(Some(47), Some(47), false)), "=");
+        assert_eq!(delta_cell(&probe_diff(Some(47), Some(47), true)), "47 (lines)");
+        assert_eq!(delta_cell(&probe_diff(Some(47), Some(48), true)), "47 → 48 (+1)");
+        assert_eq!(delta_cell(&probe_diff(Some(48), Some(46), true)), "48 → 46 (-2)");
+        assert_eq!(delta_cell(&probe_diff(Some(1), None, true)), "gone");
+        assert_eq!(delta_cell(&probe_diff(None, Some(1), true)), "new");
+    }
+
+    #[test]
+    fn flips_mark_a_rule_that_held_and_now_fails() {
+        let r = |rule: &str, passed| ExpectationResult {
+            rule: rule.into(),
+            passed,
+            offending: None,
+            why: None,
+        };
+        let f = flips(
+            &[r("hot_max 15", true), r("a", true), r("gone", false)],
+            &[r("hot_max 15", false), r("a", true), r("new", true)],
+        );
+        let by = |name: &str| f.iter().find(|x| x.rule == name).unwrap();
+        assert!(by("hot_max 15").regression);
+        assert!(!by("a").regression);
+        assert_eq!(by("gone").after, None);
+        assert_eq!(by("new").before, None);
+        assert!(!by("new").regression);
+    }
+
+    #[test]
+    fn the_unified_diff_is_empty_for_equal_texts_only() {
+        assert_eq!(unified("a\nb\n", "a\nb\n", "x", "y"), "");
+        let d = unified("a\nb\n", "a\nc\n", "1.99.1", "nightly");
+        assert!(d.contains("--- 1.99.1") && d.contains("+++ nightly"), "{d}");
+        assert!(d.contains("-b") && d.contains("+c"), "{d}");
+    }
+
+    #[test]
+    fn the_committed_json_schema_is_the_generated_one() {
+        let path = allocasm_suite::codegen::manifest_dir().join("docs/diff.schema.json");
+        let generated = json_schema();
+        if std::env::var_os("ALLOCASM_UPDATE_SCHEMA").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "docs/diff.schema.json is not DiffReport's schema: run \
+             `ALLOCASM_UPDATE_SCHEMA=1 cargo test -p allocasm-suite --bin allocasm schema`"
+        );
+    }
 }

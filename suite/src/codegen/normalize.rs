@@ -98,8 +98,45 @@ pub fn demangle_symbol(mangled: &str) -> String {
     let Ok(d) = rustc_demangle::try_demangle(mangled) else {
         return mangled.to_string();
     };
-    let s = format!("{d:#}");
+    let s = strip_generic_args(&format!("{d:#}"));
     super::symbols::unwrap_inherent_impl_paths(&unify_disambiguators(&s))
+}
+
+/// `f::<0>` / `f::<u8, 4>` → `f`: v0 mangling (rustc's default from 1.100
+/// on nightly and beta) spells a function's generic arguments, legacy
+/// mangling never does, so a listing would change with the mangling alone.
+/// Only the turbofish `::<…>` is removed; `<T as Trait>::f` is kept.
+pub fn strip_generic_args(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("::<") {
+        out.push_str(&rest[..i]);
+        let mut depth = 0usize;
+        let mut end = None;
+        for (j, c) in rest[i + 2..].char_indices() {
+            match c {
+                '<' => depth += 1,
+                '>' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(i + 2 + j + 1);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        match end {
+            Some(e) => rest = &rest[e..],
+            None => {
+                // Unbalanced: keep the rest as it is.
+                out.push_str(&rest[i..]);
+                return out;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `{{closure}}` / `{closure#0}` → `{closure}` (the same for `constant`,
