@@ -1,49 +1,85 @@
 #!/usr/bin/env bash
-# Runs the codegen suite with TOOLCHAIN (beta, nightly, ...) against the
-# snapshots taken with the pinned compiler, and reports what changed:
-# every changed listing as a unified diff, in the log and in the GitHub step
-# summary; the changed snapshots are copied to target/canary/ for download.
+# Runs the codegen suite's tests (the suite crate's `codegen::` tests: every
+# profile built, every expectation, every snapshot) with TOOLCHAIN (beta,
+# nightly, ...) against the snapshots taken with the pinned compiler, and
+# reports what changed: `allocasm diff --from <pin> --to TOOLCHAIN --format md`
+# in the GitHub step summary (the hot path of every probe on every profile),
+# and the changed snapshots copied to target/canary/ for download.
 #
 # Usage: ci/canary.sh TOOLCHAIN
-# Exit status: 0 when nothing changed, 1 when listings changed or an
-# expectation failed (the workflow job is continue-on-error: it reports,
-# it does not block).
+#        ci/canary.sh --check-filter   (scripts/test's workflows step: the
+#                                       filter below matches codegen tests)
+# Exit status: 0 when nothing changed; 1 when listings changed, an
+# expectation failed, or the test run ran no test at all (a filter that
+# matches nothing must never report "nothing changed"). The workflow job is
+# continue-on-error: it reports, it does not block.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+# The tests the canary runs: the suite crate's integration binary, its
+# codegen module.
+test_args=(-p allocasm-suite --test suite)
+filter=codegen::
+
+# How many tests a libtest run executed, from its "test result:" lines.
+tests_run() {
+  awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($i ~ /^(passed|failed);?$/) n += $(i - 1) } END { print n + 0 }' "$1"
+}
+
+if [ "${1:-}" = "--check-filter" ]; then
+  list=$(cargo test --locked "${test_args[@]}" -- --list "$filter" 2>/dev/null) || {
+    echo "canary: cannot list the suite's tests"; exit 1; }
+  n=$(grep -c ': test$' <<<"$list")
+  if [ "$n" -eq 0 ]; then
+    echo "canary: the filter '$filter' matches no test of ${test_args[*]}"
+    exit 1
+  fi
+  echo "canary: the filter '$filter' matches $n codegen test(s)"
+  exit 0
+fi
+
 tc=${1:?usage: ci/canary.sh TOOLCHAIN}
 summary=${GITHUB_STEP_SUMMARY:-/dev/null}
+pin=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
 
 rustup toolchain install "$tc" --profile minimal --no-self-update
 for t in $(sed -n 's/^triple = "\(.*\)"/\1/p' targets/*.toml | sort -u); do
-  rustup target add "$t" --toolchain "$tc"
+  # A target the toolchain has no std for is "not available" to the suite.
+  rustup target add "$t" --toolchain "$tc" 2>/dev/null || echo "canary: $tc has no rust-std for $t"
 done
 rustc "+$tc" -vV
 
 find snapshots -name '*.snap.new' -delete
-# Force-pass so every changed snapshot is written as .snap.new, not only the first.
-INSTA_FORCE_PASS=1 INSTA_UPDATE=new cargo "+$tc" test --test all codegen -- --nocapture
-status=$?
-
 mkdir -p target/canary
-changed=0
+log=target/canary/test.log
+# Force-pass so every changed snapshot is written as .snap.new, not only the first.
+INSTA_FORCE_PASS=1 INSTA_UPDATE=new cargo "+$tc" test "${test_args[@]}" -- "$filter" --nocapture 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+ran=$(tests_run "$log")
+
 {
   echo "## codegen canary: $(rustc "+$tc" -V)"
   echo
+  echo "$ran codegen test(s) ran, exit status $status."
+  echo
 } >>"$summary"
+cargo run --release --locked --quiet -- --color never diff --from "$pin" --to "$tc" --format md \
+  --out target/canary/diff.md
+cat target/canary/diff.md >>"$summary" 2>/dev/null
+
+changed=0
 while IFS= read -r new; do
   old=${new%.new}
   changed=$((changed + 1))
   echo "::warning file=$old::listing changed under $tc"
   mkdir -p "target/canary/$(dirname "$old")"
   cp "$new" "target/canary/$old"
-  # Compare the listings only (after the second '---'), not the metadata.
-  diff -u <(sed '1,/^---$/d' "$old" | sed '1,/^---$/d') <(sed '1,/^---$/d' "$new" | sed '1,/^---$/d') \
-    --label "$old (pinned)" --label "$old ($tc)" | tee -a target/canary/changes.diff
-  { echo "<details><summary>$old</summary>"; echo; echo '```diff'
-    diff -u <(sed '1,/^---$/d' "$old" | sed '1,/^---$/d') <(sed '1,/^---$/d' "$new" | sed '1,/^---$/d') --label pinned --label "$tc"
-    echo '```'; echo "</details>"; } >>"$summary"
 done < <(find snapshots -name '*.snap.new' | sort)
 find snapshots -name '*.snap.new' -delete
 
-echo "canary $tc: $changed listing(s) changed; test status $status" | tee -a "$summary"
+echo "canary $tc: $ran test(s) ran, $changed snapshot(s) changed; test status $status" | tee -a "$summary"
+if [ "$ran" -eq 0 ]; then
+  echo "canary: no test ran: the filter '$filter' matched nothing" | tee -a "$summary"
+  exit 1
+fi
 [ "$changed" -eq 0 ] && [ "$status" -eq 0 ]

@@ -32,7 +32,16 @@ pub fn run(ui: &Ui) -> Result<Status, CliError> {
         } else {
             p.rustflags.join(" ")
         };
-        println!("  {:width$}  {}  {}", p.name, p.triple, ui.dim(&flags));
+        let toolchain = match &p.toolchain {
+            Some(tc) => format!("  toolchain {tc} (its own, not the pinned one)"),
+            None => String::new(),
+        };
+        println!(
+            "  {:width$}  {}  {}{toolchain}",
+            p.name,
+            p.triple,
+            ui.dim(&flags)
+        );
         println!("  {:width$}  {}", "", p.description);
     }
     Ok(Status::Ok)

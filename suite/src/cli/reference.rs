@@ -79,7 +79,7 @@ cargo run --release -- report                       # reports/report.{md,json,ht
 cargo run --release -- show linear_alloc --side-by-side
 cargo run --release -- show thread_cursor_alloc -p x86_64-linux --linked   # .s, then linked
 cargo run --release -- check -p x86_64-linux,aarch64-linux-lse
-cargo run --release -- diff --from 1.95.0 --to nightly --summary
+cargo run --release -- diff --from 1.99.1 --to nightly --summary
 cargo run --release -- verify-extractor             # needs `cargo install cargo-show-asm`
 ```
 

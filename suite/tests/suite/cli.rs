@@ -795,15 +795,28 @@ fn report_json_carries_executed_and_mca_on_linux_profiles_and_a_reason_elsewhere
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The toolchain `rust-toolchain.toml` pins.
+fn pinned() -> String {
+    let text =
+        std::fs::read_to_string(allocasm_suite::codegen::manifest_dir().join("rust-toolchain.toml"))
+            .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("channel = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("a pinned channel")
+        .to_string()
+}
+
 #[test]
 #[cfg_attr(miri, ignore)]
 fn diff_of_a_toolchain_with_itself_is_unchanged() {
+    let pin = pinned();
     let o = allocasm(&[
         "diff",
         "--from",
-        "1.95.0",
+        &pin,
         "--to",
-        "1.95.0",
+        &pin,
         "-p",
         "x86_64-linux",
         "--fail-on-change",
@@ -816,11 +829,48 @@ fn diff_of_a_toolchain_with_itself_is_unchanged() {
     let out = stdout(&o);
     assert!(
         out.contains(&format!(
-            "{} unchanged, 0 changed, 0 regression(s)",
+            "{} unchanged, 0 changed (0 on the hot path), 0 regression(s)",
             PROBES.len()
         )),
         "{out}"
     );
+    // The summary table: every probe, one profile column, all unchanged.
+    assert!(out.contains("hot path, instructions (= unchanged)"), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("probe_linear_alloc "))
+        .expect("a summary row");
+    assert!(row.trim_end().ends_with('='), "{row}");
+}
+
+/// A profile whose target the `--to` toolchain has no rust-std for is "not
+/// available" (said, and not an error), and the JSON says so per profile.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn diff_says_not_available_for_a_target_the_toolchain_lacks() {
+    let pin = pinned();
+    let o = allocasm(&[
+        "--color", "never", "diff", "--from", "1.95.0", "--to", &pin, "-p", "riscv64-linux",
+        "--format", "json",
+    ]);
+    let err = stderr(&o);
+    if err.contains("is not installed") || !err.contains("not available") {
+        // A machine whose rustup has riscv64 std for the pin (upstream) or
+        // lacks 1.95.0: nothing to show here.
+        eprintln!("skipped: {err}");
+        return;
+    }
+    assert_eq!(code(&o), 0, "not available is not a failure: {err}");
+    assert!(
+        err.contains(&format!(
+            "not available for {pin}: rustup has no rust-std for riscv64gc-unknown-linux-gnu"
+        )),
+        "{err}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(json["schema"], "allocasm-diff/1");
+    assert_eq!(json["profiles"][0]["status"], "not-available");
+    assert_eq!(json["totals"]["not_available"], 1);
 }
 
 /// Checks `value` against the subset of JSON Schema that

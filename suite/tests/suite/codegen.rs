@@ -220,20 +220,45 @@ fn the_listing_header_says_compiler_flags_and_codegen_units() {
 #[cfg_attr(miri, ignore)]
 fn a_missing_target_names_the_command_that_fixes_it() {
     let tc = build::resolve_toolchain(&options()).unwrap();
-    let e = build::ensure_target(&tc, "riscv64-nonexistent-none", false, &|_| {}, "p").unwrap_err();
-    assert_eq!(
-        e,
-        BuildError::TargetMissing {
-            toolchain: tc.clone(),
-            triple: "riscv64-nonexistent-none".into()
-        }
-    );
-    assert!(
-        e.to_string().contains(&format!(
-            "rustup target add riscv64-nonexistent-none --toolchain {tc}"
-        )),
-        "{e}"
-    );
+    // A target the channel offers but this machine lacks.
+    let triple = "i686-unknown-linux-gnu";
+    let installed = std::process::Command::new("rustup")
+        .args(["target", "list", "--installed", "--toolchain", &tc])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l == triple))
+        .unwrap_or(false);
+    if !installed {
+        let e = build::ensure_target(&tc, triple, false, &|_| {}, "p").unwrap_err();
+        assert_eq!(
+            e,
+            BuildError::TargetMissing {
+                toolchain: tc.clone(),
+                triple: triple.into()
+            }
+        );
+        assert!(
+            e.to_string()
+                .contains(&format!("rustup target add {triple} --toolchain {tc}")),
+            "{e}"
+        );
+    }
+    // One the channel has no rust-std for at all: not available, with or
+    // without the install option, and nothing to run.
+    for install in [false, true] {
+        let e = build::ensure_target(&tc, "riscv64-nonexistent-none", install, &|_| {}, "p")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            BuildError::NotAvailable {
+                toolchain: tc.clone(),
+                triple: "riscv64-nonexistent-none".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("not available for {tc}: rustup has no rust-std for riscv64-nonexistent-none")
+        );
+    }
 }
 
 #[test]

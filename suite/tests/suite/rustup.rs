@@ -9,7 +9,9 @@ use allocasm_suite::codegen::build::{self, BuildError, BuildEvent};
 use allocasm_suite::codegen::{self, Profile};
 
 /// A stand-in rustup in a fresh directory: `target list --installed` prints
-/// the triples added so far, `target add` records one; any call made while
+/// the triples added so far, `target list` every triple of `targets/` but
+/// those in `$dir/unoffered` (what a channel without their rust-std
+/// lists), `target add` records one; any call made while
 /// another copy runs (a `mkdir` lock held across a short sleep) fails and is
 /// logged as `CONCURRENT`. `fail_add` makes `target add` fail the way a raced
 /// rustup does.
@@ -39,7 +41,12 @@ trap 'rmdir "$dir/lock"' EXIT
 echo "$*" >> "$dir/log"
 sleep 0.05
 case "$1 $2" in
-  "target list") cat "$dir/installed" 2>/dev/null; echo x86_64-unknown-linux-gnu ;;
+  "target list")
+    if [ "$3" = --installed ]; then
+      cat "$dir/installed" 2>/dev/null; echo x86_64-unknown-linux-gnu
+    else
+      grep -vxF -f "$dir/unoffered" "$dir/offered"
+    fi ;;
   "target add")
     {add} ;;
   *) echo "stand-in rustup: unexpected call: $*" >&2; exit 2 ;;
@@ -47,6 +54,15 @@ esac
 "#,
         dir = dir.display()
     );
+    let mut triples: Vec<String> = codegen::load_profiles()
+        .unwrap()
+        .into_iter()
+        .map(|p| p.triple)
+        .collect();
+    triples.sort();
+    triples.dedup();
+    std::fs::write(dir.join("offered"), triples.join("\n") + "\n").unwrap();
+    std::fs::write(dir.join("unoffered"), "\n").unwrap();
     let path = dir.join("rustup");
     std::fs::write(&path, script).unwrap();
     #[cfg(unix)]
@@ -171,5 +187,47 @@ fn a_failed_install_names_the_command_its_first_error_and_the_fix() {
     assert!(
         !text.contains("info: downloading"),
         "only the error line: {text}"
+    );
+}
+
+/// A target the channel does not offer (rustup has no rust-std for it) is
+/// `NotAvailable`, with or without `--install`, and never attempted; the
+/// other profiles' targets are still installed.
+#[cfg(unix)]
+#[test]
+fn a_target_the_channel_lacks_is_not_available_and_the_rest_install() {
+    let rustup = stand_in("unoffered", false);
+    std::fs::write(
+        rustup.with_file_name("unoffered"),
+        "riscv64gc-unknown-linux-gnu\n",
+    )
+    .unwrap();
+    for install in [false, true] {
+        let err = build::ensure_target_with(
+            rustup.as_os_str(),
+            "1.99.1",
+            "riscv64gc-unknown-linux-gnu",
+            install,
+            &|_| {},
+            "riscv64-linux",
+        )
+        .unwrap_err();
+        assert!(err.is_not_available(), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "not available for 1.99.1: rustup has no rust-std for riscv64gc-unknown-linux-gnu"
+        );
+    }
+    build::install_targets_with(rustup.as_os_str(), "1.99.1", &profiles(), &|_| {}).unwrap();
+    let added = adds(&log(&rustup));
+    assert!(
+        !added.iter().any(|l| l.contains("riscv64gc")),
+        "the unoffered target was attempted: {added:?}"
+    );
+    assert!(
+        added
+            .iter()
+            .any(|l| l == "target add aarch64-unknown-linux-gnu --toolchain 1.99.1"),
+        "the others are installed: {added:?}"
     );
 }
