@@ -6,6 +6,7 @@
 
 mod check;
 mod diff;
+mod history;
 mod list;
 mod measure;
 mod reference;
@@ -49,7 +50,7 @@ Exit codes:
   2  usage or configuration error: bad arguments, unknown probe or profile, malformed
      targets/*.toml
   3  build or environment error: toolchain, rustup target or tool missing, a build failed, an
-     output directory cannot be written";
+     output directory cannot be written; every build failed (history)";
 
 /// allocasm: what each allocator fast path compiles to, on every target profile.
 ///
@@ -128,6 +129,15 @@ pub enum Command {
     /// of the normalized listings (symbol mangling and label numbers never show up as changes),
     /// and each expectation's result under both compilers.
     Diff(diff::DiffArgs),
+    /// Build every profile with a list of toolchains and tabulate each probe's hot path
+    ///
+    /// One table per profile: probes down, toolchains across (each named with its `rustc -vV`
+    /// release line and LLVM version), each cell the hot path's instruction count, marked where
+    /// it differs from the cell to its left; `—` a probe the build lacks; `n/a` a profile the
+    /// toolchain cannot build, with the reason under the table. Exit 0 when the tables were
+    /// printed, 3 when no profile built with any toolchain or a toolchain is not installed (the
+    /// line to install it is printed; --install runs it).
+    History(history::HistoryArgs),
     /// Check that `cargo asm` (cargo-show-asm) and the built-in extractor agree
     ///
     /// For every probe on every profile, extracts the function through `cargo asm` and through
@@ -282,6 +292,7 @@ where
         Command::Check(args) => check::run(&ui, &args),
         Command::Report(args) => report_cmd::run(&ui, &args),
         Command::Diff(args) => diff::run(&ui, &args),
+        Command::History(args) => history::run(&ui, &args),
         Command::VerifyExtractor(args) => verify::run(&ui, &args),
         Command::HelpMarkdown(args) => reference::run(&args),
     }
