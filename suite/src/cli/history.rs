@@ -8,7 +8,7 @@
 //! from [`unavailable`] ("not available": the toolchain has no standard
 //! library for the target) or the build's first error line. Missing
 //! toolchains are installed with `--install`, one rustup process at a time
-//! ([`install_toolchain`]). The JSON shape is
+//! ([`install_toolchain`], shared with `bisect`). The JSON shape is
 //! documented in `docs/history-json.md`.
 
 use std::collections::BTreeMap;
@@ -139,6 +139,21 @@ pub fn install_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
         .find(|l| l.starts_with("error"))
         .or(lines.last())
         .map_or_else(|| "rustup failed".to_string(), |l| l.to_string()))
+}
+
+/// `rustup toolchain uninstall <tc>`, under the rustup lock.
+pub fn uninstall_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
+    let _guard = build::rustup_guard();
+    ui.note(&format!("running `rustup toolchain uninstall {toolchain}`"));
+    let out = Command::new("rustup")
+        .args(["toolchain", "uninstall", toolchain])
+        .output()
+        .map_err(|e| format!("cannot run rustup: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
 }
 
 /// Whether `toolchain` is installed (by its short or its full name).

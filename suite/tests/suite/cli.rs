@@ -1041,3 +1041,75 @@ fn history_tabulates_each_probe_under_each_toolchain() {
         );
     }
 }
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn history_and_bisect_name_the_install_line_of_a_missing_toolchain() {
+    if Command::new("rustup").arg("--version").output().is_err() {
+        return; // no rustup: toolchains cannot be named
+    }
+    let o = allocasm(&[
+        "history",
+        "--toolchains",
+        "0.0.1-not-installed,0.0.2-not-installed",
+        "-p",
+        "x86_64-linux",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "rustup toolchain install 0.0.1-not-installed --profile minimal && rustup toolchain \
+             install 0.0.2-not-installed --profile minimal"
+        ) && err.contains("--install"),
+        "{err}"
+    );
+    let o = allocasm(&[
+        "bisect",
+        "segregated_alloc",
+        "-p",
+        "x86_64-linux",
+        "--good",
+        "0.0.1-not-installed",
+        "--bad",
+        "1.99.1",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("rustup toolchain install 0.0.1-not-installed --profile minimal")
+            && err.contains("--install"),
+        "{err}"
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn bisect_rejects_bad_input_with_usage_errors() {
+    let base = ["bisect", "-p", "x86_64-linux", "--good", "1.95.0"];
+    let o = allocasm(&[&base[..], &["segregated_alloc", "--bad", "1.95.0"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("the same toolchain"), "{}", stderr(&o));
+    let o = allocasm(&[&base[..], &["segregated_aloc", "--bad", "1.99.1"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("`probe_segregated_alloc`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = allocasm(&[&base[..], &["segregated_alloc", "--bad", "nightly-2026-6"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("nightly-YYYY-MM-DD"), "{}", stderr(&o));
+    let o = allocasm(&[
+        "bisect",
+        "segregated_alloc",
+        "-p",
+        "x86_64-linx",
+        "--good",
+        "1.95.0",
+        "--bad",
+        "1.99.1",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("`x86_64-linux`"), "{}", stderr(&o));
+}
