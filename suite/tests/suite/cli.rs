@@ -1113,3 +1113,40 @@ fn bisect_rejects_bad_input_with_usage_errors() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("`x86_64-linux`"), "{}", stderr(&o));
 }
+
+/// Good and bad naming one toolchain twice (its short and its full name)
+/// build the same listing: nothing to bisect, exit 1, on the warm build the
+/// other tests share.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn bisect_of_a_toolchain_with_itself_has_nothing_to_bisect() {
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        eprintln!("skipped: checked on an x86_64 Linux host only");
+        return;
+    }
+    let o = allocasm(&[
+        "bisect",
+        "segregated_alloc",
+        "-p",
+        "x86_64-linux",
+        "--good",
+        "1.95.0",
+        "--bad",
+        "1.95.0-x86_64-unknown-linux-gnu",
+    ]);
+    if stderr(&o).contains("is not installed") {
+        eprintln!("skipped: toolchain 1.95.0 is not installed");
+        return;
+    }
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("the hot path is the same under 1.95.0 and 1.95.0-x86_64-unknown-linux-gnu"),
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains("[2/2] 1.95.0-x86_64-unknown-linux-gnu: "),
+        "{}",
+        stderr(&o)
+    );
+}
