@@ -988,6 +988,18 @@ fn history_tabulates_each_probe_under_each_toolchain() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("history JSON");
     assert_eq!(v["schema"], "allocasm-history/1");
+    // The output conforms to the JSON Schema docs/history-json.md gives.
+    let doc = std::fs::read_to_string(
+        allocasm_suite::codegen::manifest_dir().join("docs/history-json.md"),
+    )
+    .expect("read docs/history-json.md");
+    let block = doc
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("docs/history-json.md has a json block");
+    let schema: serde_json::Value = serde_json::from_str(block).expect("the schema is JSON");
+    conforms(&schema, &schema, &v, "$");
     let tcs = v["toolchains"].as_array().unwrap();
     assert_eq!(tcs.len(), 2);
     for (t, name) in tcs.iter().zip(HISTORY_TOOLCHAINS) {
