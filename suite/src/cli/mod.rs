@@ -4,8 +4,10 @@
 //! normalizer ([`allocasm_suite::codegen`]); this module only selects profiles and
 //! probes, drives the builds (with a progress bar) and prints.
 
+mod bisect;
 mod check;
 mod diff;
+mod history;
 mod list;
 mod measure;
 mod reference;
@@ -45,11 +47,12 @@ Exit codes:
   0  success: everything ran and every expectation held
   1  check failed: an expectation failed (check), an expectation that held under --from fails
      under --to or, with --fail-on-change, any listing changed (diff), the backends disagree
-     (verify-extractor)
+     (verify-extractor), good and bad do not differ (bisect)
   2  usage or configuration error: bad arguments, unknown probe or profile, malformed
      targets/*.toml
   3  build or environment error: toolchain, rustup target or tool missing, a build failed, an
-     output directory cannot be written";
+     output directory cannot be written; every build failed (history); a nightly to install
+     without --install, or good or bad did not build (bisect)";
 
 /// allocasm: what each allocator fast path compiles to, on every target profile.
 ///
@@ -128,6 +131,27 @@ pub enum Command {
     /// of the normalized listings (symbol mangling and label numbers never show up as changes),
     /// and each expectation's result under both compilers.
     Diff(diff::DiffArgs),
+    /// Build every profile with a list of toolchains and tabulate each probe's hot path
+    ///
+    /// One table per profile: probes down, toolchains across (each named with its `rustc -vV`
+    /// release line and LLVM version), each cell the hot path's instruction count, marked where
+    /// it differs from the cell to its left; `—` a probe the build lacks; `n/a` a profile the
+    /// toolchain cannot build, with the reason under the table. Exit 0 when the tables were
+    /// printed, 3 when no profile built with any toolchain or a toolchain is not installed (the
+    /// line to install it is printed; --install runs it).
+    History(history::HistoryArgs),
+    /// Find the first nightly whose hot path of one probe differs from a good toolchain's
+    ///
+    /// Between two releases far apart, first finds the consecutive pair where the probe's
+    /// normalized hot path (--whole: the whole normalized listing) changes by building the
+    /// releases between; then binary-searches the dated nightlies of that window (from the good
+    /// release's commit-date less 7 weeks to the bad one's branch to beta, each end checked and
+    /// widened if needed), skipping dates rustup has no toolchain for. Prints the last unchanged
+    /// and the first changed nightly with their commit hashes and the unified diff. Exit 0 when
+    /// a first changed nightly was found, 1 when good and bad do not differ, 3 on an
+    /// environment error (a toolchain to install without --install, a failed build of good or
+    /// bad).
+    Bisect(bisect::BisectArgs),
     /// Check that `cargo asm` (cargo-show-asm) and the built-in extractor agree
     ///
     /// For every probe on every profile, extracts the function through `cargo asm` and through
@@ -282,6 +306,8 @@ where
         Command::Check(args) => check::run(&ui, &args),
         Command::Report(args) => report_cmd::run(&ui, &args),
         Command::Diff(args) => diff::run(&ui, &args),
+        Command::History(args) => history::run(&ui, &args),
+        Command::Bisect(args) => bisect::run(&ui, &args),
         Command::VerifyExtractor(args) => verify::run(&ui, &args),
         Command::HelpMarkdown(args) => reference::run(&args),
     }

@@ -473,12 +473,14 @@ static RUSTUP_LOCK: Mutex<()> = Mutex::new(());
 /// allocasm process using the same rustup home, so that two `allocasm`
 /// commands started at once (or a test run next to a report) never run
 /// rustup side by side either.
-struct RustupGuard {
+pub struct RustupGuard {
     _file: Option<std::fs::File>,
     _inner: MutexGuard<'static, ()>,
 }
 
-fn rustup_guard() -> RustupGuard {
+/// Takes the rustup lock (see [`RustupGuard`]); hold it across any rustup
+/// call that installs or removes a toolchain or target.
+pub fn rustup_guard() -> RustupGuard {
     let inner = RUSTUP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let home = std::env::var_os("RUSTUP_HOME")
         .map(PathBuf::from)

@@ -994,3 +994,221 @@ fn a_closed_stdout_pipe_ends_the_command_quietly() {
         assert_eq!(out.status.code(), Some(0), "allocasm {args:?}: {err}");
     }
 }
+
+/// The two toolchains `history` is tried with: the pinned one and the
+/// newest release this suite has been checked against.
+const HISTORY_TOOLCHAINS: [&str; 2] = ["1.95.0", "1.99.1"];
+
+/// `history` over two installed toolchains on x86_64-linux: one row per
+/// probe, one column per toolchain, each cell the hot path's count, a cell
+/// marked exactly where it differs from its left neighbour; the text table
+/// shows the same counts and marks.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn history_tabulates_each_probe_under_each_toolchain() {
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        eprintln!("skipped: history is checked on an x86_64 Linux host only");
+        return;
+    }
+    let list = Command::new("rustup").args(["toolchain", "list"]).output();
+    let Ok(list) = list else {
+        eprintln!("skipped: no rustup");
+        return;
+    };
+    let list = String::from_utf8_lossy(&list.stdout);
+    for tc in HISTORY_TOOLCHAINS {
+        if !list.lines().any(|l| l.starts_with(&format!("{tc}-"))) {
+            eprintln!(
+                "skipped: toolchain {tc} is not installed (`rustup toolchain install {tc} \
+                 --profile minimal` enables this test)"
+            );
+            return;
+        }
+    }
+    let toolchains = HISTORY_TOOLCHAINS.join(",");
+    let args = [
+        "history",
+        "--toolchains",
+        &toolchains,
+        "-p",
+        "x86_64-linux",
+        "--quiet",
+    ];
+    let o = allocasm(&[&args[..], &["--format", "json"]].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("history JSON");
+    assert_eq!(v["schema"], "allocasm-history/1");
+    // The output conforms to the JSON Schema docs/history-json.md gives.
+    let doc = std::fs::read_to_string(
+        allocasm_suite::codegen::manifest_dir().join("docs/history-json.md"),
+    )
+    .expect("read docs/history-json.md");
+    let block = doc
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("docs/history-json.md has a json block");
+    let schema: serde_json::Value = serde_json::from_str(block).expect("the schema is JSON");
+    conforms(&schema, &schema, &v, "$");
+    let tcs = v["toolchains"].as_array().unwrap();
+    assert_eq!(tcs.len(), 2);
+    for (t, name) in tcs.iter().zip(HISTORY_TOOLCHAINS) {
+        assert_eq!(t["toolchain"], name);
+        assert!(
+            t["release"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("rustc {name} ")),
+            "{t}"
+        );
+        assert_ne!(t["llvm"], "unknown");
+    }
+    let profiles = v["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 1);
+    let p = &profiles[0];
+    assert_eq!(p["name"], "x86_64-linux");
+    assert!(
+        p["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "built")
+    );
+    let rows = p["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), PROBES.len());
+    let text = stdout(&allocasm(&args));
+    for (row, probe) in rows.iter().zip(PROBES) {
+        assert_eq!(row["probe"], probe.name);
+        let cells = row["cells"].as_array().unwrap();
+        let n: Vec<u64> = cells
+            .iter()
+            .map(|c| {
+                c["instructions"]
+                    .as_u64()
+                    .expect("every probe found on x86_64-linux")
+            })
+            .collect();
+        assert!(n.iter().all(|&n| n > 0), "{row}");
+        assert_eq!(cells[0]["changed"], false, "{row}");
+        assert_eq!(cells[1]["changed"], n[0] != n[1], "{row}");
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(probe.name))
+            .unwrap_or_else(|| panic!("no row for {} in\n{text}", probe.name));
+        let mark = if n[0] != n[1] { "*" } else { "" };
+        assert_eq!(
+            line.split_whitespace().skip(1).collect::<Vec<_>>(),
+            [n[0].to_string(), format!("{}{mark}", n[1])],
+            "{text}"
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn history_and_bisect_name_the_install_line_of_a_missing_toolchain() {
+    if Command::new("rustup").arg("--version").output().is_err() {
+        return; // no rustup: toolchains cannot be named
+    }
+    let o = allocasm(&[
+        "history",
+        "--toolchains",
+        "0.0.1-not-installed,0.0.2-not-installed",
+        "-p",
+        "x86_64-linux",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "rustup toolchain install 0.0.1-not-installed --profile minimal && rustup toolchain \
+             install 0.0.2-not-installed --profile minimal"
+        ) && err.contains("--install"),
+        "{err}"
+    );
+    let o = allocasm(&[
+        "bisect",
+        "segregated_alloc",
+        "-p",
+        "x86_64-linux",
+        "--good",
+        "0.0.1-not-installed",
+        "--bad",
+        "1.99.1",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("rustup toolchain install 0.0.1-not-installed --profile minimal")
+            && err.contains("--install"),
+        "{err}"
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn bisect_rejects_bad_input_with_usage_errors() {
+    let base = ["bisect", "-p", "x86_64-linux", "--good", "1.95.0"];
+    let o = allocasm(&[&base[..], &["segregated_alloc", "--bad", "1.95.0"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("the same toolchain"), "{}", stderr(&o));
+    let o = allocasm(&[&base[..], &["segregated_aloc", "--bad", "1.99.1"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("`probe_segregated_alloc`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = allocasm(&[&base[..], &["segregated_alloc", "--bad", "nightly-2026-6"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("nightly-YYYY-MM-DD"), "{}", stderr(&o));
+    let o = allocasm(&[
+        "bisect",
+        "segregated_alloc",
+        "-p",
+        "x86_64-linx",
+        "--good",
+        "1.95.0",
+        "--bad",
+        "1.99.1",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("`x86_64-linux`"), "{}", stderr(&o));
+}
+
+/// Good and bad naming one toolchain twice (its short and its full name)
+/// build the same listing: nothing to bisect, exit 1, on the warm build the
+/// other tests share.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn bisect_of_a_toolchain_with_itself_has_nothing_to_bisect() {
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        eprintln!("skipped: checked on an x86_64 Linux host only");
+        return;
+    }
+    let o = allocasm(&[
+        "bisect",
+        "segregated_alloc",
+        "-p",
+        "x86_64-linux",
+        "--good",
+        "1.95.0",
+        "--bad",
+        "1.95.0-x86_64-unknown-linux-gnu",
+    ]);
+    if stderr(&o).contains("is not installed") {
+        eprintln!("skipped: toolchain 1.95.0 is not installed");
+        return;
+    }
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("the hot path is the same under 1.95.0 and 1.95.0-x86_64-unknown-linux-gnu"),
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains("[2/2] 1.95.0-x86_64-unknown-linux-gnu: "),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -1,0 +1,939 @@
+//! `allocasm history --toolchains A,B,C`: every selected profile built with
+//! each toolchain, and one table per profile of the hot path's instruction
+//! count, probes down and toolchains across, each cell marked where it
+//! differs from the cell to its left (text, Markdown, JSON or HTML).
+//!
+//! A profile a toolchain cannot build is an `n/a` column with the reason
+//! under the table, never an error of the whole command; the reason comes
+//! from [`unavailable`] ("not available": the toolchain has no standard
+//! library for the target) or the build's first error line. Missing
+//! toolchains are installed with `--install`, one rustup process at a time
+//! ([`install_toolchain`], shared with `bisect`). The JSON shape is
+//! documented in `docs/history-json.md`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use allocasm::probes::PROBES;
+use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
+use allocasm_suite::codegen::{self, Profile};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use crate::report::html::escape;
+
+use super::session::{self, build_error_message};
+use super::{Backend, CliError, ColorWhen, Status, Ui};
+
+/// `history` arguments.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The toolchains, oldest first (e.g. 1.95.0,1.96.0,beta,nightly); repeat or separate with
+    /// commas
+    #[arg(
+        long,
+        value_name = "TOOLCHAINS",
+        value_delimiter = ',',
+        required = true,
+        num_args = 1..
+    )]
+    pub toolchains: Vec<String>,
+    /// Profile to build (a targets/*.toml name); repeat or separate with commas. Default: all
+    #[arg(short, long = "profile", value_name = "P", value_delimiter = ',')]
+    pub profiles: Vec<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
+    pub format: HistoryFormat,
+    /// Write the table(s) to this file instead of stdout (text without colour)
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Install missing toolchains (`rustup toolchain install <tc> --profile minimal`) and rustup
+    /// targets, one rustup call at a time
+    #[arg(long)]
+    pub install: bool,
+    /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
+    #[arg(long, value_name = "DIR")]
+    pub target_root: Option<PathBuf>,
+}
+
+/// `history --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    /// Aligned columns; a changed cell is marked `*` (and yellow on a terminal)
+    Text,
+    /// GitHub Markdown tables; a changed cell is bold
+    Md,
+    /// One JSON document (`allocasm-history/1`, see docs/history-json.md)
+    Json,
+    /// One self-contained HTML page; a changed cell is bold
+    Html,
+}
+
+/// Whether a build error means the toolchain has no standard library for
+/// the profile's target (rustup has no `rust-std` for it): the reason shown
+/// in the cell's place, or `None` for any other failure.
+///
+/// The one place that classifies; it becomes a match on
+/// `BuildError::NotAvailable` once build.rs has that variant.
+pub fn unavailable(e: &BuildError) -> Option<String> {
+    match e {
+        BuildError::InstallFailed {
+            first_error, fix, ..
+        } if fix.contains("standard library")
+            || first_error.contains("not available")
+            || first_error.contains("unavailable") =>
+        {
+            Some(format!("not available: {first_error}"))
+        }
+        _ => None,
+    }
+}
+
+/// The short reason a profile did not build: [`unavailable`]'s, or
+/// `build failed: <the first error line>`.
+pub fn failure_reason(e: &BuildError) -> String {
+    if let Some(r) = unavailable(e) {
+        return r;
+    }
+    let text = match e {
+        BuildError::Cargo { stderr, .. } => stderr
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("error"))
+            .map(str::to_string)
+            .unwrap_or_else(|| e.to_string()),
+        _ => e.to_string(),
+    };
+    format!(
+        "build failed: {}",
+        text.lines().next().unwrap_or("(no message)")
+    )
+}
+
+/// `rustup toolchain install <tc> --profile minimal`, under the rustup lock;
+/// the error is rustup's first error line.
+pub fn install_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
+    let _guard = build::rustup_guard();
+    let mut cmd = Command::new("rustup");
+    cmd.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
+    ui.note(&format!(
+        "running `rustup toolchain install {toolchain} --profile minimal`"
+    ));
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run rustup: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    Err(lines
+        .iter()
+        .find(|l| l.starts_with("error"))
+        .or(lines.last())
+        .map_or_else(|| "rustup failed".to_string(), |l| l.to_string()))
+}
+
+/// `rustup toolchain uninstall <tc>`, under the rustup lock.
+pub fn uninstall_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
+    let _guard = build::rustup_guard();
+    ui.note(&format!("running `rustup toolchain uninstall {toolchain}`"));
+    let out = Command::new("rustup")
+        .args(["toolchain", "uninstall", toolchain])
+        .output()
+        .map_err(|e| format!("cannot run rustup: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
+/// Whether `toolchain` is installed (by its short or its full name).
+pub fn is_installed(toolchain: &str) -> Result<bool, CliError> {
+    let opts = BuildOptions {
+        toolchain: Some(toolchain.to_string()),
+        ..BuildOptions::default()
+    };
+    match build::resolve_toolchain(&opts) {
+        Ok(_) => Ok(true),
+        Err(BuildError::ToolchainMissing { .. }) => Ok(false),
+        Err(e) => Err(CliError::environment(build_error_message(&e))),
+    }
+}
+
+/// The line that installs `toolchain`.
+pub fn install_line(toolchain: &str) -> String {
+    format!("rustup toolchain install {toolchain} --profile minimal")
+}
+
+/// One toolchain's column header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolchainInfo {
+    /// The rustup toolchain (`1.95.0`, `nightly`).
+    pub toolchain: String,
+    /// The first line of `rustc -vV`.
+    pub release: String,
+    /// `LLVM version:` of `rustc -vV`.
+    pub llvm: String,
+}
+
+impl ToolchainInfo {
+    /// From `rustc -vV`.
+    pub fn from_rustc_vv(toolchain: &str, vv: &str) -> ToolchainInfo {
+        ToolchainInfo {
+            toolchain: toolchain.to_string(),
+            release: vv.lines().next().unwrap_or("").to_string(),
+            llvm: vv
+                .lines()
+                .find_map(|l| l.strip_prefix("LLVM version: "))
+                .unwrap_or("unknown")
+                .to_string(),
+        }
+    }
+}
+
+/// One cell: the probe's hot-path instruction count under one toolchain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    /// The hot path's instruction count.
+    Count(usize),
+    /// The build has no such function.
+    Missing,
+    /// The profile did not build with this toolchain (reason under the table).
+    NotBuilt,
+}
+
+/// One probe's row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// The probe.
+    pub probe: String,
+    /// One cell per toolchain.
+    pub cells: Vec<Cell>,
+}
+
+impl Row {
+    /// Whether cell `i` differs from the nearest cell to its left that was
+    /// built (`n/a` cells are neither marked nor compared against).
+    pub fn changed(&self, i: usize) -> bool {
+        let cell = self.cells[i];
+        if cell == Cell::NotBuilt {
+            return false;
+        }
+        self.cells[..i]
+            .iter()
+            .rev()
+            .find(|c| **c != Cell::NotBuilt)
+            .is_some_and(|prev| *prev != cell)
+    }
+}
+
+/// One profile's table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// The profile.
+    pub profile: String,
+    /// Its triple.
+    pub triple: String,
+    /// Per toolchain: why the profile did not build (`None`: it built).
+    pub failures: Vec<Option<String>>,
+    /// One row per probe, registry order.
+    pub rows: Vec<Row>,
+}
+
+/// Every table, with the toolchains' headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct History {
+    /// The columns.
+    pub toolchains: Vec<ToolchainInfo>,
+    /// One per profile.
+    pub tables: Vec<Table>,
+}
+
+impl History {
+    /// Whether no profile built with any toolchain.
+    pub fn all_failed(&self) -> bool {
+        self.tables
+            .iter()
+            .all(|t| t.failures.iter().all(Option::is_some))
+    }
+}
+
+fn cell_text(cell: Cell) -> String {
+    match cell {
+        Cell::Count(n) => n.to_string(),
+        Cell::Missing => "—".to_string(),
+        Cell::NotBuilt => "n/a".to_string(),
+    }
+}
+
+const LEGEND: &str = "hot-path instructions per probe (rows) and toolchain (columns)";
+
+/// The text tables: `*` (and `paint`) on a cell that differs from its left.
+pub fn text(h: &History, paint: &dyn Fn(&str) -> String) -> String {
+    let mut s = format!("{LEGEND}; * = differs from the cell to its left\n");
+    let name_w = h
+        .toolchains
+        .iter()
+        .map(|t| t.toolchain.chars().count())
+        .max()
+        .unwrap_or(0);
+    for t in &h.toolchains {
+        let _ = writeln!(
+            s,
+            "  {:name_w$}  {} · LLVM {}",
+            t.toolchain, t.release, t.llvm
+        );
+    }
+    let probe_w = h
+        .tables
+        .iter()
+        .flat_map(|t| t.rows.iter().map(|r| r.probe.chars().count()))
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    for table in &h.tables {
+        let widths: Vec<usize> = h
+            .toolchains
+            .iter()
+            .map(|t| t.toolchain.chars().count().max(4) + 1)
+            .collect();
+        let _ = write!(
+            s,
+            "\n{} ({})\n  {:probe_w$}",
+            table.profile, table.triple, "probe"
+        );
+        for (t, w) in h.toolchains.iter().zip(&widths) {
+            let _ = write!(s, "  {:>w$}", format!("{} ", t.toolchain));
+        }
+        s.push('\n');
+        for row in &table.rows {
+            let _ = write!(s, "  {:probe_w$}", row.probe);
+            for (i, w) in widths.iter().enumerate() {
+                let changed = row.changed(i);
+                let text = format!(
+                    "{}{}",
+                    cell_text(row.cells[i]),
+                    if changed { "*" } else { " " }
+                );
+                let pad = w.saturating_sub(text.chars().count());
+                let shown = if changed { paint(&text) } else { text };
+                let _ = write!(s, "  {}{shown}", " ".repeat(pad));
+            }
+            s.push('\n');
+        }
+        for (t, f) in h.toolchains.iter().zip(&table.failures) {
+            if let Some(reason) = f {
+                let _ = writeln!(s, "  n/a {}: {reason}", t.toolchain);
+            }
+        }
+    }
+    s
+}
+
+/// Markdown: one table per profile, a changed cell in bold.
+pub fn markdown(h: &History) -> String {
+    let mut s = format!("# History\n\n{LEGEND}; **bold**: differs from the cell to its left.\n\n");
+    for t in &h.toolchains {
+        let _ = writeln!(s, "- `{}`: {} · LLVM {}", t.toolchain, t.release, t.llvm);
+    }
+    for table in &h.tables {
+        let _ = write!(
+            s,
+            "\n## {} (`{}`)\n\n| probe |",
+            table.profile, table.triple
+        );
+        for t in &h.toolchains {
+            let _ = write!(s, " {} |", t.toolchain);
+        }
+        s.push_str("\n| --- |");
+        for _ in &h.toolchains {
+            s.push_str(" ---: |");
+        }
+        s.push('\n');
+        for row in &table.rows {
+            let _ = write!(s, "| `{}` |", row.probe);
+            for (i, cell) in row.cells.iter().enumerate() {
+                let text = cell_text(*cell);
+                if row.changed(i) {
+                    let _ = write!(s, " **{text}** |");
+                } else {
+                    let _ = write!(s, " {text} |");
+                }
+            }
+            s.push('\n');
+        }
+        let notes: Vec<String> = h
+            .toolchains
+            .iter()
+            .zip(&table.failures)
+            .filter_map(|(t, f)| f.as_ref().map(|r| format!("- n/a `{}`: {r}", t.toolchain)))
+            .collect();
+        if !notes.is_empty() {
+            let _ = write!(s, "\n{}\n", notes.join("\n"));
+        }
+    }
+    s
+}
+
+/// One self-contained HTML page, a changed cell in bold.
+pub fn html(h: &History) -> String {
+    let mut s = String::from(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>allocasm history</title>\n<style>\
+         body{font:14px/1.45 system-ui,sans-serif;margin:16px 20px}\
+         table{border-collapse:collapse;margin:8px 0}\
+         th,td{border:1px solid #d6dbe0;padding:3px 8px}td.n{text-align:right}\
+         td.changed{font-weight:bold;background:#fff3c4}code{font-family:ui-monospace,monospace}\
+         </style></head><body>\n<h1>allocasm history</h1>\n",
+    );
+    let _ = writeln!(
+        s,
+        "<p>{}; <b>bold</b>: differs from the cell to its left.</p>\n<ul>",
+        escape(LEGEND)
+    );
+    for t in &h.toolchains {
+        let _ = writeln!(
+            s,
+            "<li><code>{}</code>: {} · LLVM {}</li>",
+            escape(&t.toolchain),
+            escape(&t.release),
+            escape(&t.llvm)
+        );
+    }
+    s.push_str("</ul>\n");
+    for table in &h.tables {
+        let _ = write!(
+            s,
+            "<h2>{} (<code>{}</code>)</h2>\n<table>\n<tr><th>probe</th>",
+            escape(&table.profile),
+            escape(&table.triple)
+        );
+        for t in &h.toolchains {
+            let _ = write!(s, "<th>{}</th>", escape(&t.toolchain));
+        }
+        s.push_str("</tr>\n");
+        for row in &table.rows {
+            let _ = write!(s, "<tr><td><code>{}</code></td>", escape(&row.probe));
+            for (i, cell) in row.cells.iter().enumerate() {
+                let text = escape(&cell_text(*cell));
+                if row.changed(i) {
+                    let _ = write!(s, "<td class=\"n changed\"><b>{text}</b></td>");
+                } else {
+                    let _ = write!(s, "<td class=\"n\">{text}</td>");
+                }
+            }
+            s.push_str("</tr>\n");
+        }
+        s.push_str("</table>\n");
+        for (t, f) in h.toolchains.iter().zip(&table.failures) {
+            if let Some(reason) = f {
+                let _ = writeln!(
+                    s,
+                    "<p>n/a <code>{}</code>: {}</p>",
+                    escape(&t.toolchain),
+                    escape(reason)
+                );
+            }
+        }
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+#[derive(Serialize)]
+struct JsonHistory<'a> {
+    schema: &'static str,
+    generator: String,
+    toolchains: &'a [ToolchainInfo],
+    profiles: Vec<JsonProfile<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonProfile<'a> {
+    name: &'a str,
+    triple: &'a str,
+    columns: Vec<JsonColumn<'a>>,
+    rows: Vec<JsonRow<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonColumn<'a> {
+    toolchain: &'a str,
+    status: &'static str,
+    reason: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    probe: &'a str,
+    cells: Vec<JsonCell>,
+}
+
+#[derive(Serialize)]
+struct JsonCell {
+    status: &'static str,
+    instructions: Option<usize>,
+    changed: bool,
+}
+
+/// The JSON document (`allocasm-history/1`, docs/history-json.md).
+pub fn json(h: &History) -> String {
+    let doc = JsonHistory {
+        schema: "allocasm-history/1",
+        generator: format!("allocasm {}", env!("CARGO_PKG_VERSION")),
+        toolchains: &h.toolchains,
+        profiles: h
+            .tables
+            .iter()
+            .map(|t| JsonProfile {
+                name: &t.profile,
+                triple: &t.triple,
+                columns: h
+                    .toolchains
+                    .iter()
+                    .zip(&t.failures)
+                    .map(|(tc, f)| JsonColumn {
+                        toolchain: &tc.toolchain,
+                        status: match f {
+                            None => "built",
+                            Some(r) if r.starts_with("not available") => "not-available",
+                            Some(_) => "failed",
+                        },
+                        reason: f.as_deref(),
+                    })
+                    .collect(),
+                rows: t
+                    .rows
+                    .iter()
+                    .map(|r| JsonRow {
+                        probe: &r.probe,
+                        cells: r
+                            .cells
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| JsonCell {
+                                status: match c {
+                                    Cell::Count(_) => "found",
+                                    Cell::Missing => "missing",
+                                    Cell::NotBuilt => "not-built",
+                                },
+                                instructions: match c {
+                                    Cell::Count(n) => Some(*n),
+                                    _ => None,
+                                },
+                                changed: r.changed(i),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    let mut s = serde_json::to_string_pretty(&doc).expect("serializable");
+    s.push('\n');
+    s
+}
+
+/// Every requested toolchain installed (or, with `--install`, installed
+/// now); a missing one without `--install` is an environment error naming
+/// the line to run.
+fn ensure_toolchains(ui: &Ui, toolchains: &[String], install: bool) -> Result<(), CliError> {
+    let mut missing = Vec::new();
+    for tc in toolchains {
+        if !is_installed(tc)? {
+            missing.push(tc.as_str());
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !install {
+        let lines: Vec<String> = missing.iter().map(|t| install_line(t)).collect();
+        return Err(CliError::environment(format!(
+            "toolchain(s) not installed: {}; install with `{}`, or rerun with --install",
+            missing.join(", "),
+            lines.join(" && ")
+        )));
+    }
+    for tc in missing {
+        install_toolchain(ui, tc)
+            .map_err(|e| CliError::environment(format!("`{}` failed: {e}", install_line(tc))))?;
+    }
+    Ok(())
+}
+
+/// Builds every profile with every toolchain and prints the tables; exit 3
+/// when nothing built.
+pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.profiles)?;
+    let mut toolchains: Vec<String> = Vec::new();
+    for tc in &args.toolchains {
+        let tc = tc.trim();
+        if tc.is_empty() {
+            return Err(CliError::usage("--toolchains has an empty name"));
+        }
+        if toolchains.iter().any(|t| t == tc) {
+            return Err(CliError::usage(format!(
+                "toolchain `{tc}` is named twice in --toolchains"
+            )));
+        }
+        toolchains.push(tc.to_string());
+    }
+    ensure_toolchains(ui, &toolchains, args.install)?;
+    let started = Instant::now();
+    // Targets first, one (toolchain, triple) and one rustup call at a time; a
+    // failure belongs to that toolchain's column of those profiles only.
+    let mut target_errors: BTreeMap<(usize, String), BuildError> = BTreeMap::new();
+    if args.install {
+        for (i, tc) in toolchains.iter().enumerate() {
+            let mut seen = std::collections::BTreeSet::new();
+            for p in &profiles {
+                if !seen.insert(p.triple.clone()) {
+                    continue;
+                }
+                let note = |e: BuildEvent| {
+                    if let BuildEvent::InstallingTarget { command, .. } = e {
+                        ui.note(&format!("running `{command}`"));
+                    }
+                };
+                if let Err(e) = build::ensure_target(tc, &p.triple, true, &note, &p.name) {
+                    target_errors.insert((i, p.triple.clone()), e);
+                }
+            }
+        }
+    }
+    let jobs: Vec<BuildOptions> = toolchains
+        .iter()
+        .map(|tc| BuildOptions {
+            toolchain: Some(tc.clone()),
+            target_root: args
+                .target_root
+                .clone()
+                .unwrap_or_else(codegen::default_target_root),
+            manifest_path: codegen::manifest_dir().join("Cargo.toml"),
+            install_missing_target: false,
+        })
+        .collect();
+    let builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
+    let mut infos = Vec::new();
+    for (tc, b) in toolchains.iter().zip(&builds) {
+        let vv = match b.rustc_version() {
+            Some(v) => v.to_string(),
+            None => build::rustc_version(tc).unwrap_or_default(),
+        };
+        infos.push(ToolchainInfo::from_rustc_vv(tc, &vv));
+    }
+    let tables = profiles
+        .iter()
+        .map(|p| table(p, &builds, &target_errors))
+        .collect();
+    let history = History {
+        toolchains: infos,
+        tables,
+    };
+    if ui.verbose {
+        for b in &builds {
+            b.report_failures(ui);
+        }
+    }
+    ui.note(&format!(
+        "{} toolchain(s) × {} profile(s) in {:.1}s",
+        toolchains.len(),
+        profiles.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    let rendered = match args.format {
+        HistoryFormat::Text => {
+            let plain = Ui::new(ColorWhen::Never, ui.quiet, ui.verbose, PathBuf::new());
+            let painter = if args.out.is_some() { &plain } else { ui };
+            text(&history, &|s| painter.yellow(s))
+        }
+        HistoryFormat::Md => markdown(&history),
+        HistoryFormat::Json => json(&history),
+        HistoryFormat::Html => html(&history),
+    };
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, &rendered).map_err(|e| {
+                CliError::environment(format!("cannot write {}: {e}", path.display()))
+            })?;
+            ui.note(&format!("wrote {}", path.display()));
+        }
+        None => print!("{rendered}"),
+    }
+    if history.all_failed() {
+        return Err(CliError::environment(
+            "no profile built with any toolchain (reasons under each table; --verbose prints \
+             each build's whole error)",
+        ));
+    }
+    Ok(Status::Ok)
+}
+
+fn table(
+    profile: &Profile,
+    builds: &[session::Builds],
+    target_errors: &BTreeMap<(usize, String), BuildError>,
+) -> Table {
+    let mut failures = Vec::new();
+    let mut columns = Vec::new();
+    for (i, b) in builds.iter().enumerate() {
+        match b.get(&profile.name) {
+            Some(built) => {
+                failures.push(None);
+                columns.push(Some(built));
+            }
+            None => {
+                let error = target_errors.get(&(i, profile.triple.clone())).or_else(|| {
+                    b.failed
+                        .iter()
+                        .find(|(p, _)| p.name == profile.name)
+                        .map(|(_, e)| e)
+                });
+                failures.push(Some(
+                    error.map_or_else(|| "not built".to_string(), failure_reason),
+                ));
+                columns.push(None);
+            }
+        }
+    }
+    let rows = PROBES
+        .iter()
+        .map(|probe| Row {
+            probe: probe.name.to_string(),
+            cells: columns
+                .iter()
+                .map(|c| match c {
+                    None => Cell::NotBuilt,
+                    Some(built) => built
+                        .listings
+                        .hot_path(&built.profile, probe.name)
+                        .map_or(Cell::Missing, |h| Cell::Count(h.instructions)),
+                })
+                .collect(),
+        })
+        .collect();
+    Table {
+        profile: profile.name.clone(),
+        triple: profile.triple.clone(),
+        failures,
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tc(name: &str, llvm: &str) -> ToolchainInfo {
+        ToolchainInfo {
+            toolchain: name.to_string(),
+            release: format!("rustc {name} (0123456789 2026-01-01)"),
+            llvm: llvm.to_string(),
+        }
+    }
+
+    /// Three toolchains; the second cannot build the profile.
+    fn sample() -> History {
+        History {
+            toolchains: vec![
+                tc("1.95.0", "22.1.2"),
+                tc("beta", "23.1.0"),
+                tc("nightly", "23.1.1"),
+            ],
+            tables: vec![Table {
+                profile: "x86_64-linux".into(),
+                triple: "x86_64-unknown-linux-gnu".into(),
+                failures: vec![None, Some("not available: no rust-std".into()), None],
+                rows: vec![
+                    Row {
+                        probe: "probe_same".into(),
+                        cells: vec![Cell::Count(7), Cell::NotBuilt, Cell::Count(7)],
+                    },
+                    Row {
+                        probe: "probe_grows".into(),
+                        cells: vec![Cell::Count(40), Cell::NotBuilt, Cell::Count(41)],
+                    },
+                    Row {
+                        probe: "probe_gone".into(),
+                        cells: vec![Cell::Count(3), Cell::NotBuilt, Cell::Missing],
+                    },
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_cell_is_marked_where_it_differs_from_the_nearest_built_cell_to_its_left() {
+        let row = |cells: Vec<Cell>| Row {
+            probe: "p".into(),
+            cells,
+        };
+        let r = row(vec![
+            Cell::Count(5),
+            Cell::Count(5),
+            Cell::Count(6),
+            Cell::Count(6),
+        ]);
+        assert_eq!(
+            (0..4).map(|i| r.changed(i)).collect::<Vec<_>>(),
+            [false, false, true, false]
+        );
+        // n/a is skipped over: 5, n/a, 6 marks the 6; n/a itself is never marked.
+        let r = row(vec![Cell::Count(5), Cell::NotBuilt, Cell::Count(6)]);
+        assert_eq!(
+            (0..3).map(|i| r.changed(i)).collect::<Vec<_>>(),
+            [false, false, true]
+        );
+        let r = row(vec![Cell::NotBuilt, Cell::Count(6), Cell::Missing]);
+        assert_eq!(
+            (0..3).map(|i| r.changed(i)).collect::<Vec<_>>(),
+            [false, false, true]
+        );
+    }
+
+    #[test]
+    fn text_marks_changed_cells_and_lists_why_a_column_is_na() {
+        let out = text(&sample(), &|s| format!("<{s}>"));
+        assert!(
+            out.contains("1.95.0   rustc 1.95.0 (0123456789 2026-01-01) · LLVM 22.1.2"),
+            "{out}"
+        );
+        assert!(
+            out.contains("x86_64-linux (x86_64-unknown-linux-gnu)"),
+            "{out}"
+        );
+        let line = |probe: &str| {
+            out.lines()
+                .find(|l| l.trim_start().starts_with(probe))
+                .unwrap_or_else(|| panic!("no row {probe} in\n{out}"))
+                .to_string()
+        };
+        assert_eq!(
+            line("probe_grows").split_whitespace().collect::<Vec<_>>(),
+            ["probe_grows", "40", "n/a", "<41*>"]
+        );
+        assert_eq!(
+            line("probe_same").split_whitespace().collect::<Vec<_>>(),
+            ["probe_same", "7", "n/a", "7"]
+        );
+        assert_eq!(
+            line("probe_gone").split_whitespace().collect::<Vec<_>>(),
+            ["probe_gone", "3", "n/a", "<—*>"]
+        );
+        assert!(
+            out.contains("  n/a beta: not available: no rust-std\n"),
+            "{out}"
+        );
+        // The columns line up: every cell ends where its header ends.
+        let header = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("probe "))
+            .unwrap();
+        let plain = text(&sample(), &|s| s.to_string());
+        let grows = plain.lines().find(|l| l.contains("probe_grows")).unwrap();
+        assert_eq!(header.chars().count(), grows.chars().count(), "{plain}");
+    }
+
+    #[test]
+    fn markdown_bolds_changed_cells() {
+        let out = markdown(&sample());
+        assert!(
+            out.contains("| probe | 1.95.0 | beta | nightly |\n| --- | ---: | ---: | ---: |\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| `probe_grows` | 40 | n/a | **41** |\n"),
+            "{out}"
+        );
+        assert!(out.contains("| `probe_same` | 7 | n/a | 7 |\n"), "{out}");
+        assert!(
+            out.contains("| `probe_gone` | 3 | n/a | **—** |\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("- n/a `beta`: not available: no rust-std"),
+            "{out}"
+        );
+        assert!(
+            out.contains("- `nightly`: rustc nightly (0123456789 2026-01-01) · LLVM 23.1.1"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn html_bolds_changed_cells_and_escapes() {
+        let mut h = sample();
+        h.tables[0].failures[1] = Some("build failed: error<&>".into());
+        let out = html(&h);
+        assert!(out.contains("<td class=\"n\">40</td><td class=\"n\">n/a</td><td class=\"n changed\"><b>41</b></td>"), "{out}");
+        assert!(out.contains("build failed: error&lt;&amp;&gt;"), "{out}");
+        assert!(!out.contains("error<&>"), "{out}");
+        assert!(out.starts_with("<!doctype html>") && out.ends_with("</html>\n"));
+    }
+
+    #[test]
+    fn json_has_the_documented_shape() {
+        let v: serde_json::Value = serde_json::from_str(&json(&sample())).expect("valid JSON");
+        assert_eq!(v["schema"], "allocasm-history/1");
+        assert_eq!(v["toolchains"][1]["toolchain"], "beta");
+        assert_eq!(v["toolchains"][2]["llvm"], "23.1.1");
+        let p = &v["profiles"][0];
+        assert_eq!(p["name"], "x86_64-linux");
+        assert_eq!(p["columns"][0]["status"], "built");
+        assert_eq!(p["columns"][0]["reason"], serde_json::Value::Null);
+        assert_eq!(p["columns"][1]["status"], "not-available");
+        assert_eq!(p["rows"][1]["probe"], "probe_grows");
+        let cells = &p["rows"][1]["cells"];
+        assert_eq!(cells[0]["instructions"], 40);
+        assert_eq!(cells[0]["changed"], false);
+        assert_eq!(cells[1]["status"], "not-built");
+        assert_eq!(cells[2]["instructions"], 41);
+        assert_eq!(cells[2]["changed"], true);
+        assert_eq!(p["rows"][2]["cells"][2]["status"], "missing");
+        assert_eq!(
+            p["rows"][2]["cells"][2]["instructions"],
+            serde_json::Value::Null
+        );
+    }
+
+    #[test]
+    fn only_a_missing_standard_library_is_not_available() {
+        let no_std = BuildError::InstallFailed {
+            command: "rustup target add x --toolchain beta".into(),
+            first_error: "error: component 'rust-std' for target 'x' is unavailable".into(),
+            fix: "toolchain `beta` has no `x` standard library; use another toolchain".into(),
+        };
+        assert_eq!(
+            unavailable(&no_std).as_deref(),
+            Some("not available: error: component 'rust-std' for target 'x' is unavailable")
+        );
+        let cargo = BuildError::Cargo {
+            profile: "p".into(),
+            command: "cargo rustc".into(),
+            stderr: "   Compiling allocasm\nerror[E0425]: cannot find value `x`\n".into(),
+        };
+        assert_eq!(unavailable(&cargo), None);
+        assert_eq!(
+            failure_reason(&cargo),
+            "build failed: error[E0425]: cannot find value `x`"
+        );
+        let no_asm = BuildError::NoAsm {
+            profile: "p".into(),
+            dir: PathBuf::from("/t"),
+        };
+        assert!(
+            failure_reason(&no_asm)
+                .starts_with("build failed: the asm build of profile p left no .s")
+        );
+    }
+}
