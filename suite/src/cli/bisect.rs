@@ -32,9 +32,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use allocasm::probes::PROBES;
-use allocasm_suite::codegen::build::{
-    self, AsmFile, AsmOutput, BuildError, BuildEvent, BuildOptions,
-};
+use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::{self, Profile};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -620,10 +618,6 @@ impl Builder<'_> {
         opts.toolchain = Some(tc.to_string());
         let output = match build::build_profile(self.profile, &opts, &note) {
             Ok(o) => o,
-            Err(e @ BuildError::NoAsm { .. }) => match new_layout_asm(self.profile, &opts, tc) {
-                Some(o) => o,
-                None => return Ok(Sampled::Unavailable(failure_reason(&e))),
-            },
             Err(e) => return Ok(Sampled::Unavailable(failure_reason(&e))),
         };
         let listings = codegen::extract_probes(self.profile, &output, PROBES);
@@ -644,73 +638,6 @@ impl Builder<'_> {
             rustc_vv: output.rustc_version,
         }))
     }
-}
-
-/// TEMPORARY, to be removed when build.rs finds the `.s` from cargo's
-/// artifact messages: a nightly with cargo's new build-dir layout writes the
-/// crate's `.s` files under `<target-dir>/<triple>/release/build/allocasm/
-/// <hash>/out/`, where [`build::build_profile`] does not look ("left no .s
-/// file"). This reads the newest such directory's `allocasm-*.s` so that
-/// `bisect` can cross nightlies of both layouts meanwhile.
-fn new_layout_asm(profile: &Profile, opts: &BuildOptions, toolchain: &str) -> Option<AsmOutput> {
-    let root = build::target_dir(opts, toolchain, profile);
-    let files = new_layout_files(&root)?;
-    Some(AsmOutput {
-        profile: profile.name.clone(),
-        triple: profile.triple.clone(),
-        toolchain: toolchain.to_string(),
-        rustc_version: build::rustc_version(toolchain).ok()?,
-        flags: build::asm_flags(profile, &opts.manifest_path),
-        command: String::new(),
-        target_dir: root,
-        files,
-        fresh: false,
-    })
-}
-
-/// The `.s` files of [`new_layout_asm`]: every `allocasm-*.s` of the
-/// `out/` directory under `root` holding the newest one, sorted by path.
-fn new_layout_files(root: &std::path::Path) -> Option<Vec<AsmFile>> {
-    let mut dirs: BTreeMap<PathBuf, std::time::SystemTime> = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    let ours = |p: &std::path::Path| {
-        p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("allocasm-") && n.ends_with(".s"))
-    };
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if ours(&path)
-                && path
-                    .parent()
-                    .and_then(|p| p.file_name())
-                    .is_some_and(|n| n == "out")
-            {
-                let modified = entry.metadata().ok()?.modified().ok()?;
-                let newest = dirs.entry(path.parent()?.to_path_buf()).or_insert(modified);
-                *newest = (*newest).max(modified);
-            }
-        }
-    }
-    let (dir, _) = dirs.into_iter().max_by_key(|(_, t)| *t)?;
-    let mut files: Vec<AsmFile> = std::fs::read_dir(&dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| ours(p))
-        .filter_map(|path| {
-            let text = std::fs::read_to_string(&path).ok()?;
-            Some(AsmFile { path, text })
-        })
-        .collect();
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Some(files)
 }
 
 /// rustup's reason without its trailing advice ("Sometimes not all
@@ -1237,30 +1164,6 @@ mod tests {
             b.run("1.95.0", "1.99.1"),
             Err(BisectError::Oracle(e)) if e == "`1.95.0` is not installed"
         ));
-    }
-
-    #[test]
-    fn the_new_layouts_asm_is_read_from_the_newest_out_dir() {
-        let root = codegen::manifest_dir()
-            .join("target")
-            .join("tmp")
-            .join(format!("bisect-layout-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let build = root.join("x86_64-unknown-linux-gnu/release/build/allocasm");
-        let (old, new) = (build.join("aaa/out"), build.join("bbb/out"));
-        for d in [&old, &new] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(old.join("allocasm-aaa.allocasm.x-cgu.0.rcgu.s"), "old").unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        std::fs::write(new.join("allocasm-bbb.allocasm.x-cgu.1.rcgu.s"), "b1").unwrap();
-        std::fs::write(new.join("allocasm-bbb.allocasm.x-cgu.0.rcgu.s"), "b0").unwrap();
-        std::fs::write(new.join("other.s"), "not ours").unwrap();
-        let files = new_layout_files(&root).expect("found");
-        let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
-        assert_eq!(texts, ["b0", "b1"]);
-        let _ = std::fs::remove_dir_all(&root);
-        assert!(new_layout_files(&root).is_none());
     }
 
     #[test]

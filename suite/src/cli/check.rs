@@ -48,10 +48,11 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
         builds.built.len(),
         builds.toolchain,
         failures,
-        if builds.failed.is_empty() {
-            String::new()
-        } else {
-            format!(", {} profile build(s) failed", builds.failed.len())
+        match (builds.failed.len(), builds.unavailable.len()) {
+            (0, 0) => String::new(),
+            (0, n) => format!(", {n} profile(s) not available"),
+            (f, 0) => format!(", {f} profile build(s) failed"),
+            (f, n) => format!(", {f} profile build(s) failed, {n} not available"),
         }
     );
     if !builds.failed.is_empty() {

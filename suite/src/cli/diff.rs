@@ -19,9 +19,9 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use crate::report::html::escape;
 use allocasm::probes::{PROBES, Probe};
 use allocasm_suite::codegen::cfg::HotPath;
-use crate::report::html::escape;
 use clap::{Args, ValueEnum};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -29,7 +29,7 @@ use similar::TextDiff;
 
 use crate::report::{self, ExpectationResult};
 
-use super::session::{self, Built, Builds};
+use super::session::{self, Builds, Built};
 use super::{Backend, BuildArgs, CliError, Status, Ui};
 
 /// The schema name written in the JSON.
@@ -337,10 +337,11 @@ pub fn compare(
                     ProfileDiff { probes, ..base }
                 }
                 _ => {
-                    let why: Vec<(&str, String)> = [reason_of(from, &p.name), reason_of(to, &p.name)]
-                        .into_iter()
-                        .flatten()
-                        .collect();
+                    let why: Vec<(&str, String)> =
+                        [reason_of(from, &p.name), reason_of(to, &p.name)]
+                            .into_iter()
+                            .flatten()
+                            .collect();
                     let status = if why.iter().any(|(s, _)| *s == "failed") {
                         totals.failed += 1;
                         "failed"
@@ -348,7 +349,11 @@ pub fn compare(
                         totals.not_available += 1;
                         "not-available"
                     };
-                    let reason = why.into_iter().map(|(_, r)| r).collect::<Vec<_>>().join("; ");
+                    let reason = why
+                        .into_iter()
+                        .map(|(_, r)| r)
+                        .collect::<Vec<_>>()
+                        .join("; ");
                     ProfileDiff {
                         status: status.into(),
                         reason: Some(reason),
@@ -435,7 +440,10 @@ fn totals_line(r: &DiffReport) -> String {
 
 /// The compared profiles and the probes with something to show.
 fn compared(r: &DiffReport) -> Vec<&ProfileDiff> {
-    r.profiles.iter().filter(|p| p.status == "compared").collect()
+    r.profiles
+        .iter()
+        .filter(|p| p.status == "compared")
+        .collect()
 }
 
 /// The summary table's rows: a probe, then one cell per compared profile.
@@ -465,7 +473,11 @@ pub fn render_text(ui: &Ui, r: &DiffReport, summary: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", ui.bold(&headline(r)));
     for p in &r.profiles {
-        let _ = writeln!(out, "\n{}", ui.bold(&format!("{} ({})", p.profile, p.triple)));
+        let _ = writeln!(
+            out,
+            "\n{}",
+            ui.bold(&format!("{} ({})", p.profile, p.triple))
+        );
         if p.status != "compared" {
             let what = if p.status == "failed" {
                 ui.red("build failed:")
@@ -493,10 +505,9 @@ pub fn render_text(ui: &Ui, r: &DiffReport, summary: bool) -> String {
                         format!("{} → {}", a.function, b.function)
                     }
                 ),
-                (Some(a), Some(b)) => format!(
-                    "hot path {cell} (function {} → {})",
-                    a.function, b.function
-                ),
+                (Some(a), Some(b)) => {
+                    format!("hot path {cell} (function {} → {})", a.function, b.function)
+                }
                 _ => cell,
             };
             let _ = writeln!(out, "  {state} {:32} {hot}", d.probe);
@@ -528,7 +539,10 @@ pub fn render_text(ui: &Ui, r: &DiffReport, summary: bool) -> String {
             if summary {
                 continue;
             }
-            for (title, diff) in [("hot path", &d.hot_diff), ("whole listing", &d.listing_diff)] {
+            for (title, diff) in [
+                ("hot path", &d.hot_diff),
+                ("whole listing", &d.listing_diff),
+            ] {
                 if diff.is_empty() {
                     continue;
                 }
@@ -572,11 +586,7 @@ pub fn render_text(ui: &Ui, r: &DiffReport, summary: bool) -> String {
             let mut line = format!("{name:width$}");
             for (c, w) in cells.iter().zip(&widths) {
                 let pad = w.saturating_sub(c.chars().count());
-                let text = if c == "=" {
-                    ui.dim(c)
-                } else {
-                    ui.yellow(c)
-                };
+                let text = if c == "=" { ui.dim(c) } else { ui.yellow(c) };
                 let _ = write!(line, "  {}{text}", " ".repeat(pad));
             }
             let _ = writeln!(out, "{}", line.trim_end());
@@ -648,9 +658,18 @@ pub fn render_md(r: &DiffReport) -> String {
                     Some(false) => "**fails**",
                     None => "n/a",
                 };
-                let _ = writeln!(out, "- {} → {}: `{}`", mark(f.before), mark(f.after), f.rule);
+                let _ = writeln!(
+                    out,
+                    "- {} → {}: `{}`",
+                    mark(f.before),
+                    mark(f.after),
+                    f.rule
+                );
             }
-            for (title, diff) in [("hot path", &d.hot_diff), ("whole listing", &d.listing_diff)] {
+            for (title, diff) in [
+                ("hot path", &d.hot_diff),
+                ("whole listing", &d.listing_diff),
+            ] {
                 if !diff.is_empty() {
                     let _ = writeln!(out, "\n{title}:\n\n```diff\n{}```", diff);
                 }
@@ -675,7 +694,12 @@ pub fn render_html(r: &DiffReport) -> String {
          .regression{{color:#a40e26}}</style></head><body>\n",
         escape(&headline(r))
     );
-    let _ = writeln!(out, "<h1>{}</h1>\n<p>{}</p>", escape(&headline(r)), escape(&totals_line(r)));
+    let _ = writeln!(
+        out,
+        "<h1>{}</h1>\n<p>{}</p>",
+        escape(&headline(r)),
+        escape(&totals_line(r))
+    );
     for p in r.profiles.iter().filter(|p| p.status != "compared") {
         let _ = writeln!(
             out,
@@ -714,7 +738,10 @@ pub fn render_html(r: &DiffReport) -> String {
                 escape(&delta_cell(d)),
                 escape(&figures_line(d))
             );
-            for (title, diff) in [("hot path", &d.hot_diff), ("whole listing", &d.listing_diff)] {
+            for (title, diff) in [
+                ("hot path", &d.hot_diff),
+                ("whole listing", &d.listing_diff),
+            ] {
                 if diff.is_empty() {
                     continue;
                 }
@@ -833,9 +860,18 @@ mod tests {
     #[test]
     fn a_cell_says_how_the_hot_path_moved() {
         assert_eq!(delta_cell(&probe_diff(Some(47), Some(47), false)), "=");
-        assert_eq!(delta_cell(&probe_diff(Some(47), Some(47), true)), "47 (lines)");
-        assert_eq!(delta_cell(&probe_diff(Some(47), Some(48), true)), "47 → 48 (+1)");
-        assert_eq!(delta_cell(&probe_diff(Some(48), Some(46), true)), "48 → 46 (-2)");
+        assert_eq!(
+            delta_cell(&probe_diff(Some(47), Some(47), true)),
+            "47 (lines)"
+        );
+        assert_eq!(
+            delta_cell(&probe_diff(Some(47), Some(48), true)),
+            "47 → 48 (+1)"
+        );
+        assert_eq!(
+            delta_cell(&probe_diff(Some(48), Some(46), true)),
+            "48 → 46 (-2)"
+        );
         assert_eq!(delta_cell(&probe_diff(Some(1), None, true)), "gone");
         assert_eq!(delta_cell(&probe_diff(None, Some(1), true)), "new");
     }

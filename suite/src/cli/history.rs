@@ -75,21 +75,8 @@ pub enum HistoryFormat {
 /// Whether a build error means the toolchain has no standard library for
 /// the profile's target (rustup has no `rust-std` for it): the reason shown
 /// in the cell's place, or `None` for any other failure.
-///
-/// The one place that classifies; it becomes a match on
-/// `BuildError::NotAvailable` once build.rs has that variant.
 pub fn unavailable(e: &BuildError) -> Option<String> {
-    match e {
-        BuildError::InstallFailed {
-            first_error, fix, ..
-        } if fix.contains("standard library")
-            || first_error.contains("not available")
-            || first_error.contains("unavailable") =>
-        {
-            Some(format!("not available: {first_error}"))
-        }
-        _ => None,
-    }
+    e.is_not_available().then(|| e.to_string())
 }
 
 /// The short reason a profile did not build: [`unavailable`]'s, or
@@ -908,15 +895,21 @@ mod tests {
 
     #[test]
     fn only_a_missing_standard_library_is_not_available() {
-        let no_std = BuildError::InstallFailed {
-            command: "rustup target add x --toolchain beta".into(),
-            first_error: "error: component 'rust-std' for target 'x' is unavailable".into(),
-            fix: "toolchain `beta` has no `x` standard library; use another toolchain".into(),
+        let no_std = BuildError::NotAvailable {
+            toolchain: "beta".into(),
+            triple: "x".into(),
         };
         assert_eq!(
             unavailable(&no_std).as_deref(),
-            Some("not available: error: component 'rust-std' for target 'x' is unavailable")
+            Some("not available for beta: rustup has no rust-std for x")
         );
+        // A failed install is a failure, not "not available".
+        let failed = BuildError::InstallFailed {
+            command: "rustup target add x --toolchain beta".into(),
+            first_error: "error: could not rename 'downloaded' file".into(),
+            fix: "check the network".into(),
+        };
+        assert_eq!(unavailable(&failed), None);
         let cargo = BuildError::Cargo {
             profile: "p".into(),
             command: "cargo rustc".into(),

@@ -52,7 +52,11 @@ Exit codes:
      targets/*.toml
   3  build or environment error: toolchain, rustup target or tool missing, a build failed, an
      output directory cannot be written; every build failed (history); a nightly to install
-     without --install, or good or bad did not build (bisect)";
+     without --install, or good or bad did not build (bisect)
+
+A profile whose target a toolchain has no rust-std for (rustup offers none) is not available:
+each command says so for that profile and goes on with the others; it is not a failure and
+changes no exit code.";
 
 /// allocasm: what each allocator fast path compiles to, on every target profile.
 ///

@@ -45,10 +45,7 @@ fn lines_of(
     plain: bool,
 ) -> Vec<String> {
     let Some(found) = listings.probes.get(probe) else {
-        return vec![format!(
-            "{}",
-            ui.red("(missing: the probe is not in this build)")
-        )];
+        return vec![ui.red("(missing: the probe is not in this build)")];
     };
     if raw {
         return found.raw.lines.clone();

@@ -104,7 +104,7 @@ impl Artifacts {
     pub fn cdylib(&self, ext: &str) -> Option<PathBuf> {
         self.artifacts
             .iter()
-            .filter(|a| a.target.kind.iter().any(|k| *k == TargetKind::CDyLib))
+            .filter(|a| a.target.kind.contains(&TargetKind::CDyLib))
             .flat_map(|a| a.filenames.iter())
             .find(|f| f.extension() == Some(ext))
             .map(|p| p.as_std_path().to_path_buf())
@@ -179,7 +179,9 @@ mod tests {
         );
         assert_eq!(
             a.cdylib("so"),
-            Some(PathBuf::from("/a/target/x/release/liballocasm_dylib_probes.so"))
+            Some(PathBuf::from(
+                "/a/target/x/release/liballocasm_dylib_probes.so"
+            ))
         );
         assert!(!a.all_fresh());
     }

@@ -684,8 +684,14 @@ pub fn install_targets(
         if toolchain == "default" || !seen.insert((toolchain.clone(), p.triple.clone())) {
             continue;
         }
-        match ensure_target_with(OsStr::new("rustup"), &toolchain, &p.triple, true, progress, &p.name)
-        {
+        match ensure_target_with(
+            OsStr::new("rustup"),
+            &toolchain,
+            &p.triple,
+            true,
+            progress,
+            &p.name,
+        ) {
             // That profile's own build says so; the others go on.
             Err(BuildError::NotAvailable { .. }) => {}
             other => other?,

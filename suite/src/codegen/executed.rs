@@ -338,12 +338,10 @@ pub fn build_driver(
         let json = run_cargo(&mut cmd, profile, command)?;
         let artifacts = Artifacts::parse(&json);
         fresh &= artifacts.all_fresh();
-        let so = artifacts
-            .cdylib("so")
-            .ok_or_else(|| BuildError::NoAsm {
-                profile: profile.name.clone(),
-                dir: dir.clone(),
-            })?;
+        let so = artifacts.cdylib("so").ok_or_else(|| BuildError::NoAsm {
+            profile: profile.name.clone(),
+            dir: dir.clone(),
+        })?;
         Some(so)
     } else {
         None

@@ -457,10 +457,14 @@ impl Format for Html {
             };
             let _ = writeln!(
                 s,
-                "<tr><td><b>{}</b><br><span class=\"muted\">{}</span></td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{build}</td></tr>",
+                "<tr><td><b>{}</b><br><span class=\"muted\">{}</span></td><td><code>{}</code>{}</td><td><code>{}</code></td><td>{}</td><td>{build}</td></tr>",
                 escape(&p.name),
                 escape(&p.description),
                 escape(&p.triple),
+                p.compiler.as_ref().map_or_else(String::new, |c| format!(
+                    "<br><span class=\"muted\">built with {}</span>",
+                    escape(c)
+                )),
                 escape(&join_or_none(&p.build_flags)),
                 escape(&p.codegen_units)
             );

@@ -241,9 +241,12 @@ impl Format for Markdown {
         for p in &r.profiles {
             let _ = writeln!(
                 s,
-                "| `{}` | `{}` | {} | {} | {} |",
+                "| `{}` | `{}`{} | {} | {} | {} |",
                 p.name,
                 p.triple,
+                p.compiler
+                    .as_ref()
+                    .map_or_else(String::new, |c| format!(" · built with {c}")),
                 code(&join_or_none(&p.build_flags)),
                 p.codegen_units,
                 match &p.error {

@@ -371,6 +371,10 @@ pub struct ProfileInfo {
     pub build_flags: Vec<String>,
     /// The codegen-units setting and how many `.s` files were read.
     pub codegen_units: String,
+    /// The compiler this profile was built with (`rustc -vV`'s first line)
+    /// when it is not the report's: a profile with its own `toolchain` in
+    /// its TOML. `None` when it is the report's compiler.
+    pub compiler: Option<String>,
     /// `built` or `failed`.
     pub status: &'static str,
     /// Why the build failed.
@@ -700,6 +704,13 @@ impl Report {
                         },
                         |b| b.output.codegen_units(),
                     ),
+                    compiler: match b {
+                        Some(b) if b.output.rustc_release() != compiler.release => {
+                            Some(b.output.rustc_release().to_string())
+                        }
+                        None => p.toolchain.as_ref().map(|t| format!("toolchain {t}")),
+                        _ => None,
+                    },
                     status: if b.is_some() { "built" } else { "failed" },
                     error,
                     fresh: b.map(|b| b.output.fresh),

@@ -30,9 +30,12 @@ impl Format for Text {
         for p in &r.profiles {
             let _ = writeln!(
                 s,
-                "profile {} ({}): flags {} · {} · {}",
+                "profile {} ({}{}): flags {} · {} · {}",
                 p.name,
                 p.triple,
+                p.compiler
+                    .as_ref()
+                    .map_or_else(String::new, |c| format!(", built with {c}")),
                 join_or_none(&p.build_flags),
                 p.codegen_units,
                 p.status

@@ -797,9 +797,10 @@ fn report_json_carries_executed_and_mca_on_linux_profiles_and_a_reason_elsewhere
 
 /// The toolchain `rust-toolchain.toml` pins.
 fn pinned() -> String {
-    let text =
-        std::fs::read_to_string(allocasm_suite::codegen::manifest_dir().join("rust-toolchain.toml"))
-            .unwrap();
+    let text = std::fs::read_to_string(
+        allocasm_suite::codegen::manifest_dir().join("rust-toolchain.toml"),
+    )
+    .unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix("channel = \""))
         .and_then(|l| l.strip_suffix('"'))
@@ -835,7 +836,10 @@ fn diff_of_a_toolchain_with_itself_is_unchanged() {
         "{out}"
     );
     // The summary table: every probe, one profile column, all unchanged.
-    assert!(out.contains("hot path, instructions (= unchanged)"), "{out}");
+    assert!(
+        out.contains("hot path, instructions (= unchanged)"),
+        "{out}"
+    );
     let row = out
         .lines()
         .find(|l| l.starts_with("probe_linear_alloc "))
@@ -850,8 +854,17 @@ fn diff_of_a_toolchain_with_itself_is_unchanged() {
 fn diff_says_not_available_for_a_target_the_toolchain_lacks() {
     let pin = pinned();
     let o = allocasm(&[
-        "--color", "never", "diff", "--from", "1.95.0", "--to", &pin, "-p", "riscv64-linux",
-        "--format", "json",
+        "--color",
+        "never",
+        "diff",
+        "--from",
+        "1.95.0",
+        "--to",
+        &pin,
+        "-p",
+        "riscv64-linux",
+        "--format",
+        "json",
     ]);
     let err = stderr(&o);
     if err.contains("is not installed") || !err.contains("not available") {
@@ -944,8 +957,9 @@ fn missing_rustup_target_names_the_command_and_install_flag() {
     let Ok(installed) = rustup else {
         return; // no rustup
     };
-    // A target this machine lacks (checked, not assumed).
-    let triple = "riscv64gc-unknown-linux-gnu";
+    // A target this machine lacks and the channel offers (checked, not
+    // assumed).
+    let triple = "aarch64-unknown-linux-musl";
     if String::from_utf8_lossy(&installed.stdout)
         .lines()
         .any(|l| l.trim() == triple)
@@ -954,8 +968,8 @@ fn missing_rustup_target_names_the_command_and_install_flag() {
     }
     let dir = scratch("missing-target");
     std::fs::write(
-        dir.join("riscv.toml"),
-        format!("name = \"riscv\"\ntriple = \"{triple}\"\ndescription = \"d\"\nrun = \"none\"\n"),
+        dir.join("musl.toml"),
+        format!("name = \"musl\"\ntriple = \"{triple}\"\ndescription = \"d\"\nrun = \"none\"\n"),
     )
     .unwrap();
     let o = allocasm(&["--targets-dir", dir.to_str().unwrap(), "check"]);
@@ -966,6 +980,25 @@ fn missing_rustup_target_names_the_command_and_install_flag() {
         "{err}"
     );
     assert!(err.contains("--install"), "{err}");
+    // A target the channel has no rust-std for: said, and not a failure.
+    std::fs::remove_file(dir.join("musl.toml")).unwrap();
+    std::fs::write(
+        dir.join("none.toml"),
+        "name = \"none\"\ntriple = \"riscv64-nonexistent-none\"\ndescription = \"d\"\nrun = \"none\"\n",
+    )
+    .unwrap();
+    let o = allocasm(&["--targets-dir", dir.to_str().unwrap(), "check", "--install"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("rustup has no rust-std for riscv64-nonexistent-none"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stdout(&o).contains("1 profile(s) not available"),
+        "{}",
+        stdout(&o)
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -225,7 +225,11 @@ fn a_missing_target_names_the_command_that_fixes_it() {
     let installed = std::process::Command::new("rustup")
         .args(["target", "list", "--installed", "--toolchain", &tc])
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l == triple))
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l == triple)
+        })
         .unwrap_or(false);
     if !installed {
         let e = build::ensure_target(&tc, triple, false, &|_| {}, "p").unwrap_err();
