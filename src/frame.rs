@@ -274,7 +274,11 @@ impl<const N: usize> FrameAllocator<N> {
     }
 }
 
-impl<const N: usize> RawAllocator for FrameAllocator<N> {
+// SAFETY: a successful `allocate` bumps the current frame's arena past a block
+// of at least `layout.size()` bytes, aligned, disjoint from every other live
+// block, valid until its frame comes round again in `begin_frame` or
+// `reset_all` (both `&mut self`).
+unsafe impl<const N: usize> RawAllocator for FrameAllocator<N> {
     const FREES_INDIVIDUALLY: bool = false;
 
     #[inline]

@@ -700,7 +700,10 @@ impl<'a> FreeList<'a> {
     }
 }
 
-impl RawAllocator for FreeList<'_> {
+// SAFETY: `allocate` carves a block of at least `layout.size()` bytes,
+// aligned, from a free range of the borrowed buffer and takes it off the free
+// list until `deallocate`; valid until `reset` (`&mut self`).
+unsafe impl RawAllocator for FreeList<'_> {
     const FREES_INDIVIDUALLY: bool = true;
 
     #[inline]

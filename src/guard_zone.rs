@@ -247,7 +247,10 @@ impl Drop for GuardZone {
     }
 }
 
-impl RawAllocator for GuardZone {
+// SAFETY: `allocate` maps a fresh guarded region of at least `layout.size()`
+// bytes, aligned, disjoint from any other; it stays valid until `deallocate`
+// unmaps it or the allocator is dropped.
+unsafe impl RawAllocator for GuardZone {
     const FREES_INDIVIDUALLY: bool = true;
 
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {

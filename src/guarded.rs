@@ -263,7 +263,11 @@ impl<A: RawAllocator> Guarded<A> {
     }
 }
 
-impl<A: RawAllocator> RawAllocator for Guarded<A> {
+// SAFETY: the user block lies between the guards inside a block of `front +
+// size + width` bytes from the inner allocator (whose `RawAllocator` contract
+// guarantees that block), `layout.size()` bytes, aligned to `layout.align()`
+// (the front is a multiple of it); valid until freed or `reset` (`&mut self`).
+unsafe impl<A: RawAllocator> RawAllocator for Guarded<A> {
     const FREES_INDIVIDUALLY: bool = A::FREES_INDIVIDUALLY;
 
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {

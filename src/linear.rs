@@ -336,7 +336,11 @@ impl<'a> LinearArena<'a> {
     }
 }
 
-impl RawAllocator for LinearArena<'_> {
+// SAFETY: a successful `allocate` bumps the offset past a block of at least
+// `layout.size()` bytes inside the borrowed buffer, aligned, disjoint from
+// every other live block, valid until `reset` (`&mut self`) or the buffer's
+// borrow ends.
+unsafe impl RawAllocator for LinearArena<'_> {
     const FREES_INDIVIDUALLY: bool = false;
 
     #[inline]

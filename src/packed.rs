@@ -1214,7 +1214,11 @@ impl Drop for PackedArena {
     }
 }
 
-impl RawAllocator for PackedArena {
+// SAFETY: a successful `allocate` hands out a block of at least
+// `layout.size()` bytes, aligned, disjoint from every other live block (the
+// packed cursor is bumped atomically), valid until `reset` (`&mut self`) or
+// drop; `deallocate` takes back exactly such blocks.
+unsafe impl RawAllocator for PackedArena {
     /// A block's bytes come back when all its allocations are freed.
     const FREES_INDIVIDUALLY: bool = true;
 

@@ -141,7 +141,10 @@ impl PageAllocator {
     }
 }
 
-impl RawAllocator for PageAllocator {
+// SAFETY: `allocate` returns a fresh mapping of whole pages, at least
+// `layout.size()` bytes, aligned, disjoint from any other, valid until
+// `deallocate` unmaps it.
+unsafe impl RawAllocator for PageAllocator {
     const FREES_INDIVIDUALLY: bool = true;
 
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {

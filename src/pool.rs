@@ -370,7 +370,10 @@ impl<'a> Pool<'a> {
     }
 }
 
-impl RawAllocator for Pool<'_> {
+// SAFETY: `allocate` hands out one free slot of the pool's buffer, at least
+// `layout.size()` bytes (larger layouts are refused), aligned, off the free
+// list until `deallocate` puts it back; valid until `reset` (`&mut self`).
+unsafe impl RawAllocator for Pool<'_> {
     const FREES_INDIVIDUALLY: bool = true;
 
     /// One slot, if `layout` fits in it ([`AllocError::TooLarge`] otherwise).

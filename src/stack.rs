@@ -223,7 +223,11 @@ impl<'a> StackAllocator<'a> {
     }
 }
 
-impl RawAllocator for StackAllocator<'_> {
+// SAFETY: a successful `allocate` bumps the stack's top past a block of at
+// least `layout.size()` bytes of the borrowed buffer, aligned, disjoint from
+// every other live block, valid until a `free_to_marker` below it or `reset`
+// (both `&mut self`).
+unsafe impl RawAllocator for StackAllocator<'_> {
     const FREES_INDIVIDUALLY: bool = false;
 
     #[inline]

@@ -942,7 +942,11 @@ impl Drop for LocalCursor<'_> {
     }
 }
 
-impl RawAllocator for ThreadCursorArena {
+// SAFETY: a successful `allocate` hands out a block of the arena's current
+// chunk, at least `layout.size()` bytes, aligned, owned by no other live block
+// (each thread bumps its own cursor), valid until `reset`, which takes `&mut
+// self`, or the arena is dropped.
+unsafe impl RawAllocator for ThreadCursorArena {
     /// Frees are no-ops; memory comes back with `reset`.
     const FREES_INDIVIDUALLY: bool = false;
 

@@ -229,7 +229,9 @@ impl<'t, A: RawAllocator> Tracked<'t, A> {
     }
 }
 
-impl<A: RawAllocator> RawAllocator for Tracked<'_, A> {
+// SAFETY: forwards to the inner allocator `A`, whose `RawAllocator` contract
+// guarantees every block it returns; the wrapper only counts.
+unsafe impl<A: RawAllocator> RawAllocator for Tracked<'_, A> {
     const FREES_INDIVIDUALLY: bool = A::FREES_INDIVIDUALLY;
 
     #[inline]

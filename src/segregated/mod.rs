@@ -1088,7 +1088,11 @@ const _: fn() = || {
     assert_send_sync::<SegregatedFit>();
 };
 
-impl RawAllocator for SegregatedFit {
+// SAFETY: `allocate` returns a block of its class (`block_size() >=
+// layout.size()`, aligned by the class) or a large block of `layout.size()`
+// bytes, disjoint from every other live block, valid until deallocated or the
+// allocator is dropped.
+unsafe impl RawAllocator for SegregatedFit {
     const FREES_INDIVIDUALLY: bool = true;
 
     #[inline]

@@ -581,7 +581,10 @@ pub fn collection_workload<A: allocator_api2::alloc::Allocator + Copy>(name: &st
 /// block out again (it grows instead): `reuse_after_free` must catch it.
 struct NeverReuses(allocasm::LinearArena<'static>);
 
-impl RawAllocator for NeverReuses {
+// SAFETY: `allocate` forwards to the linear arena, which upholds the
+// contract; `deallocate` keeps the block allocated (never reused), which the
+// contract allows.
+unsafe impl RawAllocator for NeverReuses {
     const FREES_INDIVIDUALLY: bool = true;
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         self.0.allocate(layout)
