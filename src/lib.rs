@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 mod align;
+mod api02;
 mod buffer;
 mod error;
 mod raw_allocator;
@@ -51,6 +52,15 @@ pub mod unity;
 
 #[cfg(feature = "probes")]
 pub mod probes;
+
+/// allocator-api2 0.4, whose `Allocator` every allocator implements: its
+/// `vec::Vec`, `boxed::Box` and the trait, for code that names them without a
+/// dependency of its own (and at the same version).
+pub use allocator_api2;
+/// allocator-api2 0.2, whose `Allocator` every allocator implements too (by
+/// forwarding to the 0.4 impl), for crates still on 0.2 such as hashbrown
+/// up to 0.17: `hashbrown::HashMap::new_in(&arena)`.
+pub use allocator_api2_02;
 
 pub use align::{align_up, check_align, checked_align_up};
 pub(crate) use error::refused;
