@@ -62,7 +62,7 @@ fn header_offset(size: usize) -> usize {
 /// The live large blocks of one allocator.
 #[derive(Debug)]
 pub(crate) struct LargeBlocks {
-    lock: SpinLock,
+    pub(super) lock: SpinLock,
     /// The list head (under `lock`).
     head: AtomicPtr<LargeHeader>,
     /// Live large blocks and their mapped bytes (for `stats`).

@@ -45,7 +45,7 @@ pub(crate) const REGION_LEN: usize = 64 << 20;
 #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
 pub(crate) struct Region {
     /// Serializes the bump (and the reservation).
-    lock: SpinLock,
+    pub(super) lock: SpinLock,
     /// The reservation's first byte, 0 until reserved (64-bit).
     base: AtomicUsize,
     /// The next free address in the reservation (64-bit).

@@ -63,3 +63,12 @@ pub(super) unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocEr
     unsafe { dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(len, PAGE)) };
     Ok(())
 }
+
+/// Miri runs no `fork` handlers: nothing to register.
+pub(super) fn at_fork(
+    _prepare: super::ForkHandler,
+    _parent: super::ForkHandler,
+    _child: super::ForkHandler,
+) -> bool {
+    false
+}

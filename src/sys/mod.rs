@@ -137,3 +137,20 @@ pub unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     // SAFETY: forwarded contract.
     unsafe { imp::release(ptr, len) }
 }
+
+/// A process-wide fork handler: `prepare` runs in the forking thread before
+/// `fork`, `parent` in the parent after it, `child` in the child (whose
+/// only thread is the one that forked).
+pub(crate) type ForkHandler = unsafe extern "C" fn();
+
+/// Registers fork handlers with the OS (`pthread_atfork`), once per call:
+/// `true` if they will run on every `fork` from now on, `false` where the OS
+/// has no `fork` (Windows) or cannot run them (Miri), or refused.
+///
+/// Never allocates through Rust's global allocator (glibc keeps the first
+/// handlers in static storage; if a libc's registration does call `malloc`,
+/// that is the C heap, or this crate's global allocator re-entered, which
+/// callers must tolerate: see `segregated::fork`).
+pub(crate) fn at_fork(prepare: ForkHandler, parent: ForkHandler, child: ForkHandler) -> bool {
+    imp::at_fork(prepare, parent, child)
+}

@@ -126,3 +126,14 @@ pub(super) unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocEr
     // SAFETY: the caller guarantees this is exactly one reservation, unused.
     unsafe { mm::munmap(ptr.as_ptr().cast::<c_void>(), len) }.map_err(os_err)
 }
+
+pub(super) fn at_fork(
+    prepare: super::ForkHandler,
+    parent: super::ForkHandler,
+    child: super::ForkHandler,
+) -> bool {
+    // SAFETY: three plain `extern "C"` functions that live as long as the
+    // process (they are items of this crate, which is linked statically or
+    // never unloaded while handlers are registered).
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
+}

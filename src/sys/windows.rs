@@ -105,3 +105,12 @@ pub(super) unsafe fn release(ptr: NonNull<u8>, _len: usize) -> Result<(), AllocE
     let ok = unsafe { VirtualFree(ptr.as_ptr().cast::<c_void>(), 0, MEM_RELEASE) };
     if ok == 0 { Err(last_err()) } else { Ok(()) }
 }
+
+/// Windows has no `fork`: nothing to register.
+pub(super) fn at_fork(
+    _prepare: super::ForkHandler,
+    _parent: super::ForkHandler,
+    _child: super::ForkHandler,
+) -> bool {
+    false
+}
