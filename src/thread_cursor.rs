@@ -726,9 +726,11 @@ impl ThreadCursorArena {
     /// thread's cursor handed out for this arena (its end, rounded to 16, is
     /// the cursor: any later block would have moved the cursor past it) and
     /// the new size fits the chunk; `None` otherwise (another thread's
-    /// block, a direct allocation, a block that is not the last).
+    /// block, a direct allocation, a block that is not the last, a
+    /// zero-size block: its pointer is dangling, not the arena's, as for
+    /// [`LinearArena`](crate::LinearArena)'s).
     fn resize_last(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Option<NonNull<u8>> {
-        if !ptr.as_ptr().addr().is_multiple_of(new.align()) {
+        if old.size() == 0 || !ptr.as_ptr().addr().is_multiple_of(new.align()) {
             return None;
         }
         let id = self.hot.id;
@@ -1023,6 +1025,28 @@ mod tests {
     fn the_slot_in_a_register_is_the_slot() {
         let c = Cursor::empty();
         assert!(core::ptr::eq(in_register(&c), &c));
+    }
+
+    /// A zero-size block is no block of the arena: `resize_last` must not
+    /// grow one in place. Without the guard, a zero-size block whose
+    /// (dangling) address fell inside the last block's 16-byte grain
+    /// "ended" at the cursor and was grown over that block's tail.
+    #[test]
+    fn resize_last_refuses_a_zero_size_block() {
+        let a = small();
+        let last = a.alloc(16).unwrap();
+        // SAFETY: 8 bytes into the 16-byte block just allocated.
+        let inside = unsafe { last.add(8) };
+        let zero = Layout::from_size_align(0, 8).unwrap();
+        let grown = Layout::from_size_align(64, 8).unwrap();
+        assert_eq!(
+            a.resize_last(inside, zero, grown),
+            None,
+            "a zero-size block was grown over the last block's bytes"
+        );
+        // The last block itself still resizes in place.
+        let l16 = Layout::from_size_align(16, 8).unwrap();
+        assert_eq!(a.resize_last(last, l16, grown), Some(last));
     }
 
     #[test]
