@@ -27,7 +27,8 @@
 //!
 //! **Costs.** 32 bytes plus rounding per block, one system call per
 //! allocation and free, a lock around a list splice. Failures: `TooLarge`
-//! above [`MAX_REQUEST`](super::SegregatedFit::MAX_REQUEST), `Os` when the
+//! for a size above [`MAX_REQUEST`](super::SegregatedFit::MAX_REQUEST)
+//! (the header and the alignment's padding are not counted), `Os` when the
 //! OS refuses.
 
 use core::alloc::Layout;
@@ -71,26 +72,37 @@ pub(crate) struct LargeBlocks {
 }
 
 impl LargeBlocks {
-    /// How long the mapping of a block for `layout` is, and the block's
-    /// offset in it when the mapping lands at `base` (called with 0 first,
-    /// for the length).
+    /// How long the mapping of a block for `layout` is: the block, its
+    /// header and (aligned above the granularity) the alignment's padding,
+    /// rounded to the granularity.
+    ///
+    /// `TooLarge` only when `layout.size()` exceeds `max`: every size up to
+    /// `max` is attempted (the header and the padding are the allocator's
+    /// business, not counted against the limit the error names), and the
+    /// OS refuses what it cannot map.
     fn extent(layout: Layout, max: usize) -> Result<usize, AllocError> {
-        let too_large = AllocError::TooLarge {
-            requested: layout.size(),
-            max,
-        };
+        if layout.size() > max {
+            return Err(AllocError::TooLarge {
+                requested: layout.size(),
+                max,
+            });
+        }
         let gran = sys::granularity();
         let pad = if layout.align() > gran {
             layout.align()
         } else {
             0
         };
-        // No overflow: a `Layout`'s size and align are both <= isize::MAX;
-        // checked against `max`, far below that, first.
-        if layout.size() > max || layout.size() + pad + HEADER > max {
-            return Err(too_large);
-        }
-        Ok((header_offset(layout.size()) + HEADER + pad).next_multiple_of(gran))
+        // Checked: on 32-bit targets `max` is `isize::MAX`, and a size near
+        // it plus a large alignment's padding passes `usize::MAX`. No
+        // mapping is that long: the address space is full.
+        header_offset(layout.size())
+            .checked_add(HEADER + pad)
+            .and_then(|n| n.checked_next_multiple_of(gran))
+            .ok_or(AllocError::OutOfMemory {
+                requested: layout.size(),
+                available: 0,
+            })
     }
 
     /// Links a header into the list.

@@ -417,10 +417,12 @@ impl SegregatedFit {
     pub const MAX_CLASS_SIZE: usize = MAX_CLASS_SIZE;
     /// The largest alignment served from a size class (4096).
     pub const MAX_CLASS_ALIGN: usize = MAX_CLASS_ALIGN;
-    /// The largest request (size plus, above the page size, alignment) the
-    /// large path passes to the OS: 2^47 bytes on 64-bit targets, the whole
-    /// user address space of x86_64 Linux, so nothing larger could ever be
-    /// mapped; `isize::MAX` elsewhere. Larger requests are `TooLarge`.
+    /// The largest size the large path asks the OS for: 2^47 bytes on 64-bit
+    /// targets, the whole user address space of x86_64 Linux, so nothing
+    /// larger could ever be mapped; `isize::MAX` elsewhere. A larger size is
+    /// [`TooLarge`](AllocError::TooLarge) naming this maximum; a size up to
+    /// it is attempted (its mapping adds a 32-byte header and, aligned above
+    /// the page size, the alignment), and what the OS cannot map is `Os`.
     pub const MAX_REQUEST: usize = if usize::BITS >= 64 {
         (1u64 << 47) as usize
     } else {

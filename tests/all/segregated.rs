@@ -271,7 +271,7 @@ fn bad_input_is_refused() {
     // On 32-bit targets the limit is `isize::MAX` itself: no valid layout
     // exceeds it, so there is nothing to refuse with TooLarge.
     let cases: &[(usize, usize)] = if usize::BITS >= 64 {
-        &[(huge, 8), (huge, 1 << 20), (max + 1, 8), (max, 1 << 20)]
+        &[(huge, 8), (huge, 1 << 20), (max + 1, 8), (max + 1, 1 << 20)]
     } else {
         &[]
     };
@@ -293,6 +293,47 @@ fn bad_input_is_refused() {
         let p = unsafe { GlobalAlloc::alloc(&a, layout(isize::MAX as usize / 2, 8)) };
         assert!(p.is_null(), "GlobalAlloc reports failure as null");
     }
+}
+
+/// The limit and its message agree: a request of `MAX_REQUEST` bytes or
+/// fewer is attempted (the OS refuses 128 TiB: `Os`), one byte more is
+/// `TooLarge` naming `MAX_REQUEST`. Before, `MAX_REQUEST` itself and
+/// `MAX_REQUEST - 24` were `TooLarge { requested: M, max: M }` ("request of
+/// 140737488355328 exceeds this allocator's maximum of 140737488355328": the
+/// 32-byte tail header was counted against the limit) and `MAX_REQUEST - 32`
+/// was `Os { code: 12 }`.
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn max_request_is_attempted_and_one_byte_more_is_too_large() {
+    let a = SegregatedFit::new();
+    let max = SegregatedFit::MAX_REQUEST;
+    for (size, align) in [(max, 8), (max - 24, 8), (max - 32, 8), (max, 1 << 20)] {
+        let l = layout(size, align);
+        match a.alloc(l) {
+            // An OS that maps 128 TiB: fine too.
+            // SAFETY: allocated just above with `l`.
+            Ok(p) => unsafe { a.dealloc(p, l) },
+            Err(e @ AllocError::TooLarge { .. }) => {
+                panic!("{size} bytes (aligned to {align}) is within the maximum, yet: {e}")
+            }
+            Err(_) => {}
+        }
+    }
+    let e = a.alloc(layout(max + 1, 8)).unwrap_err();
+    assert_eq!(
+        e,
+        AllocError::TooLarge {
+            requested: max + 1,
+            max
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "request of {} exceeds this allocator's maximum of {max}",
+            max + 1
+        )
+    );
 }
 
 #[test]
