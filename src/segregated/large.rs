@@ -23,7 +23,9 @@
 //! moves the header and returns the same block; past the mapping, Linux
 //! `mremap`s it (the kernel moves page tables, not bytes); elsewhere the
 //! caller copies. Fresh mappings read as zero, so `alloc_zeroed` writes
-//! nothing.
+//! nothing. A shrink that leaves 64 KiB or more of the mapping unused
+//! unmaps that tail (Unix; Windows keeps it, as a reservation is released
+//! whole), and `stats` counts the shorter mapping.
 //!
 //! **Costs.** 32 bytes plus rounding per block, one system call per
 //! allocation and free, a lock around a list splice. Failures: `TooLarge`
@@ -53,6 +55,10 @@ struct LargeHeader {
 }
 
 const HEADER: usize = size_of::<LargeHeader>();
+
+/// The shortest tail a shrinking `realloc` gives back to the OS: a smaller
+/// one stays mapped, room for the block to grow in place again.
+const SHRINK_MIN: usize = 64 << 10;
 
 /// Where the header of a block of `size` bytes sits, from the block.
 #[inline]
@@ -232,12 +238,26 @@ impl LargeBlocks {
         let offset = block.as_ptr().addr() - base.addr();
         let fits = offset + header_offset(new_size) + HEADER <= len;
         if fits {
-            if header_offset(new_size) == header_offset(layout.size()) {
+            // What the block needs now; past it, a tail of at least
+            // `SHRINK_MIN` goes back to the OS (a smaller one stays, room to
+            // grow in place).
+            let keep =
+                (offset + header_offset(new_size) + HEADER).next_multiple_of(sys::granularity());
+            let trim = len - keep >= SHRINK_MIN;
+            if !trim && header_offset(new_size) == header_offset(layout.size()) {
                 return Some(block);
             }
-            // SAFETY: ours; the new slot lies inside the mapping (`fits`).
+            // SAFETY: ours; the new slot lies inside the mapping (`fits`),
+            // and inside its first `keep` bytes, which a shrink keeps. The
+            // old header is read (unlinked) before the tail goes.
             unsafe {
                 let (base, len) = self.unlink(h);
+                let len = if trim && sys::shrink(NonNull::new_unchecked(base), len, keep) {
+                    self.bytes.fetch_sub(len - keep, Ordering::Relaxed);
+                    keep
+                } else {
+                    len
+                };
                 let nh = block.add(header_offset(new_size)).cast::<LargeHeader>();
                 self.link(nh.as_ptr(), base, len);
             }

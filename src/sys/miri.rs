@@ -72,3 +72,8 @@ pub(super) fn at_fork(
 ) -> bool {
     false
 }
+
+/// The stand-in's ranges are heap blocks, freed whole: keep it.
+pub(super) unsafe fn shrink(_ptr: NonNull<u8>, _old: usize, _new: usize) -> bool {
+    false
+}

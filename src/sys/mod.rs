@@ -12,8 +12,9 @@
 //! the page size on Unix, the 64 KiB allocation granularity on Windows),
 //! [`map`] (reserve and commit in one system call), [`purge`] (drop the
 //! physical pages of a committed range but keep it readable and writable)
-//! and [`remap`] (grow or shrink a mapping, moving it if needed: Linux's
-//! `mremap`; `None` elsewhere).
+//! [`remap`] (grow or shrink a mapping, moving it if needed: Linux's
+//! `mremap`; `None` elsewhere) and [`shrink`] (unmap a mapping's tail in
+//! place, on Unix).
 
 #[cfg(all(unix, not(miri)))]
 mod unix;
@@ -85,6 +86,23 @@ pub unsafe fn purge(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
 pub unsafe fn remap(ptr: NonNull<u8>, old: usize, new: usize) -> Option<NonNull<u8>> {
     // SAFETY: forwarded contract.
     unsafe { imp::remap(ptr, old, new) }
+}
+
+/// Gives the last `old - new` bytes of the mapping of `old` bytes at `ptr`
+/// back to the OS (addresses and pages), keeping its first `new` bytes as
+/// they are: `true` if done (the mapping is now `new` bytes long, to be
+/// released with that length), `false` where the OS cannot release part of
+/// a mapping (Windows, Miri) or refused, in which case nothing changed.
+///
+/// # Safety
+///
+/// `ptr` and `old` are exactly those of one live [`map`] or [`reserve`]
+/// range; `new` is a non-zero multiple of [`granularity`] below `old`; nothing
+/// uses the bytes past `new` afterwards.
+pub unsafe fn shrink(ptr: NonNull<u8>, old: usize, new: usize) -> bool {
+    debug_assert!(new > 0 && new < old && new.is_multiple_of(granularity()));
+    // SAFETY: forwarded contract.
+    unsafe { imp::shrink(ptr, old, new) }
 }
 
 /// Reserves `len` bytes of address space (a multiple of [`page_size`]) with

@@ -70,6 +70,14 @@ pub(super) unsafe fn remap(_ptr: NonNull<u8>, _old: usize, _new: usize) -> Optio
     None
 }
 
+pub(super) unsafe fn shrink(ptr: NonNull<u8>, old: usize, new: usize) -> bool {
+    // A Unix mapping may be unmapped in parts: the tail goes, the head
+    // stays mapped as it was.
+    // SAFETY: the caller guarantees `ptr..ptr+old` is one live mapping of
+    // ours whose bytes past `new` nothing uses; `new < old`, page-aligned.
+    unsafe { mm::munmap(ptr.as_ptr().add(new).cast::<c_void>(), old - new) }.is_ok()
+}
+
 pub(super) fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {
     // SAFETY: an anonymous private mapping at an address of the kernel's
     // choosing aliases nothing.

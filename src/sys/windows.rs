@@ -114,3 +114,8 @@ pub(super) fn at_fork(
 ) -> bool {
     false
 }
+
+/// `VirtualFree(MEM_RELEASE)` releases a whole reservation only: keep it.
+pub(super) unsafe fn shrink(_ptr: NonNull<u8>, _old: usize, _new: usize) -> bool {
+    false
+}

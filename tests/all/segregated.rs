@@ -441,6 +441,58 @@ fn global_alloc_realloc_stays_in_place_within_a_class() {
     }
 }
 
+/// A large block shrunk by `realloc` gives the tail of its mapping back to
+/// the OS once that tail reaches 64 KiB, and `stats` shows it; it keeps its
+/// address and contents, and grows again. Before, 64 MiB shrunk to 70 KiB
+/// kept its whole mapping: `large_bytes` stayed 67,112,960.
+#[test]
+#[cfg(all(unix, not(miri)))]
+fn shrinking_a_large_block_gives_its_tail_back() {
+    let a = SegregatedFit::new();
+    let page = allocasm::sys::page_size();
+    let extent = |size: usize| (size.next_multiple_of(8) + 32).next_multiple_of(page);
+    let (big, small) = (64 << 20, 70 << 10);
+    // SAFETY: non-zero sizes; each pointer is used within its size and
+    // freed with its layout.
+    unsafe {
+        let p = GlobalAlloc::alloc(&a, layout(big, 8));
+        assert!(!p.is_null());
+        p.write_bytes(0x5a, small);
+        p.add(big - 1).write(1);
+        assert_eq!(a.stats().large_bytes, extent(big));
+        let q = GlobalAlloc::realloc(&a, p, layout(big, 8), small);
+        assert_eq!(q, p, "a shrink stays in place");
+        let s = a.stats();
+        assert_eq!(s.large_blocks, 1);
+        assert_eq!(
+            s.large_bytes,
+            extent(small),
+            "the tail past {small} bytes went back to the OS"
+        );
+        assert!(
+            std::slice::from_raw_parts(q, small)
+                .iter()
+                .all(|&b| b == 0x5a)
+        );
+        // A small shrink (a tail under 64 KiB) keeps the slack for growth.
+        let r = GlobalAlloc::realloc(&a, q, layout(small, 8), small - 4096);
+        assert_eq!(r, q);
+        assert_eq!(a.stats().large_bytes, extent(small));
+        // It grows again (in place within the slack, or by a move).
+        let t = GlobalAlloc::realloc(&a, r, layout(small - 4096, 8), 1 << 20);
+        assert!(!t.is_null());
+        assert!(
+            std::slice::from_raw_parts(t, small - 4096)
+                .iter()
+                .all(|&b| b == 0x5a)
+        );
+        t.add((1 << 20) - 1).write(2);
+        assert_eq!(a.stats().large_bytes, extent(1 << 20));
+        GlobalAlloc::dealloc(&a, t, layout(1 << 20, 8));
+    }
+    assert_eq!(a.stats().large_bytes, 0);
+}
+
 #[test]
 fn allocator_api2_collections() {
     let a = SegregatedFit::new();
