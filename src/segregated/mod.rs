@@ -225,12 +225,16 @@ impl Heap {
         {
             let _guard = c.growth.lock.lock();
             if c.queue.is_empty() {
+                // A full region names the span's length; what was asked
+                // for is a block of the class (`alloc_miss` narrows it to
+                // the caller's size).
                 let grown = span::grow(
                     &self.region,
                     &c.growth.spans,
                     &c.growth.trimmed,
                     class.block_size(),
-                )?;
+                )
+                .map_err(|e| for_request(e, class.block_size()))?;
                 c.growth.free.fetch_add(grown.blocks, Ordering::Relaxed);
                 // SAFETY: a chain of this class's blocks, linked by `grow`,
                 // owned by nobody else, in the region.
@@ -573,6 +577,19 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     fn alloc_miss(&self, class: SizeClass, layout: Layout) -> Option<NonNull<u8>> {
+        let p = self.refill_or_pop(class, layout);
+        if p.is_none() {
+            // The refusal names the caller's size, not a span's or a
+            // class's.
+            REFUSAL.set(for_request(refusal(), layout.size()));
+        }
+        p
+    }
+
+    /// [`alloc_miss`](Self::alloc_miss)'s work: refill this thread's
+    /// cache, or pop the queue.
+    #[inline]
+    fn refill_or_pop(&self, class: SizeClass, layout: Layout) -> Option<NonNull<u8>> {
         let heap = refuse(self.heap_or_init())?;
         #[cfg(not(loom))]
         let p = match refuse(cache::refill(heap, class))? {
@@ -988,6 +1005,19 @@ fn refuse<T>(r: Result<T, AllocError>) -> Option<T> {
 #[inline(always)]
 fn refusal() -> AllocError {
     REFUSAL.get()
+}
+
+/// `e` as the refusal of a request of `requested` bytes: an `OutOfMemory`
+/// names it (whatever length the level that refused asked the OS for);
+/// other errors are as they are.
+fn for_request(e: AllocError, requested: usize) -> AllocError {
+    match e {
+        AllocError::OutOfMemory { available, .. } => AllocError::OutOfMemory {
+            requested,
+            available,
+        },
+        e => e,
+    }
 }
 
 /// The heap's mapping length: the heap and its link in the fork handlers'
@@ -1411,6 +1441,35 @@ mod tests {
             "{got:#x} is not a block of the class"
         );
         assert_eq!(a.span_count(class), 1, "the consumer grew the class");
+    }
+
+    /// A full span region refuses a span; the `OutOfMemory` names the
+    /// caller's size. Before, it named the span's length (16 KiB for a
+    /// 100-byte request). `alloc_shared`, whose miss is given no layout
+    /// (it would change its fast path), names the class's block size.
+    #[test]
+    fn span_growth_out_of_memory_names_the_callers_size() {
+        let a = SegregatedFit::new();
+        let l = |n| Layout::from_size_align(n, 8).unwrap();
+        region::hooks::CARVE_FAILS.with(|c| c.set(true));
+        let alloc = a.alloc(l(100)).map(|_| ());
+        let raw = RawAllocator::allocate(&a, l(200)).map(|_| ());
+        let shared = a.alloc_shared(l(3000)).map(|_| ());
+        region::hooks::CARVE_FAILS.with(|c| c.set(false));
+        let oom = |requested| {
+            Err(AllocError::OutOfMemory {
+                requested,
+                available: 0,
+            })
+        };
+        assert_eq!(alloc, oom(100));
+        assert_eq!(raw, oom(200));
+        let block = SegregatedFit::size_class(3000, 8).unwrap().block_size();
+        assert_eq!(shared, oom(block));
+        // Carving again works.
+        let p = a.alloc(l(100)).unwrap();
+        // SAFETY: allocated just above with this layout.
+        unsafe { a.dealloc(p, l(100)) };
     }
 
     /// Spans are aligned to 16 KiB or more, so blocks at the same index in
