@@ -720,9 +720,11 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     fn dealloc_miss(&self, class: SizeClass, ptr: NonNull<u8>) {
-        let heap = self
-            .heap()
-            .expect("SegregatedFit: free before any allocation");
+        let Some(heap) = self.heap() else {
+            breach(
+                b"SegregatedFit: free before any allocation (a foreign pointer or a wrong layout)",
+            );
+        };
         #[cfg(not(loom))]
         if cache::flush_and_push(heap, class, ptr) {
             return;
@@ -810,9 +812,11 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     unsafe fn dealloc_large(&self, ptr: NonNull<u8>, layout: Layout) {
-        let heap = self
-            .heap()
-            .expect("SegregatedFit: free before any allocation");
+        let Some(heap) = self.heap() else {
+            breach(
+                b"SegregatedFit: free before any allocation (a foreign pointer or a wrong layout)",
+            );
+        };
         // SAFETY: forwarded contract.
         unsafe { heap.large.dealloc(ptr, layout.size()) }
     }
@@ -1005,6 +1009,19 @@ fn refuse<T>(r: Result<T, AllocError>) -> Option<T> {
 #[inline(always)]
 fn refusal() -> AllocError {
     REFUSAL.get()
+}
+
+/// A breach of `dealloc`'s contract found where the allocator cannot go on:
+/// writes `msg` to standard error without allocating and aborts. Never a
+/// panic: `dealloc` runs inside `GlobalAlloc::dealloc`, out of which a
+/// global allocator must not unwind (and a panic's message would allocate
+/// from the allocator that just found itself misused).
+#[cold]
+#[inline(never)]
+fn breach(msg: &[u8]) -> ! {
+    sys::write_stderr(msg);
+    sys::write_stderr(b"\n");
+    std::process::abort()
 }
 
 /// `e` as the refusal of a request of `requested` bytes: an `OutOfMemory`

@@ -77,3 +77,9 @@ pub(super) fn at_fork(
 pub(super) unsafe fn shrink(_ptr: NonNull<u8>, _old: usize, _new: usize) -> bool {
     false
 }
+
+/// Through std's standard error, which is unbuffered: a write, no
+/// allocation (the handle and its lock are static).
+pub(super) fn write_stderr(msg: &[u8]) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), msg);
+}

@@ -172,3 +172,10 @@ pub(crate) type ForkHandler = unsafe extern "C" fn();
 pub(crate) fn at_fork(prepare: ForkHandler, parent: ForkHandler, child: ForkHandler) -> bool {
     imp::at_fork(prepare, parent, child)
 }
+
+/// Writes `msg` to standard error (fd 2) as one or more raw `write`s,
+/// without allocating, buffering or locking: for messages from inside an
+/// allocator, right before it aborts. Errors are ignored.
+pub(crate) fn write_stderr(msg: &[u8]) {
+    imp::write_stderr(msg)
+}

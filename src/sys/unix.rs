@@ -145,3 +145,15 @@ pub(super) fn at_fork(
     // never unloaded while handlers are registered).
     unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
 }
+
+pub(super) fn write_stderr(mut msg: &[u8]) {
+    while !msg.is_empty() {
+        // SAFETY: `msg` is valid for reads of its length; fd 2 is only
+        // written to.
+        let n = unsafe { libc::write(2, msg.as_ptr().cast::<c_void>(), msg.len()) };
+        if n <= 0 {
+            return;
+        }
+        msg = &msg[n as usize..];
+    }
+}

@@ -336,6 +336,57 @@ fn max_request_is_attempted_and_one_byte_more_is_too_large() {
     );
 }
 
+/// A free that breaches `dealloc`'s contract where the allocator cannot go
+/// on (a large block freed before the allocator ever allocated) aborts
+/// with a message, written without allocating: it must not unwind out of
+/// `GlobalAlloc::dealloc`. Before, `.expect(..)` panicked (the child caught
+/// the unwind and exited with 3).
+#[test]
+#[cfg(all(unix, not(miri)))]
+fn a_free_before_any_allocation_aborts_with_a_message() {
+    use std::os::unix::process::ExitStatusExt;
+    const TEST: &str = "segregated::a_free_before_any_allocation_aborts_with_a_message";
+    if std::env::var_os("ALLOCASM_BREACH_CHILD").is_some() {
+        let a = SegregatedFit::new();
+        let mut foreign = [0u8; 16];
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: none: the contract breach under test, caught before
+            // anything touches `foreign`.
+            unsafe { GlobalAlloc::dealloc(&a, foreign.as_mut_ptr(), layout(100_000, 8)) }
+        }));
+        std::process::exit(if unwound.is_err() { 3 } else { 4 });
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    // Under qemu-user, through the same runner (as guard_zone's children).
+    let runner = std::env::var("ALLOCASM_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(program) => {
+            let mut c = std::process::Command::new(program);
+            c.args(words).arg(&exe);
+            c
+        }
+        None => std::process::Command::new(&exe),
+    };
+    let out = cmd
+        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
+        .env("ALLOCASM_BREACH_CHILD", "1")
+        .output()
+        .expect("spawn the child test");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    const SIGABRT: i32 = 6;
+    assert_eq!(
+        out.status.signal(),
+        Some(SIGABRT),
+        "the child must abort, got {} with stderr:\n{stderr}",
+        out.status
+    );
+    assert!(
+        stderr.contains("SegregatedFit: free before any allocation"),
+        "the message: {stderr}"
+    );
+}
+
 #[test]
 #[cfg(debug_assertions)]
 #[should_panic(expected = "foreign pointer")]
