@@ -7,6 +7,65 @@
 //! workspace's other crate, `allocasm-suite`, with the `allocasm` command:
 //! depending on this crate pulls in none of it.
 //!
+//! ## Quick start
+//!
+//! ```toml
+//! [dependencies]
+//! allocasm = "0.1"
+//! ```
+//!
+//! An arena with a `Vec`: every allocator implements allocator-api2's
+//! `Allocator` (0.4, re-exported as [`allocator_api2`], and 0.2 as
+//! [`allocator_api2_02`], which hashbrown takes), so collections of those
+//! crates allocate in it. The arena frees everything at once, on
+//! [`reset`](LinearArena::reset), which needs `&mut` and so cannot happen
+//! while a collection still borrows it:
+//!
+//! ```
+//! use allocasm::LinearArena;
+//! use allocasm::allocator_api2::vec::Vec;
+//!
+//! let mut arena = LinearArena::new(64 << 10).unwrap();
+//! {
+//!     let mut path = Vec::new_in(&arena);
+//!     path.extend([(0, 0), (1, 0), (1, 1)]);
+//!     assert_eq!(path.len(), 3);
+//! }
+//! assert!(arena.used() > 0);
+//! arena.reset();
+//! assert_eq!(arena.used(), 0);
+//! ```
+//!
+//! [`SegregatedFit`] as the process's allocator:
+//!
+//! ```rust,standalone_crate
+//! use allocasm::SegregatedFit;
+//!
+//! #[global_allocator]
+//! static GLOBAL: SegregatedFit = SegregatedFit::new();
+//!
+//! fn main() {
+//!     let v: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+//!     assert_eq!(v[42], "42");
+//! }
+//! ```
+//!
+//! What it guarantees: any thread allocates and frees any block; alignments
+//! up to 4096 from its size classes and any alignment from the large path;
+//! it never allocates through the global allocator itself (spin locks, OS
+//! memory, a pthread-key / FLS exit hook), so it cannot recurse; a child
+//! `fork`ed while another thread was inside it can allocate (Unix); a
+//! breach of `dealloc`'s contract that it detects aborts with a message
+//! rather than unwinding (debug builds also panic on foreign pointers and
+//! double frees). What it costs: 32 GiB of address space reserved at the
+//! first allocation of a small block (nothing committed until used), 33 KiB
+//! of heap state, per thread two 1.4 KiB caches plus up to about
+//! 16 KiB of cached blocks per size class (given back when the thread
+//! exits), one `mmap`/`munmap` per allocation above 64 KiB, and below 1/8
+//! of a block lost to rounding above 128 bytes. Freed memory stays with the allocator until
+//! [`trim`](SegregatedFit::trim) purges empty spans. See [`segregated`] for
+//! the design.
+//!
 //! ## The allocators
 //!
 //! | type | from | lifetime | thread-safe |

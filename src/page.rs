@@ -24,6 +24,20 @@ use crate::{AllocError, RawAllocator, sys};
 /// `alloc(n)` returns `round(n)` bytes of committed, zeroed, page-aligned
 /// memory; `dealloc(ptr, n)` with the same `n` gives it back. Every call is a
 /// system call; there is no metadata. Any thread may allocate and free.
+///
+/// ```
+/// use allocasm::PageAllocator;
+///
+/// let pages = PageAllocator::new();
+/// let block = pages.alloc(10_000).unwrap();
+/// assert_eq!(block.len(), pages.round(10_000).unwrap());
+/// assert_eq!(block.cast::<u8>().as_ptr() as usize % pages.page_size(), 0);
+/// // Fresh pages read as zero.
+/// // SAFETY: `block` is ours, committed, `block.len()` bytes.
+/// assert!(unsafe { block.as_ref() }.iter().all(|&b| b == 0));
+/// // SAFETY: allocated above with the same `n`, not used afterwards.
+/// unsafe { pages.dealloc(block.cast(), 10_000) };
+/// ```
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PageAllocator;
 

@@ -242,6 +242,33 @@ pub struct ThreadCursorStats {
 /// dropping them. Chunk tails left by refills and by exiting threads are
 /// counted in [`wasted_bytes`](ThreadCursorArena::wasted_bytes). Frees are
 /// no-ops; [`reset`](ThreadCursorArena::reset) frees everything. `Send + Sync`.
+///
+/// **Contract.** A block lives until [`reset`](ThreadCursorArena::reset)
+/// (`&mut self`) or the arena's drop; any thread may allocate through a
+/// shared reference, and blocks may be used on any thread. Requests above
+/// half a chunk go to the backing arena directly (counted in
+/// [`stats`](ThreadCursorArena::stats)`().direct`); above the backing
+/// arena's block size they are `TooLarge`.
+///
+/// ```
+/// use allocasm::ThreadCursorArena;
+/// use allocasm::allocator_api2::vec::Vec;
+///
+/// let mut arena = ThreadCursorArena::new().unwrap();
+/// std::thread::scope(|s| {
+///     for t in 0..4u32 {
+///         let arena = &arena;
+///         s.spawn(move || {
+///             let mut v = Vec::new_in(arena);
+///             v.extend(0..1000 * t);
+///             assert_eq!(v.len(), 1000 * t as usize);
+///         });
+///     }
+/// });
+/// let p = arena.alloc(24).unwrap();
+/// assert!(arena.owns(p.as_ptr()));
+/// arena.reset(); // `&mut`: no block is borrowed any more
+/// ```
 #[repr(C)]
 pub struct ThreadCursorArena {
     /// What the fast path reads, on its own line (first, `repr(C)`), which
