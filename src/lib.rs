@@ -91,7 +91,12 @@ mod error;
 mod raw_allocator;
 #[allow(dead_code)]
 mod sync;
-pub mod sys;
+// The OS layer is the crate's own: raw, unsafe wrappers whose contracts are
+// about the reservations the allocators make, and which change with them.
+// `PageAllocator` is its public face (pages, the page size, the
+// granularity); keeping `sys` public would make every signature here part
+// of the semver surface.
+pub(crate) mod sys;
 
 mod frame;
 mod free_list;

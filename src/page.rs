@@ -58,6 +58,19 @@ impl PageAllocator {
         sys::page_size()
     }
 
+    /// What one reservation of the OS is rounded to, in bytes (a power of
+    /// two, a multiple of the page size): the page size on Unix, the 64 KiB
+    /// allocation granularity on Windows.
+    ///
+    /// ```
+    /// let pages = allocasm::PageAllocator::new();
+    /// assert!(pages.granularity().is_multiple_of(pages.page_size()));
+    /// ```
+    #[inline]
+    pub fn granularity(&self) -> usize {
+        sys::granularity()
+    }
+
     /// What a request of `n` bytes is rounded to: the next multiple of the
     /// page size (and at least one page). `None` on overflow.
     ///
@@ -128,7 +141,9 @@ impl PageAllocator {
     ///
     /// # Safety
     ///
-    /// See [`sys::commit`].
+    /// `ptr..ptr+len` is page-aligned and lies inside one range returned by
+    /// [`reserve`](Self::reserve) that has not been released. Fresh pages
+    /// read as zero.
     pub unsafe fn commit(&self, ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
         // SAFETY: forwarded contract.
         unsafe { sys::commit(ptr, len) }
@@ -138,7 +153,9 @@ impl PageAllocator {
     ///
     /// # Safety
     ///
-    /// See [`sys::decommit`].
+    /// As for [`commit`](Self::commit); nothing may use the range afterwards
+    /// until it is committed again (it is inaccessible, its physical pages
+    /// given back).
     pub unsafe fn decommit(&self, ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
         // SAFETY: forwarded contract.
         unsafe { sys::decommit(ptr, len) }
@@ -148,7 +165,9 @@ impl PageAllocator {
     ///
     /// # Safety
     ///
-    /// See [`sys::release`].
+    /// `ptr` and `len` are exactly those of one [`reserve`](Self::reserve)
+    /// call (`len` its rounded length), and nothing uses the range
+    /// afterwards.
     pub unsafe fn release(&self, ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
         // SAFETY: forwarded contract.
         unsafe { sys::release(ptr, len) }

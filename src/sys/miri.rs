@@ -54,10 +54,6 @@ pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocE
     Ok(())
 }
 
-pub(super) unsafe fn protect_none(_ptr: NonNull<u8>, _len: usize) -> Result<(), AllocError> {
-    Ok(())
-}
-
 pub(super) unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     // SAFETY: the caller guarantees this is exactly one reservation.
     unsafe { dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(len, PAGE)) };

@@ -7,14 +7,18 @@
 //! - [`decommit`]: give the physical pages back, keep the addresses, no access;
 //! - [`release`]: give the addresses back.
 //!
-//! Plus [`protect_none`] (make a committed range inaccessible, for guard pages),
-//! [`page_size`] and [`granularity`] (what one reservation is rounded to:
+//! Plus [`page_size`] and [`granularity`] (what one reservation is rounded to:
 //! the page size on Unix, the 64 KiB allocation granularity on Windows),
 //! [`map`] (reserve and commit in one system call), [`purge`] (drop the
-//! physical pages of a committed range but keep it readable and writable)
+//! physical pages of a committed range but keep it readable and writable),
 //! [`remap`] (grow or shrink a mapping, moving it if needed: Linux's
 //! `mremap`; `None` elsewhere) and [`shrink`] (unmap a mapping's tail in
-//! place, on Unix).
+//! place, on Unix); and two process-wide services for `SegregatedFit`:
+//! [`at_fork`] (fork handlers) and [`write_stderr`] (a message without
+//! allocating).
+//!
+//! Crate-private: [`PageAllocator`](crate::PageAllocator) is the public face
+//! of this layer.
 
 #[cfg(all(unix, not(miri)))]
 mod unix;
@@ -132,17 +136,6 @@ pub unsafe fn commit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
 pub unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     // SAFETY: forwarded contract.
     unsafe { imp::decommit(ptr, len) }
-}
-
-/// Makes `len` bytes at `ptr` inaccessible (PROT_NONE / PAGE_NOACCESS) without
-/// giving the pages back: any access faults.
-///
-/// # Safety
-///
-/// As for [`commit`]; nothing may use the range afterwards.
-pub unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
-    // SAFETY: forwarded contract.
-    unsafe { imp::protect_none(ptr, len) }
 }
 
 /// Gives back the whole reservation of `len` bytes at `ptr`.

@@ -124,12 +124,6 @@ pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocE
     Ok(())
 }
 
-pub(super) unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
-    // SAFETY: the caller guarantees the range is inside a live reservation.
-    unsafe { mm::mprotect(ptr.as_ptr().cast::<c_void>(), len, MprotectFlags::empty()) }
-        .map_err(os_err)
-}
-
 pub(super) unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     // SAFETY: the caller guarantees this is exactly one reservation, unused.
     unsafe { mm::munmap(ptr.as_ptr().cast::<c_void>(), len) }.map_err(os_err)

@@ -1,5 +1,4 @@
-//! Windows virtual memory through `windows-sys` (VirtualAlloc / VirtualProtect /
-//! VirtualFree).
+//! Windows virtual memory through `windows-sys` (VirtualAlloc / VirtualFree).
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -7,7 +6,7 @@ use core::ptr::NonNull;
 use windows_sys::Win32::Foundation::GetLastError;
 use windows_sys::Win32::System::Memory::{
     MEM_COMMIT, MEM_DECOMMIT, MEM_RELEASE, MEM_RESERVE, MEM_RESET, PAGE_NOACCESS, PAGE_READWRITE,
-    VirtualAlloc, VirtualFree, VirtualProtect,
+    VirtualAlloc, VirtualFree,
 };
 use windows_sys::Win32::System::SystemInformation::{GetSystemInfo, SYSTEM_INFO};
 
@@ -90,13 +89,6 @@ pub(super) unsafe fn commit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocErr
 pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     // SAFETY: the caller guarantees the range is inside a live reservation.
     let ok = unsafe { VirtualFree(ptr.as_ptr().cast::<c_void>(), len, MEM_DECOMMIT) };
-    if ok == 0 { Err(last_err()) } else { Ok(()) }
-}
-
-pub(super) unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
-    let mut old = 0u32;
-    // SAFETY: the caller guarantees the range is committed inside a live reservation.
-    let ok = unsafe { VirtualProtect(ptr.as_ptr().cast::<c_void>(), len, PAGE_NOACCESS, &mut old) };
     if ok == 0 { Err(last_err()) } else { Ok(()) }
 }
 

@@ -818,7 +818,7 @@ mod bad_input {
             rows: 0,
             wrong: Vec::new(),
         };
-        let page = allocasm::sys::page_size();
+        let page = allocasm::PageAllocator::new().page_size();
         // Sizes no allocation can have; not asked under Miri (its heap
         // reports exhaustion as a fatal error, not a null).
         let huge_ctor = !cfg!(miri);

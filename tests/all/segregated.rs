@@ -116,7 +116,11 @@ fn growth_cuts_one_exact_span_and_batch_free_returns_every_block() {
     // tail, blocks start at the base and fill the rest but for less than a
     // block.
     let len = SegregatedFit::span_len(class);
-    assert!(len.is_power_of_two() && len >= 16 * 1024 && len >= allocasm::sys::granularity());
+    assert!(
+        len.is_power_of_two()
+            && len >= 16 * 1024
+            && len >= allocasm::PageAllocator::new().granularity()
+    );
     let tail = len - per_span * 64 - 48;
     assert!(
         tail < 64 + per_span.div_ceil(64) * 8,
@@ -500,7 +504,7 @@ fn global_alloc_realloc_stays_in_place_within_a_class() {
 #[cfg(all(unix, not(miri)))]
 fn shrinking_a_large_block_gives_its_tail_back() {
     let a = SegregatedFit::new();
-    let page = allocasm::sys::page_size();
+    let page = allocasm::PageAllocator::new().page_size();
     let extent = |size: usize| (size.next_multiple_of(8) + 32).next_multiple_of(page);
     let (big, small) = (64 << 20, 70 << 10);
     // SAFETY: non-zero sizes; each pointer is used within its size and
