@@ -20,16 +20,20 @@ use core::ptr::NonNull;
 use allocator_api2::alloc::Allocator as Api04;
 use allocator_api2_02::alloc::{AllocError as AllocError02, Allocator as Api02};
 
-use crate::unity::{Persistent, Rewindable, Temp, TempJob};
 use crate::{
-    FrameAllocator, FreeList, GuardZone, Guarded, LinearArena, PackedArena, PageAllocator, Pool,
-    RawAllocator, SegregatedFit, StackAllocator, ThreadCursorArena, Tracked,
+    FrameAllocator, FreeList, Guarded, LinearArena, Pool, RawAllocator, StackAllocator, Tracked,
+};
+#[cfg(feature = "std")]
+use crate::{
+    GuardZone, PackedArena, PageAllocator, SegregatedFit, ThreadCursorArena,
+    unity::{Persistent, Rewindable, Temp, TempJob},
 };
 
 /// `impl [generics] Type [where ...]`: implements 0.2's `Allocator` for
 /// `Type` by forwarding to its 0.4 impl.
 macro_rules! forward_to_04 {
-    ($(impl [$($g:tt)*] $ty:ty;)*) => {$(
+    ($($(#[$m:meta])* impl [$($g:tt)*] $ty:ty;)*) => {$(
+        $(#[$m])*
         // SAFETY: every method forwards to the 0.4 impl of the same type,
         // whose contract (the same as 0.2's) that impl
         // upholds; the only change is the error type, a unit struct in both.
@@ -90,16 +94,25 @@ macro_rules! forward_to_04 {
 // reference then gets 0.2's blanket `impl Allocator for &A`), by reference
 // where it is.
 forward_to_04! {
+    #[cfg(feature = "std")]
     impl [] &ThreadCursorArena;
+    #[cfg(feature = "std")]
     impl [] &PackedArena;
+    #[cfg(feature = "std")]
     impl [] &GuardZone;
+    #[cfg(feature = "std")]
     impl [F: RawAllocator] &Temp<F>;
+    #[cfg(feature = "std")]
     impl [] &Rewindable;
+    #[cfg(feature = "std")]
     impl [A: RawAllocator] &Persistent<A>;
+    #[cfg(feature = "std")]
     impl [] &TempJob;
+    #[cfg(feature = "std")]
     impl [] PageAllocator;
     impl ['a] LinearArena<'a>;
     impl ['a] Pool<'a>;
+    #[cfg(feature = "std")]
     impl [] &SegregatedFit;
     impl ['a] StackAllocator<'a>;
     impl [A: RawAllocator] &Guarded<A>;

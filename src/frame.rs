@@ -27,6 +27,7 @@
 //!
 //! **Costs.** N times the per-frame capacity; one index.
 
+use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::NonNull;

@@ -23,11 +23,12 @@
 //! **Costs.** `front + width` bytes per allocation in the wrapped allocator
 //! and one map entry (about 64 bytes) on the heap.
 
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::cell::{Cell, RefCell};
 use core::fmt;
 use core::ptr::NonNull;
-use std::collections::BTreeMap;
 
 use crate::{AllocError, RawAllocator};
 
@@ -90,7 +91,7 @@ impl fmt::Display for GuardViolation {
     }
 }
 
-impl std::error::Error for GuardViolation {}
+impl core::error::Error for GuardViolation {}
 
 /// One live allocation.
 #[derive(Debug, Clone, Copy)]

@@ -66,6 +66,13 @@
 //! [`trim`](SegregatedFit::trim) purges empty spans. See [`segregated`] for
 //! the design.
 //!
+//! Without the default `std` feature (`default-features = false`) the crate
+//! is `no_std` + `alloc` and has the allocators that need no OS:
+//! [`LinearArena`], [`StackAllocator`], [`Pool`], [`FreeList`],
+//! [`FrameAllocator`] (over a caller's buffer, or a block from `alloc`) and
+//! the [`Guarded`] and [`Tracked`] wrappers; the table's other rows need
+//! `std`.
+//!
 //! ## The allocators
 //!
 //! | type | from | lifetime | thread-safe |
@@ -83,6 +90,13 @@
 //! | [`Temp`], [`TempJob`], [`Persistent`], [`Rewindable`] | Unity | frame / 4 frames / any / rewind | see each |
 
 #![warn(missing_docs)]
+// Without the `std` feature (on by default) the crate is `no_std` + `alloc`:
+// the allocators that need no OS (linear, stack, pool, free list, frame,
+// the wrappers) over a caller's buffer or an `alloc` block. Unit tests
+// always have std.
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
+
+extern crate alloc;
 
 mod align;
 mod api02;
@@ -96,6 +110,7 @@ mod sync;
 // `PageAllocator` is its public face (pages, the page size, the
 // granularity); keeping `sys` public would make every signature here part
 // of the semver surface.
+#[cfg(feature = "std")]
 pub(crate) mod sys;
 
 mod frame;
@@ -106,12 +121,18 @@ mod pool;
 mod stack;
 mod tracker;
 
+#[cfg(feature = "std")]
 mod guard_zone;
+#[cfg(feature = "std")]
 mod packed;
+#[cfg(feature = "std")]
 mod page;
+#[cfg(feature = "std")]
 mod thread_cursor;
 
+#[cfg(feature = "std")]
 pub mod segregated;
+#[cfg(feature = "std")]
 pub mod unity;
 
 #[cfg(feature = "probes")]
@@ -127,6 +148,7 @@ pub use allocator_api2;
 pub use allocator_api2_02;
 
 pub use align::{align_up, check_align, checked_align_up};
+#[cfg(feature = "std")]
 pub(crate) use error::refused;
 pub use error::{AllocError, ConfigField};
 pub use raw_allocator::RawAllocator;
@@ -139,12 +161,18 @@ pub use pool::Pool;
 pub use stack::{Marker, StackAllocator};
 pub use tracker::{MemoryTag, MemoryTracker, Tracked};
 
+#[cfg(feature = "std")]
 pub use guard_zone::{GuardSide, GuardZone};
+#[cfg(feature = "std")]
 pub use packed::{CursorSnapshot, DrainPolicy, PackedArena, PackedConfig, PackedStats};
+#[cfg(feature = "std")]
 pub use page::PageAllocator;
+#[cfg(feature = "std")]
 pub use thread_cursor::{LocalCursor, ThreadCursorArena, ThreadCursorConfig, ThreadCursorStats};
 
+#[cfg(feature = "std")]
 pub use segregated::SegregatedFit;
+#[cfg(feature = "std")]
 pub use unity::{Persistent, Rewindable, Temp, TempJob};
 
 /// The unit tests' global allocator under `--cfg allocasm_global_segregated`

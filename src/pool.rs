@@ -34,6 +34,8 @@
 //! debug builds); up to `slot_align - 1` bytes of the block skipped to align
 //! the first slot, and the tail that does not hold a whole slot.
 
+#[cfg(debug_assertions)]
+use alloc::boxed::Box;
 use core::alloc::Layout;
 use core::cell::Cell;
 use core::mem::{MaybeUninit, align_of, size_of};

@@ -26,6 +26,8 @@
 //! (three in debug builds). Marker ids come from a process-wide counter,
 //! bumped once per constructed allocator (never on a fast path).
 
+#[cfg(debug_assertions)]
+use alloc::vec::Vec;
 use core::alloc::Layout;
 #[cfg(debug_assertions)]
 use core::cell::{Cell, RefCell};

@@ -18,6 +18,7 @@
 //! **Costs.** Two words per tag in the tracker, one per wrapper. Counts are of
 //! requested bytes (`layout.size()`), not of padding or headers.
 
+use alloc::string::String;
 use core::alloc::Layout;
 use core::fmt::{self, Write as _};
 use core::ptr::NonNull;
