@@ -7,10 +7,10 @@
 //! (short-lived threads bind and retire their caches, `stats` walks them).
 //! The main thread forks `1000 * ALLOCASM_STRESS_SCALE` times; each child
 //! allocates and frees (small, large, growth, `trim`, `stats`) and exits
-//! with `_exit`. The parent waits at most a second per child, then kills
-//! it and fails: a child forked while the hammer held a lock spun forever
-//! on it, as nothing released it in the child (there was no `pthread_atfork`
-//! handler).
+//! with `_exit`. The parent waits at most a second per child (ten under
+//! qemu-user: `ALLOCASM_RUNNER`), then kills it and fails: a child forked
+//! while the hammer held a lock spun forever on it, as nothing released it
+//! in the child (there was no `pthread_atfork` handler).
 //!
 //! `harness = false`: no test-harness threads (whose locks a child would
 //! also inherit); `main` is the test. Unix only.
@@ -116,8 +116,19 @@ mod imp {
         }
     }
 
+    /// How long a child may take: a second natively; ten under an emulator
+    /// (`ALLOCASM_RUNNER` set, as scripts/test's qemu-user steps do), where
+    /// a debug child took up to 0.65 s on two loaded cores and once over 1 s.
+    fn limit() -> Duration {
+        match std::env::var_os("ALLOCASM_RUNNER") {
+            Some(r) if !r.is_empty() => Duration::from_secs(10),
+            _ => Duration::from_secs(1),
+        }
+    }
+
     pub(super) fn run() {
         let n = forks();
+        let limit = limit();
         let stop = Arc::new(AtomicBool::new(false));
         let rounds = Arc::new(AtomicUsize::new(0));
         let h = {
@@ -146,7 +157,7 @@ mod imp {
                 if r == pid {
                     break Some(status);
                 }
-                if t.elapsed() > Duration::from_secs(1) {
+                if t.elapsed() > limit {
                     // SAFETY: our child, not yet reaped.
                     unsafe {
                         libc::kill(pid, libc::SIGKILL);
@@ -165,7 +176,7 @@ mod imp {
                 }
                 None => {
                     failure = Some(format!(
-                        "child {k} of {n} hung for a second inside the allocator (killed)"
+                        "child {k} of {n} hung for {limit:?} inside the allocator (killed)"
                     ));
                     break;
                 }
