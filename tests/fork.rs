@@ -15,19 +15,19 @@
 //! `harness = false`: no test-harness threads (whose locks a child would
 //! also inherit); `main` is the test. Unix only.
 
-#[cfg(all(unix, not(miri)))]
+#[cfg(all(unix, not(miri), not(loom)))]
 #[global_allocator]
 static GLOBAL: allocasm::SegregatedFit = allocasm::SegregatedFit::new();
 
-#[cfg(not(all(unix, not(miri))))]
+#[cfg(not(all(unix, not(miri), not(loom))))]
 fn main() {}
 
-#[cfg(all(unix, not(miri)))]
+#[cfg(all(unix, not(miri), not(loom)))]
 fn main() {
     imp::run();
 }
 
-#[cfg(all(unix, not(miri)))]
+#[cfg(all(unix, not(miri), not(loom)))]
 mod imp {
     use std::alloc::Layout;
     use std::hint::black_box;

@@ -60,6 +60,7 @@ pub(super) unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocEr
     Ok(())
 }
 
+#[cfg(not(loom))]
 /// Miri runs no `fork` handlers: nothing to register.
 pub(super) fn at_fork(
     _prepare: super::ForkHandler,

@@ -152,6 +152,7 @@ pub unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
 /// A process-wide fork handler: `prepare` runs in the forking thread before
 /// `fork`, `parent` in the parent after it, `child` in the child (whose
 /// only thread is the one that forked).
+#[cfg(not(loom))]
 pub(crate) type ForkHandler = unsafe extern "C" fn();
 
 /// Registers fork handlers with the OS (`pthread_atfork`), once per call:
@@ -162,6 +163,7 @@ pub(crate) type ForkHandler = unsafe extern "C" fn();
 /// handlers in static storage; if a libc's registration does call `malloc`,
 /// that is the C heap, or this crate's global allocator re-entered, which
 /// callers must tolerate: see `segregated::fork`).
+#[cfg(not(loom))]
 pub(crate) fn at_fork(prepare: ForkHandler, parent: ForkHandler, child: ForkHandler) -> bool {
     imp::at_fork(prepare, parent, child)
 }

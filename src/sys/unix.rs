@@ -129,6 +129,7 @@ pub(super) unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocEr
     unsafe { mm::munmap(ptr.as_ptr().cast::<c_void>(), len) }.map_err(os_err)
 }
 
+#[cfg(not(loom))]
 pub(super) fn at_fork(
     prepare: super::ForkHandler,
     parent: super::ForkHandler,

@@ -98,6 +98,7 @@ pub(super) unsafe fn release(ptr: NonNull<u8>, _len: usize) -> Result<(), AllocE
     if ok == 0 { Err(last_err()) } else { Ok(()) }
 }
 
+#[cfg(not(loom))]
 /// Windows has no `fork`: nothing to register.
 pub(super) fn at_fork(
     _prepare: super::ForkHandler,
