@@ -169,7 +169,7 @@ impl Footprint {
 fn resident() -> Option<usize> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * allocasm::sys::page_size())
+    Some(pages * allocasm::PageAllocator::new().page_size())
 }
 
 impl Visit for Metadata {

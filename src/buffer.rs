@@ -67,7 +67,7 @@ impl Buffer<'static> {
             max: isize::MAX as usize - align,
         })?;
         // SAFETY: `layout` has a non-zero size (checked above).
-        let raw = unsafe { std::alloc::alloc(layout) };
+        let raw = unsafe { alloc::alloc::alloc(layout) };
         let base = NonNull::new(raw).ok_or(AllocError::OutOfMemory {
             requested: len,
             available: 0,
@@ -125,7 +125,7 @@ impl Drop for Buffer<'_> {
             // SAFETY: an owned buffer was allocated in `owned` with exactly this
             // layout (which was valid then, so it is valid now).
             unsafe {
-                std::alloc::dealloc(
+                alloc::alloc::dealloc(
                     self.base.as_ptr(),
                     Layout::from_size_align_unchecked(self.len, self.align),
                 )

@@ -174,7 +174,7 @@ impl fmt::Display for AllocError {
     }
 }
 
-impl std::error::Error for AllocError {}
+impl core::error::Error for AllocError {}
 
 impl From<AllocError> for allocator_api2::alloc::AllocError {
     fn from(_: AllocError) -> Self {
@@ -182,6 +182,7 @@ impl From<AllocError> for allocator_api2::alloc::AllocError {
     }
 }
 
+#[cfg(feature = "std")]
 /// `None`, out of line: a fast path whose refusals leave through this tail
 /// call has no constant null among its results. LLVM otherwise puts the
 /// null in a register at the entry, shared with the result, and on 32-bit

@@ -27,6 +27,7 @@
 //!
 //! **Costs.** N times the per-frame capacity; one index.
 
+use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -76,7 +77,19 @@ impl<T> FrameHandle<T> {
     }
 }
 
-/// N linear arenas used round-robin, one per frame. Its contract, fast path and costs are in the header of `src/frame.rs`.
+/// N linear arenas used round-robin, one per frame.
+///
+/// **Contract.** N [`LinearArena`]s of the same capacity, one of them live.
+/// [`begin_frame`](FrameAllocator::begin_frame) (`&mut self`) moves to the
+/// next buffer and resets only that one, so what was allocated in frame `f`
+/// stays valid through frames `f + 1 ..= f + N - 1` (a reader such as the GPU
+/// may still be using it) and is reused in frame `f + N`. The first
+/// `begin_frame` lands on buffer 0. Allocation goes through `&self` into the
+/// live buffer. `Send`, not `Sync`.
+///
+/// **Costs.** N times the per-frame capacity; one index.
+///
+/// How the fast path compiles is in the source's header (`src/frame.rs`).
 ///
 /// ```
 /// use allocasm::FrameAllocator;
@@ -274,7 +287,11 @@ impl<const N: usize> FrameAllocator<N> {
     }
 }
 
-impl<const N: usize> RawAllocator for FrameAllocator<N> {
+// SAFETY: a successful `allocate` bumps the current frame's arena past a block
+// of at least `layout.size()` bytes, aligned, disjoint from every other live
+// block, valid until its frame comes round again in `begin_frame` or
+// `reset_all` (both `&mut self`).
+unsafe impl<const N: usize> RawAllocator for FrameAllocator<N> {
     const FREES_INDIVIDUALLY: bool = false;
 
     #[inline]

@@ -87,7 +87,39 @@ pub struct FreeListStats {
     pub free_blocks: usize,
 }
 
-/// A general-purpose allocator over one block. Its contract, fast path and costs are in the header of `src/free_list.rs`.
+/// A general-purpose allocator over one block.
+///
+/// **Contract.** One block (borrowed or owned), cut into blocks of multiples
+/// of 16 bytes. [`alloc`](FreeList::alloc) and [`free`](FreeList::free) go
+/// through `&self`, in any order; [`reset`](FreeList::reset) takes `&mut self`.
+/// `Send`, not `Sync`.
+///
+/// **Costs.** 16 bytes of header per allocation, sizes rounded up to 16, and
+/// up to `align - 16` bytes of padding for alignments above 16 (kept on the
+/// free list when at least 32 bytes). Up to 15 bytes at each end of a borrowed
+/// buffer are skipped to align the blocks.
+///
+/// How the fast path compiles is in the source's header (`src/free_list.rs`).
+///
+/// ```
+/// use allocasm::{FitPolicy, FreeList};
+///
+/// let list = FreeList::new(4096, FitPolicy::FirstFit).unwrap();
+/// let a = list.alloc(100, 8).unwrap();
+/// let b = list.alloc(200, 16).unwrap();
+/// assert_eq!(b.as_ptr() as usize % 16, 0);
+/// // SAFETY: `a` came from this list and is freed once.
+/// unsafe { list.free(a).unwrap() };
+/// // The freed block is reused, in any order.
+/// let c = list.alloc(64, 8).unwrap();
+/// assert_eq!(c, a);
+/// // SAFETY: as above.
+/// unsafe {
+///     list.free(b).unwrap();
+///     list.free(c).unwrap();
+/// }
+/// assert_eq!(list.free_bytes(), list.capacity());
+/// ```
 #[derive(Debug)]
 pub struct FreeList<'a> {
     /// The block.
@@ -700,7 +732,10 @@ impl<'a> FreeList<'a> {
     }
 }
 
-impl RawAllocator for FreeList<'_> {
+// SAFETY: `allocate` carves a block of at least `layout.size()` bytes,
+// aligned, from a free range of the borrowed buffer and takes it off the free
+// list until `deallocate`; valid until `reset` (`&mut self`).
+unsafe impl RawAllocator for FreeList<'_> {
     const FREES_INDIVIDUALLY: bool = true;
 
     #[inline]

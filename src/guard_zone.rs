@@ -75,6 +75,26 @@ struct Table {
 /// or the leading one (underrun faults); a free makes the pages inaccessible
 /// and quarantines the range, so a use after free faults. Every call is a
 /// system call: a debugging allocator. `Send + Sync`.
+///
+/// **Contract.** `alloc(size, align)` maps a fresh block (`align` up to the
+/// page size); `dealloc(ptr, size)` with the same size makes it
+/// inaccessible and quarantines it. An access past either end of the block
+/// (on the guarded side) or after its free faults (SIGSEGV / an access
+/// violation), instead of corrupting a neighbour.
+///
+/// ```
+/// use allocasm::GuardZone;
+///
+/// let zone = GuardZone::new();
+/// let p = zone.alloc(100, 8).unwrap();
+/// // SAFETY: 100 bytes of ours; writing them is in bounds (byte 100 would
+/// // fault: the block ends against the trailing guard page).
+/// unsafe { p.as_ptr().write_bytes(0xab, 100) };
+/// assert_eq!(zone.live(), 1);
+/// // SAFETY: allocated above with 100 bytes, freed once, not used after.
+/// unsafe { zone.dealloc(p, 100) };
+/// assert_eq!(zone.live(), 0);
+/// ```
 #[derive(Debug)]
 pub struct GuardZone {
     side: GuardSide,
@@ -247,7 +267,10 @@ impl Drop for GuardZone {
     }
 }
 
-impl RawAllocator for GuardZone {
+// SAFETY: `allocate` maps a fresh guarded region of at least `layout.size()`
+// bytes, aligned, disjoint from any other; it stays valid until `deallocate`
+// unmaps it or the allocator is dropped.
+unsafe impl RawAllocator for GuardZone {
     const FREES_INDIVIDUALLY: bool = true;
 
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {

@@ -23,11 +23,12 @@
 //! **Costs.** `front + width` bytes per allocation in the wrapped allocator
 //! and one map entry (about 64 bytes) on the heap.
 
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::cell::{Cell, RefCell};
 use core::fmt;
 use core::ptr::NonNull;
-use std::collections::BTreeMap;
 
 use crate::{AllocError, RawAllocator};
 
@@ -90,7 +91,7 @@ impl fmt::Display for GuardViolation {
     }
 }
 
-impl std::error::Error for GuardViolation {}
+impl core::error::Error for GuardViolation {}
 
 /// One live allocation.
 #[derive(Debug, Clone, Copy)]
@@ -109,7 +110,27 @@ struct Record {
     layout: Layout,
 }
 
-/// Guard bytes and poison around any allocator. Its contract, fast path and costs are in the header of `src/guarded.rs`.
+/// Guard bytes and poison around any allocator.
+///
+/// **Contract.** Each allocation asks the wrapped allocator for `front + size
+/// + width` bytes, where `width` is the guard width (default 4, as in the
+/// chapter) and `front` is `width` rounded up to the requested alignment. The
+/// `front` bytes before and the `width` bytes after the user's bytes are
+/// filled with [`GUARD_BYTE`] (0xFE). [`check`](Guarded::check) and
+/// [`check_all`](Guarded::check_all) compare them and report a
+/// [`GuardViolation`] naming the allocation (its sequence number, address and
+/// size), the side ([`GuardPosition::Front`] or [`GuardPosition::Back`]) and
+/// the first byte that changed. Freeing a block checks it, then fills the
+/// user's bytes with [`POISON_BYTE`] (0xDD) before handing it back;
+/// [`reset`](Guarded::reset) poisons every live block, then runs the wrapped
+/// allocator's bulk release. The wrapper records every live allocation (a map
+/// from address to record) so `check_all` can find them. `Send` when the
+/// wrapped allocator is; not `Sync` (the record is a `RefCell`).
+///
+/// **Costs.** `front + width` bytes per allocation in the wrapped allocator
+/// and one map entry (about 64 bytes) on the heap.
+///
+/// How the fast path compiles is in the source's header (`src/guarded.rs`).
 ///
 /// ```
 /// use allocasm::{GuardPosition, Guarded, LinearArena, RawAllocator};
@@ -263,7 +284,11 @@ impl<A: RawAllocator> Guarded<A> {
     }
 }
 
-impl<A: RawAllocator> RawAllocator for Guarded<A> {
+// SAFETY: the user block lies between the guards inside a block of `front +
+// size + width` bytes from the inner allocator (whose `RawAllocator` contract
+// guarantees that block), `layout.size()` bytes, aligned to `layout.align()`
+// (the front is a multiple of it); valid until freed or `reset` (`&mut self`).
+unsafe impl<A: RawAllocator> RawAllocator for Guarded<A> {
     const FREES_INDIVIDUALLY: bool = A::FREES_INDIVIDUALLY;
 
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {

@@ -32,7 +32,23 @@ use core::ptr::NonNull;
 use crate::buffer::Buffer;
 use crate::{AllocError, RawAllocator};
 
-/// A bump allocator over one block. Its contract, fast path and costs are in the header of `src/linear.rs`.
+/// A bump allocator over one block.
+///
+/// **Contract.** One block of memory (borrowed from the caller with
+/// [`with_buffer`](LinearArena::with_buffer), or owned and 16-aligned with
+/// [`new`](LinearArena::new)) and one cursor into it. Allocations are never
+/// freed one by one: [`reset`](LinearArena::reset) frees everything at once and
+/// takes `&mut self`, so no block handed out through `&self` (or a collection
+/// using the arena through `allocator_api2`) can outlive it. Allocation goes
+/// through `&self` (the cursor is a `Cell`), so many live blocks can borrow the
+/// arena at once. `Send` (it owns or exclusively borrows its block), not
+/// `Sync`.
+///
+/// **Costs.** No per-allocation metadata; padding to reach an alignment is
+/// lost until the next reset. Failure modes: `BadAlignment`, `ZeroSize`,
+/// `OutOfMemory` (with the bytes still available).
+///
+/// How the fast path compiles is in the source's header (`src/linear.rs`).
 ///
 /// ```
 /// use allocasm::LinearArena;
@@ -336,7 +352,11 @@ impl<'a> LinearArena<'a> {
     }
 }
 
-impl RawAllocator for LinearArena<'_> {
+// SAFETY: a successful `allocate` bumps the offset past a block of at least
+// `layout.size()` bytes inside the borrowed buffer, aligned, disjoint from
+// every other live block, valid until `reset` (`&mut self`) or the buffer's
+// borrow ends.
+unsafe impl RawAllocator for LinearArena<'_> {
     const FREES_INDIVIDUALLY: bool = false;
 
     #[inline]

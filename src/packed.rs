@@ -207,6 +207,29 @@ struct Capacity {
 /// **Layout** (`repr(C)`, checked by a test): the cursor alone on the
 /// first cache line, the read-only fast-path state on the second, the
 /// capacity lock and everything the slow path writes after them.
+///
+/// ```
+/// use allocasm::PackedArena;
+/// use std::sync::Arc;
+///
+/// let arena = Arc::new(PackedArena::new(64 << 10).unwrap());
+/// let handles: Vec<_> = (0..4)
+///     .map(|t| {
+///         let arena = arena.clone();
+///         std::thread::spawn(move || {
+///             let p = arena.alloc(48).unwrap();
+///             // SAFETY: 48 bytes of ours.
+///             unsafe { p.as_ptr().write_bytes(t as u8, 48) };
+///             // SAFETY: allocated above with 48 bytes, freed once.
+///             unsafe { arena.dealloc(p, 48) };
+///         })
+///     })
+///     .collect();
+/// for h in handles {
+///     h.join().unwrap();
+/// }
+/// assert!(arena.reserved_bytes() >= 64 << 10);
+/// ```
 #[repr(C)]
 pub struct PackedArena {
     /// The one hot word: block index, size factor, position (see
@@ -1214,7 +1237,11 @@ impl Drop for PackedArena {
     }
 }
 
-impl RawAllocator for PackedArena {
+// SAFETY: a successful `allocate` hands out a block of at least
+// `layout.size()` bytes, aligned, disjoint from every other live block (the
+// packed cursor is bumped atomically), valid until `reset` (`&mut self`) or
+// drop; `deallocate` takes back exactly such blocks.
+unsafe impl RawAllocator for PackedArena {
     /// A block's bytes come back when all its allocations are freed.
     const FREES_INDIVIDUALLY: bool = true;
 

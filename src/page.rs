@@ -24,6 +24,20 @@ use crate::{AllocError, RawAllocator, sys};
 /// `alloc(n)` returns `round(n)` bytes of committed, zeroed, page-aligned
 /// memory; `dealloc(ptr, n)` with the same `n` gives it back. Every call is a
 /// system call; there is no metadata. Any thread may allocate and free.
+///
+/// ```
+/// use allocasm::PageAllocator;
+///
+/// let pages = PageAllocator::new();
+/// let block = pages.alloc(10_000).unwrap();
+/// assert_eq!(block.len(), pages.round(10_000).unwrap());
+/// assert_eq!(block.cast::<u8>().as_ptr() as usize % pages.page_size(), 0);
+/// // Fresh pages read as zero.
+/// // SAFETY: `block` is ours, committed, `block.len()` bytes.
+/// assert!(unsafe { block.as_ref() }.iter().all(|&b| b == 0));
+/// // SAFETY: allocated above with the same `n`, not used afterwards.
+/// unsafe { pages.dealloc(block.cast(), 10_000) };
+/// ```
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PageAllocator;
 
@@ -42,6 +56,19 @@ impl PageAllocator {
     #[inline]
     pub fn page_size(&self) -> usize {
         sys::page_size()
+    }
+
+    /// What one reservation of the OS is rounded to, in bytes (a power of
+    /// two, a multiple of the page size): the page size on Unix, the 64 KiB
+    /// allocation granularity on Windows.
+    ///
+    /// ```
+    /// let pages = allocasm::PageAllocator::new();
+    /// assert!(pages.granularity().is_multiple_of(pages.page_size()));
+    /// ```
+    #[inline]
+    pub fn granularity(&self) -> usize {
+        sys::granularity()
     }
 
     /// What a request of `n` bytes is rounded to: the next multiple of the
@@ -114,7 +141,9 @@ impl PageAllocator {
     ///
     /// # Safety
     ///
-    /// See [`sys::commit`].
+    /// `ptr..ptr+len` is page-aligned and lies inside one range returned by
+    /// [`reserve`](Self::reserve) that has not been released. Fresh pages
+    /// read as zero.
     pub unsafe fn commit(&self, ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
         // SAFETY: forwarded contract.
         unsafe { sys::commit(ptr, len) }
@@ -124,7 +153,9 @@ impl PageAllocator {
     ///
     /// # Safety
     ///
-    /// See [`sys::decommit`].
+    /// As for [`commit`](Self::commit); nothing may use the range afterwards
+    /// until it is committed again (it is inaccessible, its physical pages
+    /// given back).
     pub unsafe fn decommit(&self, ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
         // SAFETY: forwarded contract.
         unsafe { sys::decommit(ptr, len) }
@@ -134,14 +165,19 @@ impl PageAllocator {
     ///
     /// # Safety
     ///
-    /// See [`sys::release`].
+    /// `ptr` and `len` are exactly those of one [`reserve`](Self::reserve)
+    /// call (`len` its rounded length), and nothing uses the range
+    /// afterwards.
     pub unsafe fn release(&self, ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
         // SAFETY: forwarded contract.
         unsafe { sys::release(ptr, len) }
     }
 }
 
-impl RawAllocator for PageAllocator {
+// SAFETY: `allocate` returns a fresh mapping of whole pages, at least
+// `layout.size()` bytes, aligned, disjoint from any other, valid until
+// `deallocate` unmaps it.
+unsafe impl RawAllocator for PageAllocator {
     const FREES_INDIVIDUALLY: bool = true;
 
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {

@@ -34,6 +34,8 @@
 //! debug builds); up to `slot_align - 1` bytes of the block skipped to align
 //! the first slot, and the tail that does not hold a whole slot.
 
+#[cfg(debug_assertions)]
+use alloc::boxed::Box;
 use core::alloc::Layout;
 use core::cell::Cell;
 use core::mem::{MaybeUninit, align_of, size_of};
@@ -42,7 +44,37 @@ use core::ptr::{self, NonNull};
 use crate::buffer::Buffer;
 use crate::{AllocError, RawAllocator};
 
-/// A pool of fixed-size slots. Its contract, fast path and costs are in the header of `src/pool.rs`.
+/// A pool of fixed-size slots.
+///
+/// **Contract.** One block cut into `capacity()` slots of `slot_size()` bytes,
+/// each aligned to `slot_align()`. [`alloc`](Pool::alloc) hands out one slot,
+/// [`free`](Pool::free) takes one back, in any order; both go through `&self`.
+/// A slot size is rounded up to at least a pointer and to a multiple of the
+/// slot alignment (itself at least a pointer's), because a free slot's first
+/// word stores the address of the next free slot: the free list costs no
+/// memory beyond the slots. `Send`, not `Sync`.
+///
+/// **Double frees.** The chapter's exercise shows what freeing a slot twice
+/// does to an unchecked pool: the slot links to itself, the list becomes a
+/// cycle and the slots after it are lost. Here:
+/// - in debug builds every pool keeps one bit per slot ("free"), and
+///   [`free`](Pool::free) refuses a slot that is already free with
+///   [`AllocError::DoubleFree`], leaving the list untouched
+///   ([`RawAllocator::deallocate`] and the `allocator_api2` impl panic
+///   instead, as they cannot return an error);
+/// - in every build, [`free_checked`](Pool::free_checked) also refuses
+///   pointers outside the pool or off a slot boundary
+///   ([`AllocError::ForeignPointer`]) and double frees (with the bitmap in
+///   debug builds, by walking the free list in release builds: O(free slots)).
+/// - in release builds, [`free`](Pool::free) checks nothing: it is the
+///   chapter's two stores, and a double free there breaks the caller's
+///   `unsafe` contract.
+///
+/// **Costs.** No per-slot metadata in release builds (one bit per slot in
+/// debug builds); up to `slot_align - 1` bytes of the block skipped to align
+/// the first slot, and the tail that does not hold a whole slot.
+///
+/// How the fast path compiles is in the source's header (`src/pool.rs`).
 ///
 /// ```
 /// use allocasm::{AllocError, Pool};
@@ -370,7 +402,10 @@ impl<'a> Pool<'a> {
     }
 }
 
-impl RawAllocator for Pool<'_> {
+// SAFETY: `allocate` hands out one free slot of the pool's buffer, at least
+// `layout.size()` bytes (larger layouts are refused), aligned, off the free
+// list until `deallocate` puts it back; valid until `reset` (`&mut self`).
+unsafe impl RawAllocator for Pool<'_> {
     const FREES_INDIVIDUALLY: bool = true;
 
     /// One slot, if `layout` fits in it ([`AllocError::TooLarge`] otherwise).

@@ -13,8 +13,56 @@ use crate::AllocError;
 /// bulk (arenas, frame allocators) implement [`deallocate`] as a no-op or as
 /// accounting, and say so with [`RawAllocator::FREES_INDIVIDUALLY`].
 ///
+/// # Safety
+///
+/// The trait is `unsafe` because safe code of this crate trusts what an
+/// implementation returns: the wrappers ([`Guarded`](crate::Guarded) writes
+/// its guards into the block it gets, [`Tracked`](crate::Tracked),
+/// [`Persistent`](crate::Persistent), [`Temp`](crate::Temp)) and their
+/// `allocator_api2::alloc::Allocator` impls (whose callers, `Vec` and `Box`,
+/// write up to the returned length) would otherwise write out of bounds
+/// behind a safe API. An implementation must guarantee:
+///
+/// - a block that [`allocate`] (or [`allocate_aligned`]) returns as
+///   `Ok(ptr)` is valid for reads and writes of `ptr.len()` bytes, with
+///   `ptr.len() >= layout.size()`, and its address is a multiple of
+///   `layout.align()`;
+/// - it overlaps no other block of this allocator that is still live;
+/// - it stays valid until it is given back with [`deallocate`], or until an
+///   operation that takes the allocator by `&mut self` or by value (a reset,
+///   a rewind, the end of a frame, drop) ends every block's life; nothing
+///   reachable through `&self` invalidates it, and neither does moving the
+///   allocator while a shared borrow of it is alive (which cannot happen);
+/// - [`deallocate`] accepts every block `allocate` returned, with the same
+///   layout, as long as its own `# Safety` section is met.
+///
+/// The trait's own methods may be called by safe code in any order; an
+/// implementation must not rely on being called "correctly" for memory
+/// safety, except through [`deallocate`]'s contract.
+///
+/// A safe impl no longer compiles:
+///
+/// ```compile_fail,E0200
+/// use core::alloc::Layout;
+/// use core::ptr::NonNull;
+/// use allocasm::{AllocError, RawAllocator};
+///
+/// struct Liar;
+///
+/// impl RawAllocator for Liar {
+///     const FREES_INDIVIDUALLY: bool = false;
+///     fn allocate(&self, _layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+///         // A dangling pointer that claims to be 4096 bytes long.
+///         Ok(NonNull::slice_from_raw_parts(NonNull::dangling(), 4096))
+///     }
+///     unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+/// }
+/// ```
+///
 /// [`deallocate`]: RawAllocator::deallocate
-pub trait RawAllocator {
+/// [`allocate`]: RawAllocator::allocate
+/// [`allocate_aligned`]: RawAllocator::allocate_aligned
+pub unsafe trait RawAllocator {
     /// Whether [`deallocate`](RawAllocator::deallocate) makes the block's bytes
     /// available to a later allocation (a pool, a free list), rather than
     /// waiting for a reset or a rewind.
@@ -46,7 +94,9 @@ pub trait RawAllocator {
     }
 }
 
-impl<A: RawAllocator + ?Sized> RawAllocator for &A {
+// SAFETY: forwards to `A`, which upholds the contract; a shared reference is
+// the same allocator.
+unsafe impl<A: RawAllocator + ?Sized> RawAllocator for &A {
     const FREES_INDIVIDUALLY: bool = A::FREES_INDIVIDUALLY;
 
     #[inline]

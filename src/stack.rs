@@ -26,6 +26,8 @@
 //! (three in debug builds). Marker ids come from a process-wide counter,
 //! bumped once per constructed allocator (never on a fast path).
 
+#[cfg(debug_assertions)]
+use alloc::vec::Vec;
 use core::alloc::Layout;
 #[cfg(debug_assertions)]
 use core::cell::{Cell, RefCell};
@@ -68,7 +70,29 @@ impl Marker {
     }
 }
 
-/// A LIFO allocator with markers. Its contract, fast path and costs are in the header of `src/stack.rs`.
+/// A LIFO allocator with markers.
+///
+/// **Contract.** Allocation through `&self` exactly as
+/// [`LinearArena`](crate::LinearArena) (it is one, plus an identity).
+/// [`marker`](StackAllocator::marker) saves the current offset;
+/// [`free_to_marker`](StackAllocator::free_to_marker) takes `&mut self` (so no
+/// block borrowed through `&self` is alive) and rolls the offset back. A marker
+/// above the current offset, or taken from another stack allocator, is refused
+/// with [`AllocError::BadMarker`] and changes nothing: LIFO misuse is an error,
+/// never silent corruption. A *stale* marker (taken after an older marker that
+/// has since been rolled back to) is caught in debug builds, which keep the
+/// chain of live markers (one entry per distinct marker offset): it is
+/// `BadMarker` even once the offset has grown past it again. Release builds
+/// keep no chain (the check is two compares): there a stale marker below the
+/// current offset is accepted and rolls back into whatever was allocated since,
+/// so the LIFO order is the caller's to keep. A reset kills every marker except
+/// those at offset 0. `Send`, not `Sync`.
+///
+/// **Costs.** One `usize` of identity per allocator; a `Marker` is two words
+/// (three in debug builds). Marker ids come from a process-wide counter,
+/// bumped once per constructed allocator (never on a fast path).
+///
+/// How the fast path compiles is in the source's header (`src/stack.rs`).
 ///
 /// ```
 /// use allocasm::StackAllocator;
@@ -223,7 +247,11 @@ impl<'a> StackAllocator<'a> {
     }
 }
 
-impl RawAllocator for StackAllocator<'_> {
+// SAFETY: a successful `allocate` bumps the stack's top past a block of at
+// least `layout.size()` bytes of the borrowed buffer, aligned, disjoint from
+// every other live block, valid until a `free_to_marker` below it or `reset`
+// (both `&mut self`).
+unsafe impl RawAllocator for StackAllocator<'_> {
     const FREES_INDIVIDUALLY: bool = false;
 
     #[inline]

@@ -20,6 +20,7 @@ pub(crate) use core::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 #[cfg(not(loom))]
+#[cfg(feature = "std")]
 pub(crate) use std::sync::Mutex;
 
 /// `UnsafeCell` with loom's closure API, so the same code compiles against

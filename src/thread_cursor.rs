@@ -242,6 +242,33 @@ pub struct ThreadCursorStats {
 /// dropping them. Chunk tails left by refills and by exiting threads are
 /// counted in [`wasted_bytes`](ThreadCursorArena::wasted_bytes). Frees are
 /// no-ops; [`reset`](ThreadCursorArena::reset) frees everything. `Send + Sync`.
+///
+/// **Contract.** A block lives until [`reset`](ThreadCursorArena::reset)
+/// (`&mut self`) or the arena's drop; any thread may allocate through a
+/// shared reference, and blocks may be used on any thread. Requests above
+/// half a chunk go to the backing arena directly (counted in
+/// [`stats`](ThreadCursorArena::stats)`().direct`); above the backing
+/// arena's block size they are `TooLarge`.
+///
+/// ```
+/// use allocasm::ThreadCursorArena;
+/// use allocasm::allocator_api2::vec::Vec;
+///
+/// let mut arena = ThreadCursorArena::new().unwrap();
+/// std::thread::scope(|s| {
+///     for t in 0..4u32 {
+///         let arena = &arena;
+///         s.spawn(move || {
+///             let mut v = Vec::new_in(arena);
+///             v.extend(0..1000 * t);
+///             assert_eq!(v.len(), 1000 * t as usize);
+///         });
+///     }
+/// });
+/// let p = arena.alloc(24).unwrap();
+/// assert!(arena.owns(p.as_ptr()));
+/// arena.reset(); // `&mut`: no block is borrowed any more
+/// ```
 #[repr(C)]
 pub struct ThreadCursorArena {
     /// What the fast path reads, on its own line (first, `repr(C)`), which
@@ -726,9 +753,11 @@ impl ThreadCursorArena {
     /// thread's cursor handed out for this arena (its end, rounded to 16, is
     /// the cursor: any later block would have moved the cursor past it) and
     /// the new size fits the chunk; `None` otherwise (another thread's
-    /// block, a direct allocation, a block that is not the last).
+    /// block, a direct allocation, a block that is not the last, a
+    /// zero-size block: its pointer is dangling, not the arena's, as for
+    /// [`LinearArena`](crate::LinearArena)'s).
     fn resize_last(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Option<NonNull<u8>> {
-        if !ptr.as_ptr().addr().is_multiple_of(new.align()) {
+        if old.size() == 0 || !ptr.as_ptr().addr().is_multiple_of(new.align()) {
             return None;
         }
         let id = self.hot.id;
@@ -942,7 +971,11 @@ impl Drop for LocalCursor<'_> {
     }
 }
 
-impl RawAllocator for ThreadCursorArena {
+// SAFETY: a successful `allocate` hands out a block of the arena's current
+// chunk, at least `layout.size()` bytes, aligned, owned by no other live block
+// (each thread bumps its own cursor), valid until `reset`, which takes `&mut
+// self`, or the arena is dropped.
+unsafe impl RawAllocator for ThreadCursorArena {
     /// Frees are no-ops; memory comes back with `reset`.
     const FREES_INDIVIDUALLY: bool = false;
 
@@ -1019,6 +1052,28 @@ mod tests {
     fn the_slot_in_a_register_is_the_slot() {
         let c = Cursor::empty();
         assert!(core::ptr::eq(in_register(&c), &c));
+    }
+
+    /// A zero-size block is no block of the arena: `resize_last` must not
+    /// grow one in place. Without the guard, a zero-size block whose
+    /// (dangling) address fell inside the last block's 16-byte grain
+    /// "ended" at the cursor and was grown over that block's tail.
+    #[test]
+    fn resize_last_refuses_a_zero_size_block() {
+        let a = small();
+        let last = a.alloc(16).unwrap();
+        // SAFETY: 8 bytes into the 16-byte block just allocated.
+        let inside = unsafe { last.add(8) };
+        let zero = Layout::from_size_align(0, 8).unwrap();
+        let grown = Layout::from_size_align(64, 8).unwrap();
+        assert_eq!(
+            a.resize_last(inside, zero, grown),
+            None,
+            "a zero-size block was grown over the last block's bytes"
+        );
+        // The last block itself still resizes in place.
+        let l16 = Layout::from_size_align(16, 8).unwrap();
+        assert_eq!(a.resize_last(last, l16, grown), Some(last));
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! **Costs.** Two words per tag in the tracker, one per wrapper. Counts are of
 //! requested bytes (`layout.size()`), not of padding or headers.
 
+use alloc::string::String;
 use core::alloc::Layout;
 use core::fmt::{self, Write as _};
 use core::ptr::NonNull;
@@ -94,7 +95,20 @@ impl fmt::Display for MemoryTag {
     }
 }
 
-/// Bytes in use and high-water mark per tag. Its contract, fast path and costs are in the header of `src/tracker.rs`.
+/// Bytes in use and high-water mark per tag.
+///
+/// **Contract.** A [`MemoryTracker`] keeps, per [`MemoryTag`], the bytes in
+/// use now and the high-water mark (the most ever in use at once).
+/// [`Tracked`] wraps any allocator of the crate (anything implementing
+/// [`RawAllocator`]) and books every allocation and free made through it
+/// under its tag, into a tracker it borrows, so many allocators can report into
+/// one tracker. The tracker's counters are relaxed atomics: it is `Send` and
+/// `Sync`, and a `Tracked` is `Sync` exactly when its allocator is.
+///
+/// **Costs.** Two words per tag in the tracker, one per wrapper. Counts are of
+/// requested bytes (`layout.size()`), not of padding or headers.
+///
+/// How the fast path compiles is in the source's header (`src/tracker.rs`).
 ///
 /// ```
 /// use allocasm::{LinearArena, MemoryTag, MemoryTracker, RawAllocator, Tracked};
@@ -189,8 +203,37 @@ impl MemoryTracker {
     }
 }
 
-/// An allocator whose traffic is booked under one tag. Its contract is in the header of
-/// `src/tracker.rs`.
+/// An allocator whose traffic is booked under one tag.
+///
+/// **Contract.** Wraps any [`RawAllocator`] and books every allocation and
+/// free made through it under its [`MemoryTag`], into a [`MemoryTracker`] it
+/// borrows (many wrappers may book into one tracker). Blocks are the inner
+/// allocator's, with its contract: lifetime, alignment, frees.
+/// [`reset`](Tracked::reset) runs the inner allocator's bulk release and
+/// gives back what was still booked. `Send`/`Sync` as the inner allocator.
+///
+/// **Costs.** One word per wrapper; two relaxed atomic read-modify-writes
+/// per allocation and one (plus one on the wrapper's count) per free.
+/// Counts are of requested bytes (`layout.size()`), not of padding or
+/// headers.
+///
+/// ```
+/// use allocasm::{MemoryTag, MemoryTracker, Pool, RawAllocator, Tracked};
+/// use std::alloc::Layout;
+///
+/// let tracker = MemoryTracker::new();
+/// let audio = Tracked::new(Pool::new(4096, 16, 8).unwrap(), &tracker, MemoryTag::Audio);
+/// let l = Layout::from_size_align(4096, 16).unwrap();
+/// let a = audio.allocate(l).unwrap();
+/// let b = audio.allocate(l).unwrap();
+/// assert_eq!(tracker.current(MemoryTag::Audio), 8192);
+/// // SAFETY: allocated above with `l`, freed once.
+/// unsafe { audio.deallocate(a.cast(), l) };
+/// assert_eq!(audio.live_bytes(), 4096);
+/// // SAFETY: as above.
+/// unsafe { audio.deallocate(b.cast(), l) };
+/// assert_eq!((tracker.current(MemoryTag::Audio), tracker.peak(MemoryTag::Audio)), (0, 8192));
+/// ```
 #[derive(Debug)]
 pub struct Tracked<'t, A> {
     /// The allocator doing the work.
@@ -245,7 +288,9 @@ impl<'t, A: RawAllocator> Tracked<'t, A> {
     }
 }
 
-impl<A: RawAllocator> RawAllocator for Tracked<'_, A> {
+// SAFETY: forwards to the inner allocator `A`, whose `RawAllocator` contract
+// guarantees every block it returns; the wrapper only counts.
+unsafe impl<A: RawAllocator> RawAllocator for Tracked<'_, A> {
     const FREES_INDIVIDUALLY: bool = A::FREES_INDIVIDUALLY;
 
     #[inline]

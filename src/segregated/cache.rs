@@ -212,7 +212,7 @@ std::thread_local! {
 }
 
 /// The registry of live caches (a doubly linked list through the caches).
-static REGISTRY: SpinLock = SpinLock::new();
+pub(super) static REGISTRY: SpinLock = SpinLock::new();
 static HEAD: AtomicPtr<ThreadCache> = AtomicPtr::new(ptr::null_mut());
 
 /// The cache hit path of `alloc` for the heap at `heap`.

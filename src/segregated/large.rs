@@ -23,11 +23,14 @@
 //! moves the header and returns the same block; past the mapping, Linux
 //! `mremap`s it (the kernel moves page tables, not bytes); elsewhere the
 //! caller copies. Fresh mappings read as zero, so `alloc_zeroed` writes
-//! nothing.
+//! nothing. A shrink that leaves 64 KiB or more of the mapping unused
+//! unmaps that tail (Unix; Windows keeps it, as a reservation is released
+//! whole), and `stats` counts the shorter mapping.
 //!
 //! **Costs.** 32 bytes plus rounding per block, one system call per
 //! allocation and free, a lock around a list splice. Failures: `TooLarge`
-//! above [`MAX_REQUEST`](super::SegregatedFit::MAX_REQUEST), `Os` when the
+//! for a size above [`MAX_REQUEST`](super::SegregatedFit::MAX_REQUEST)
+//! (the header and the alignment's padding are not counted), `Os` when the
 //! OS refuses.
 
 use core::alloc::Layout;
@@ -53,6 +56,10 @@ struct LargeHeader {
 
 const HEADER: usize = size_of::<LargeHeader>();
 
+/// The shortest tail a shrinking `realloc` gives back to the OS: a smaller
+/// one stays mapped, room for the block to grow in place again.
+const SHRINK_MIN: usize = 64 << 10;
+
 /// Where the header of a block of `size` bytes sits, from the block.
 #[inline]
 fn header_offset(size: usize) -> usize {
@@ -62,7 +69,7 @@ fn header_offset(size: usize) -> usize {
 /// The live large blocks of one allocator.
 #[derive(Debug)]
 pub(crate) struct LargeBlocks {
-    lock: SpinLock,
+    pub(super) lock: SpinLock,
     /// The list head (under `lock`).
     head: AtomicPtr<LargeHeader>,
     /// Live large blocks and their mapped bytes (for `stats`).
@@ -71,26 +78,37 @@ pub(crate) struct LargeBlocks {
 }
 
 impl LargeBlocks {
-    /// How long the mapping of a block for `layout` is, and the block's
-    /// offset in it when the mapping lands at `base` (called with 0 first,
-    /// for the length).
+    /// How long the mapping of a block for `layout` is: the block, its
+    /// header and (aligned above the granularity) the alignment's padding,
+    /// rounded to the granularity.
+    ///
+    /// `TooLarge` only when `layout.size()` exceeds `max`: every size up to
+    /// `max` is attempted (the header and the padding are the allocator's
+    /// business, not counted against the limit the error names), and the
+    /// OS refuses what it cannot map.
     fn extent(layout: Layout, max: usize) -> Result<usize, AllocError> {
-        let too_large = AllocError::TooLarge {
-            requested: layout.size(),
-            max,
-        };
+        if layout.size() > max {
+            return Err(AllocError::TooLarge {
+                requested: layout.size(),
+                max,
+            });
+        }
         let gran = sys::granularity();
         let pad = if layout.align() > gran {
             layout.align()
         } else {
             0
         };
-        // No overflow: a `Layout`'s size and align are both <= isize::MAX;
-        // checked against `max`, far below that, first.
-        if layout.size() > max || layout.size() + pad + HEADER > max {
-            return Err(too_large);
-        }
-        Ok((header_offset(layout.size()) + HEADER + pad).next_multiple_of(gran))
+        // Checked: on 32-bit targets `max` is `isize::MAX`, and a size near
+        // it plus a large alignment's padding passes `usize::MAX`. No
+        // mapping is that long: the address space is full.
+        header_offset(layout.size())
+            .checked_add(HEADER + pad)
+            .and_then(|n| n.checked_next_multiple_of(gran))
+            .ok_or(AllocError::OutOfMemory {
+                requested: layout.size(),
+                available: 0,
+            })
     }
 
     /// Links a header into the list.
@@ -220,12 +238,26 @@ impl LargeBlocks {
         let offset = block.as_ptr().addr() - base.addr();
         let fits = offset + header_offset(new_size) + HEADER <= len;
         if fits {
-            if header_offset(new_size) == header_offset(layout.size()) {
+            // What the block needs now; past it, a tail of at least
+            // `SHRINK_MIN` goes back to the OS (a smaller one stays, room to
+            // grow in place).
+            let keep =
+                (offset + header_offset(new_size) + HEADER).next_multiple_of(sys::granularity());
+            let trim = len - keep >= SHRINK_MIN;
+            if !trim && header_offset(new_size) == header_offset(layout.size()) {
                 return Some(block);
             }
-            // SAFETY: ours; the new slot lies inside the mapping (`fits`).
+            // SAFETY: ours; the new slot lies inside the mapping (`fits`),
+            // and inside its first `keep` bytes, which a shrink keeps. The
+            // old header is read (unlinked) before the tail goes.
             unsafe {
                 let (base, len) = self.unlink(h);
+                let len = if trim && sys::shrink(NonNull::new_unchecked(base), len, keep) {
+                    self.bytes.fetch_sub(len - keep, Ordering::Relaxed);
+                    keep
+                } else {
+                    len
+                };
                 let nh = block.add(header_offset(new_size)).cast::<LargeHeader>();
                 self.link(nh.as_ptr(), base, len);
             }

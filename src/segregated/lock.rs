@@ -68,6 +68,28 @@ impl SpinLock {
     }
 }
 
+#[cfg(not(loom))]
+impl SpinLock {
+    /// Takes the lock and keeps it with no guard: the fork handlers take
+    /// every lock in `prepare` and release them in another function
+    /// (`parent`, `child`) with [`release`](Self::release).
+    pub(crate) fn acquire(&self) {
+        core::mem::forget(self.lock());
+    }
+
+    /// Releases a lock taken with [`acquire`](Self::acquire).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread took the lock with `acquire` and has not released
+    /// it since (in a forked child: the thread that forked took it).
+    pub(crate) unsafe fn release(&self) {
+        // ORDERING: Release publishes the critical section to the next
+        // holder, as the guard's drop does.
+        self.held.store(false, Ordering::Release);
+    }
+}
+
 /// One step of waiting: a few spin-loop hints, then yield the CPU.
 #[inline]
 pub(crate) fn backoff(spins: &mut u32) {

@@ -70,6 +70,13 @@
 //! whose blocks were all free (the pages stay mapped: stale queue readers may
 //! still read them) and keeps the span for the next growth.
 //!
+//! **Fork.** On Unix, `pthread_atfork` handlers (`fork.rs`, registered when
+//! the process's first heap is mapped) take every spin lock of every heap
+//! before a `fork` and release them after it, in the parent and in the
+//! child, so a child forked while another thread held one (growing a class,
+//! on the large path, binding a thread cache) can allocate. A child
+//! inherits the parent's other threads' cached blocks as leaks.
+//!
 //! **Costs.** Metadata: 48 bytes per span, 33 KiB of heap (three 128-byte
 //! lines per class: front, back, growth state), 1.4 KiB per thread plus the
 //! cached blocks. Waste: below 1/8 of the block above 128 bytes, plus each
@@ -91,6 +98,8 @@
 #[cfg(not(loom))]
 mod cache;
 mod class;
+#[cfg(not(loom))]
+mod fork;
 mod large;
 mod lock;
 mod queue;
@@ -216,12 +225,16 @@ impl Heap {
         {
             let _guard = c.growth.lock.lock();
             if c.queue.is_empty() {
+                // A full region names the span's length; what was asked
+                // for is a block of the class (`alloc_miss` narrows it to
+                // the caller's size).
                 let grown = span::grow(
                     &self.region,
                     &c.growth.spans,
                     &c.growth.trimmed,
                     class.block_size(),
-                )?;
+                )
+                .map_err(|e| for_request(e, class.block_size()))?;
                 c.growth.free.fetch_add(grown.blocks, Ordering::Relaxed);
                 // SAFETY: a chain of this class's blocks, linked by `grow`,
                 // owned by nobody else, in the region.
@@ -408,10 +421,12 @@ impl SegregatedFit {
     pub const MAX_CLASS_SIZE: usize = MAX_CLASS_SIZE;
     /// The largest alignment served from a size class (4096).
     pub const MAX_CLASS_ALIGN: usize = MAX_CLASS_ALIGN;
-    /// The largest request (size plus, above the page size, alignment) the
-    /// large path passes to the OS: 2^47 bytes on 64-bit targets, the whole
-    /// user address space of x86_64 Linux, so nothing larger could ever be
-    /// mapped; `isize::MAX` elsewhere. Larger requests are `TooLarge`.
+    /// The largest size the large path asks the OS for: 2^47 bytes on 64-bit
+    /// targets, the whole user address space of x86_64 Linux, so nothing
+    /// larger could ever be mapped; `isize::MAX` elsewhere. A larger size is
+    /// [`TooLarge`](AllocError::TooLarge) naming this maximum; a size up to
+    /// it is attempted (its mapping adds a 32-byte header and, aligned above
+    /// the page size, the alignment), and what the OS cannot map is `Os`.
     pub const MAX_REQUEST: usize = if usize::BITS >= 64 {
         (1u64 << 47) as usize
     } else {
@@ -474,7 +489,8 @@ impl SegregatedFit {
     #[inline(never)]
     fn init_heap(&self) -> Result<&Heap, AllocError> {
         let len = heap_len();
-        let fresh = sys::map(len)?.cast::<Heap>();
+        let mapping = sys::map(len)?;
+        let fresh = mapping.cast::<Heap>();
         let home = fresh.as_ptr().expose_provenance();
         // SAFETY: a zeroed mapping of at least `size_of::<Heap>()` bytes,
         // page-aligned: a valid fresh heap (see `Heap`), not yet published,
@@ -484,6 +500,15 @@ impl SegregatedFit {
         for c in &mut unsafe { &mut *fresh.as_ptr() }.classes {
             c.growth.home = home;
         }
+        // Listed before it is published, so no thread can hold one of its
+        // locks across a `fork` that the handlers would not take.
+        // SAFETY: a zeroed mapping of `heap_len()` bytes, at least a
+        // `Mapped`, ours, unlisted; unlisted below or in `drop` before it
+        // is released.
+        #[cfg(not(loom))]
+        unsafe {
+            fork::link(mapping.cast())
+        };
         // ORDERING: AcqRel: releases the fresh heap (zeroed by the OS) to
         // other threads; acquires a competitor's on failure.
         match self.heap.compare_exchange(
@@ -496,6 +521,11 @@ impl SegregatedFit {
             // page-aligned: a valid fresh heap (see `Heap`), now published.
             Ok(_) => Ok(unsafe { fresh.as_ref() }),
             Err(winner) => {
+                // SAFETY: listed above, never published.
+                #[cfg(not(loom))]
+                unsafe {
+                    fork::unlink(mapping.cast())
+                };
                 // SAFETY: our mapping, never published.
                 let _ = unsafe { sys::release(fresh.cast(), len) };
                 // SAFETY: the winner's heap, published with Release.
@@ -547,6 +577,19 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     fn alloc_miss(&self, class: SizeClass, layout: Layout) -> Option<NonNull<u8>> {
+        let p = self.refill_or_pop(class, layout);
+        if p.is_none() {
+            // The refusal names the caller's size, not a span's or a
+            // class's.
+            REFUSAL.set(for_request(refusal(), layout.size()));
+        }
+        p
+    }
+
+    /// [`alloc_miss`](Self::alloc_miss)'s work: refill this thread's
+    /// cache, or pop the queue.
+    #[inline]
+    fn refill_or_pop(&self, class: SizeClass, layout: Layout) -> Option<NonNull<u8>> {
         let heap = refuse(self.heap_or_init())?;
         #[cfg(not(loom))]
         let p = match refuse(cache::refill(heap, class))? {
@@ -677,9 +720,11 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     fn dealloc_miss(&self, class: SizeClass, ptr: NonNull<u8>) {
-        let heap = self
-            .heap()
-            .expect("SegregatedFit: free before any allocation");
+        let Some(heap) = self.heap() else {
+            breach(
+                b"SegregatedFit: free before any allocation (a foreign pointer or a wrong layout)",
+            );
+        };
         #[cfg(not(loom))]
         if cache::flush_and_push(heap, class, ptr) {
             return;
@@ -767,9 +812,11 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     unsafe fn dealloc_large(&self, ptr: NonNull<u8>, layout: Layout) {
-        let heap = self
-            .heap()
-            .expect("SegregatedFit: free before any allocation");
+        let Some(heap) = self.heap() else {
+            breach(
+                b"SegregatedFit: free before any allocation (a foreign pointer or a wrong layout)",
+            );
+        };
         // SAFETY: forwarded contract.
         unsafe { heap.large.dealloc(ptr, layout.size()) }
     }
@@ -964,9 +1011,40 @@ fn refusal() -> AllocError {
     REFUSAL.get()
 }
 
-/// The heap's mapping length.
+/// A breach of `dealloc`'s contract found where the allocator cannot go on:
+/// writes `msg` to standard error without allocating and aborts. Never a
+/// panic: `dealloc` runs inside `GlobalAlloc::dealloc`, out of which a
+/// global allocator must not unwind (and a panic's message would allocate
+/// from the allocator that just found itself misused).
+#[cold]
+#[inline(never)]
+fn breach(msg: &[u8]) -> ! {
+    sys::write_stderr(msg);
+    sys::write_stderr(b"\n");
+    std::process::abort()
+}
+
+/// `e` as the refusal of a request of `requested` bytes: an `OutOfMemory`
+/// names it (whatever length the level that refused asked the OS for);
+/// other errors are as they are.
+fn for_request(e: AllocError, requested: usize) -> AllocError {
+    match e {
+        AllocError::OutOfMemory { available, .. } => AllocError::OutOfMemory {
+            requested,
+            available,
+        },
+        e => e,
+    }
+}
+
+/// The heap's mapping length: the heap and its link in the fork handlers'
+/// list of heaps.
 fn heap_len() -> usize {
-    size_of::<Heap>().next_multiple_of(sys::page_size())
+    #[cfg(not(loom))]
+    let size = size_of::<fork::Mapped>();
+    #[cfg(loom)]
+    let size = size_of::<Heap>();
+    size.next_multiple_of(sys::page_size())
 }
 
 /// Trims one class (see [`SegregatedFit::trim`]).
@@ -1067,6 +1145,12 @@ impl Drop for SegregatedFit {
         // registry lock, which also waits out a thread-exit flush).
         #[cfg(not(loom))]
         cache::forget(h.addr());
+        // Out of the fork handlers' list before anything is released.
+        // SAFETY: listed by `init_heap` when it was mapped.
+        #[cfg(not(loom))]
+        unsafe {
+            fork::unlink(hp.cast())
+        };
         for c in &h.classes {
             // SAFETY: the caller's blocks die with the allocator (see the
             // contract); nobody else uses the spans.
@@ -1088,7 +1172,11 @@ const _: fn() = || {
     assert_send_sync::<SegregatedFit>();
 };
 
-impl RawAllocator for SegregatedFit {
+// SAFETY: `allocate` returns a block of its class (`block_size() >=
+// layout.size()`, aligned by the class) or a large block of `layout.size()`
+// bytes, disjoint from every other live block, valid until deallocated or the
+// allocator is dropped.
+unsafe impl RawAllocator for SegregatedFit {
     const FREES_INDIVIDUALLY: bool = true;
 
     #[inline]
@@ -1370,6 +1458,35 @@ mod tests {
             "{got:#x} is not a block of the class"
         );
         assert_eq!(a.span_count(class), 1, "the consumer grew the class");
+    }
+
+    /// A full span region refuses a span; the `OutOfMemory` names the
+    /// caller's size. Before, it named the span's length (16 KiB for a
+    /// 100-byte request). `alloc_shared`, whose miss is given no layout
+    /// (it would change its fast path), names the class's block size.
+    #[test]
+    fn span_growth_out_of_memory_names_the_callers_size() {
+        let a = SegregatedFit::new();
+        let l = |n| Layout::from_size_align(n, 8).unwrap();
+        region::hooks::CARVE_FAILS.with(|c| c.set(true));
+        let alloc = a.alloc(l(100)).map(|_| ());
+        let raw = RawAllocator::allocate(&a, l(200)).map(|_| ());
+        let shared = a.alloc_shared(l(3000)).map(|_| ());
+        region::hooks::CARVE_FAILS.with(|c| c.set(false));
+        let oom = |requested| {
+            Err(AllocError::OutOfMemory {
+                requested,
+                available: 0,
+            })
+        };
+        assert_eq!(alloc, oom(100));
+        assert_eq!(raw, oom(200));
+        let block = SegregatedFit::size_class(3000, 8).unwrap().block_size();
+        assert_eq!(shared, oom(block));
+        // Carving again works.
+        let p = a.alloc(l(100)).unwrap();
+        // SAFETY: allocated just above with this layout.
+        unsafe { a.dealloc(p, l(100)) };
     }
 
     /// Spans are aligned to 16 KiB or more, so blocks at the same index in

@@ -45,7 +45,7 @@ pub(crate) const REGION_LEN: usize = 64 << 20;
 #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
 pub(crate) struct Region {
     /// Serializes the bump (and the reservation).
-    lock: SpinLock,
+    pub(super) lock: SpinLock,
     /// The reservation's first byte, 0 until reserved (64-bit).
     base: AtomicUsize,
     /// The next free address in the reservation (64-bit).
@@ -98,6 +98,10 @@ impl Region {
             requested: len,
             available: 0,
         };
+        #[cfg(all(test, not(loom)))]
+        if hooks::CARVE_FAILS.with(core::cell::Cell::get) {
+            return Err(oom);
+        }
         let _guard = self.lock.lock();
         let mut base = self.base.load(Ordering::Relaxed);
         if base == 0 {
@@ -132,6 +136,13 @@ impl Region {
     /// granularity), aligned to `len`, committed, zeroed: its own mapping.
     #[cfg(not(target_pointer_width = "64"))]
     pub(crate) fn carve(&self, len: usize) -> Result<NonNull<u8>, AllocError> {
+        #[cfg(all(test, not(loom)))]
+        if hooks::CARVE_FAILS.with(core::cell::Cell::get) {
+            return Err(AllocError::OutOfMemory {
+                requested: len,
+                available: 0,
+            });
+        }
         // Over-reserve by `len`, then keep the aligned part.
         let total = len.checked_mul(2).ok_or(AllocError::OutOfMemory {
             requested: len,
@@ -209,5 +220,17 @@ impl Region {
                 debug_assert!(r.is_ok(), "release of the span region failed: {r:?}");
             }
         }
+    }
+}
+
+/// Test hooks: this thread's span carving can be made to fail, as a full
+/// region does.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod hooks {
+    use core::cell::Cell;
+
+    std::thread_local! {
+        /// `carve` on this thread fails with `OutOfMemory` while set.
+        pub(crate) static CARVE_FAILS: Cell<bool> = const { Cell::new(false) };
     }
 }

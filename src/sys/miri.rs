@@ -54,12 +54,29 @@ pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocE
     Ok(())
 }
 
-pub(super) unsafe fn protect_none(_ptr: NonNull<u8>, _len: usize) -> Result<(), AllocError> {
-    Ok(())
-}
-
 pub(super) unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     // SAFETY: the caller guarantees this is exactly one reservation.
     unsafe { dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(len, PAGE)) };
     Ok(())
+}
+
+#[cfg(not(loom))]
+/// Miri runs no `fork` handlers: nothing to register.
+pub(super) fn at_fork(
+    _prepare: super::ForkHandler,
+    _parent: super::ForkHandler,
+    _child: super::ForkHandler,
+) -> bool {
+    false
+}
+
+/// The stand-in's ranges are heap blocks, freed whole: keep it.
+pub(super) unsafe fn shrink(_ptr: NonNull<u8>, _old: usize, _new: usize) -> bool {
+    false
+}
+
+/// Through std's standard error, which is unbuffered: a write, no
+/// allocation (the handle and its lock are static).
+pub(super) fn write_stderr(msg: &[u8]) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), msg);
 }

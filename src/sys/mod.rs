@@ -7,13 +7,18 @@
 //! - [`decommit`]: give the physical pages back, keep the addresses, no access;
 //! - [`release`]: give the addresses back.
 //!
-//! Plus [`protect_none`] (make a committed range inaccessible, for guard pages),
-//! [`page_size`] and [`granularity`] (what one reservation is rounded to:
+//! Plus [`page_size`] and [`granularity`] (what one reservation is rounded to:
 //! the page size on Unix, the 64 KiB allocation granularity on Windows),
 //! [`map`] (reserve and commit in one system call), [`purge`] (drop the
-//! physical pages of a committed range but keep it readable and writable)
-//! and [`remap`] (grow or shrink a mapping, moving it if needed: Linux's
-//! `mremap`; `None` elsewhere).
+//! physical pages of a committed range but keep it readable and writable),
+//! [`remap`] (grow or shrink a mapping, moving it if needed: Linux's
+//! `mremap`; `None` elsewhere) and [`shrink`] (unmap a mapping's tail in
+//! place, on Unix); and two process-wide services for `SegregatedFit`:
+//! [`at_fork`] (fork handlers) and [`write_stderr`] (a message without
+//! allocating).
+//!
+//! Crate-private: [`PageAllocator`](crate::PageAllocator) is the public face
+//! of this layer.
 
 #[cfg(all(unix, not(miri)))]
 mod unix;
@@ -87,6 +92,23 @@ pub unsafe fn remap(ptr: NonNull<u8>, old: usize, new: usize) -> Option<NonNull<
     unsafe { imp::remap(ptr, old, new) }
 }
 
+/// Gives the last `old - new` bytes of the mapping of `old` bytes at `ptr`
+/// back to the OS (addresses and pages), keeping its first `new` bytes as
+/// they are: `true` if done (the mapping is now `new` bytes long, to be
+/// released with that length), `false` where the OS cannot release part of
+/// a mapping (Windows, Miri) or refused, in which case nothing changed.
+///
+/// # Safety
+///
+/// `ptr` and `old` are exactly those of one live [`map`] or [`reserve`]
+/// range; `new` is a non-zero multiple of [`granularity`] below `old`; nothing
+/// uses the bytes past `new` afterwards.
+pub unsafe fn shrink(ptr: NonNull<u8>, old: usize, new: usize) -> bool {
+    debug_assert!(new > 0 && new < old && new.is_multiple_of(granularity()));
+    // SAFETY: forwarded contract.
+    unsafe { imp::shrink(ptr, old, new) }
+}
+
 /// Reserves `len` bytes of address space (a multiple of [`page_size`]) with
 /// no access.
 pub fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {
@@ -116,17 +138,6 @@ pub unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     unsafe { imp::decommit(ptr, len) }
 }
 
-/// Makes `len` bytes at `ptr` inaccessible (PROT_NONE / PAGE_NOACCESS) without
-/// giving the pages back: any access faults.
-///
-/// # Safety
-///
-/// As for [`commit`]; nothing may use the range afterwards.
-pub unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
-    // SAFETY: forwarded contract.
-    unsafe { imp::protect_none(ptr, len) }
-}
-
 /// Gives back the whole reservation of `len` bytes at `ptr`.
 ///
 /// # Safety
@@ -136,4 +147,30 @@ pub unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocErro
 pub unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     // SAFETY: forwarded contract.
     unsafe { imp::release(ptr, len) }
+}
+
+/// A process-wide fork handler: `prepare` runs in the forking thread before
+/// `fork`, `parent` in the parent after it, `child` in the child (whose
+/// only thread is the one that forked).
+#[cfg(not(loom))]
+pub(crate) type ForkHandler = unsafe extern "C" fn();
+
+/// Registers fork handlers with the OS (`pthread_atfork`), once per call:
+/// `true` if they will run on every `fork` from now on, `false` where the OS
+/// has no `fork` (Windows) or cannot run them (Miri), or refused.
+///
+/// Never allocates through Rust's global allocator (glibc keeps the first
+/// handlers in static storage; if a libc's registration does call `malloc`,
+/// that is the C heap, or this crate's global allocator re-entered, which
+/// callers must tolerate: see `segregated::fork`).
+#[cfg(not(loom))]
+pub(crate) fn at_fork(prepare: ForkHandler, parent: ForkHandler, child: ForkHandler) -> bool {
+    imp::at_fork(prepare, parent, child)
+}
+
+/// Writes `msg` to standard error (fd 2) as one or more raw `write`s,
+/// without allocating, buffering or locking: for messages from inside an
+/// allocator, right before it aborts. Errors are ignored.
+pub(crate) fn write_stderr(msg: &[u8]) {
+    imp::write_stderr(msg)
 }

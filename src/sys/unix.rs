@@ -70,6 +70,14 @@ pub(super) unsafe fn remap(_ptr: NonNull<u8>, _old: usize, _new: usize) -> Optio
     None
 }
 
+pub(super) unsafe fn shrink(ptr: NonNull<u8>, old: usize, new: usize) -> bool {
+    // A Unix mapping may be unmapped in parts: the tail goes, the head
+    // stays mapped as it was.
+    // SAFETY: the caller guarantees `ptr..ptr+old` is one live mapping of
+    // ours whose bytes past `new` nothing uses; `new < old`, page-aligned.
+    unsafe { mm::munmap(ptr.as_ptr().add(new).cast::<c_void>(), old - new) }.is_ok()
+}
+
 pub(super) fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {
     // SAFETY: an anonymous private mapping at an address of the kernel's
     // choosing aliases nothing.
@@ -116,13 +124,31 @@ pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocE
     Ok(())
 }
 
-pub(super) unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
-    // SAFETY: the caller guarantees the range is inside a live reservation.
-    unsafe { mm::mprotect(ptr.as_ptr().cast::<c_void>(), len, MprotectFlags::empty()) }
-        .map_err(os_err)
-}
-
 pub(super) unsafe fn release(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
     // SAFETY: the caller guarantees this is exactly one reservation, unused.
     unsafe { mm::munmap(ptr.as_ptr().cast::<c_void>(), len) }.map_err(os_err)
+}
+
+#[cfg(not(loom))]
+pub(super) fn at_fork(
+    prepare: super::ForkHandler,
+    parent: super::ForkHandler,
+    child: super::ForkHandler,
+) -> bool {
+    // SAFETY: three plain `extern "C"` functions that live as long as the
+    // process (they are items of this crate, which is linked statically or
+    // never unloaded while handlers are registered).
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
+}
+
+pub(super) fn write_stderr(mut msg: &[u8]) {
+    while !msg.is_empty() {
+        // SAFETY: `msg` is valid for reads of its length; fd 2 is only
+        // written to.
+        let n = unsafe { libc::write(2, msg.as_ptr().cast::<c_void>(), msg.len()) };
+        if n <= 0 {
+            return;
+        }
+        msg = &msg[n as usize..];
+    }
 }

@@ -1,5 +1,4 @@
-//! Windows virtual memory through `windows-sys` (VirtualAlloc / VirtualProtect /
-//! VirtualFree).
+//! Windows virtual memory through `windows-sys` (VirtualAlloc / VirtualFree).
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -7,7 +6,7 @@ use core::ptr::NonNull;
 use windows_sys::Win32::Foundation::GetLastError;
 use windows_sys::Win32::System::Memory::{
     MEM_COMMIT, MEM_DECOMMIT, MEM_RELEASE, MEM_RESERVE, MEM_RESET, PAGE_NOACCESS, PAGE_READWRITE,
-    VirtualAlloc, VirtualFree, VirtualProtect,
+    VirtualAlloc, VirtualFree,
 };
 use windows_sys::Win32::System::SystemInformation::{GetSystemInfo, SYSTEM_INFO};
 
@@ -93,15 +92,29 @@ pub(super) unsafe fn decommit(ptr: NonNull<u8>, len: usize) -> Result<(), AllocE
     if ok == 0 { Err(last_err()) } else { Ok(()) }
 }
 
-pub(super) unsafe fn protect_none(ptr: NonNull<u8>, len: usize) -> Result<(), AllocError> {
-    let mut old = 0u32;
-    // SAFETY: the caller guarantees the range is committed inside a live reservation.
-    let ok = unsafe { VirtualProtect(ptr.as_ptr().cast::<c_void>(), len, PAGE_NOACCESS, &mut old) };
-    if ok == 0 { Err(last_err()) } else { Ok(()) }
-}
-
 pub(super) unsafe fn release(ptr: NonNull<u8>, _len: usize) -> Result<(), AllocError> {
     // SAFETY: the caller guarantees this is exactly one reservation, unused.
     let ok = unsafe { VirtualFree(ptr.as_ptr().cast::<c_void>(), 0, MEM_RELEASE) };
     if ok == 0 { Err(last_err()) } else { Ok(()) }
+}
+
+#[cfg(not(loom))]
+/// Windows has no `fork`: nothing to register.
+pub(super) fn at_fork(
+    _prepare: super::ForkHandler,
+    _parent: super::ForkHandler,
+    _child: super::ForkHandler,
+) -> bool {
+    false
+}
+
+/// `VirtualFree(MEM_RELEASE)` releases a whole reservation only: keep it.
+pub(super) unsafe fn shrink(_ptr: NonNull<u8>, _old: usize, _new: usize) -> bool {
+    false
+}
+
+/// Through std's standard error, which is unbuffered: a write, no
+/// allocation (the handle and its lock are static).
+pub(super) fn write_stderr(msg: &[u8]) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), msg);
 }

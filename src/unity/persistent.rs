@@ -194,7 +194,9 @@ impl<A: RawAllocator + fmt::Debug> fmt::Debug for Persistent<A> {
     }
 }
 
-impl<A: RawAllocator> RawAllocator for Persistent<A> {
+// SAFETY: forwards to the base allocator `A`, whose `RawAllocator` contract
+// guarantees every block it returns; the wrapper only counts.
+unsafe impl<A: RawAllocator> RawAllocator for Persistent<A> {
     const FREES_INDIVIDUALLY: bool = A::FREES_INDIVIDUALLY;
 
     #[inline]

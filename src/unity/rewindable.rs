@@ -507,7 +507,10 @@ impl fmt::Debug for Rewindable {
     }
 }
 
-impl RawAllocator for Rewindable {
+// SAFETY: a successful `allocate` bumps the current scope of the arena: at
+// least `layout.size()` bytes, aligned, disjoint from every other live block,
+// valid until `rewind` (`&mut self`) or drop.
+unsafe impl RawAllocator for Rewindable {
     const FREES_INDIVIDUALLY: bool = false;
 
     #[inline]

@@ -333,7 +333,10 @@ impl<F: RawAllocator> core::fmt::Debug for Temp<F> {
     }
 }
 
-impl<F: RawAllocator> RawAllocator for Temp<F> {
+// SAFETY: blocks come from the frame allocator `F` (whose `RawAllocator`
+// contract they inherit), at least `layout.size()` bytes, aligned, valid until
+// `end_frame` (`&mut self`) or drop.
+unsafe impl<F: RawAllocator> RawAllocator for Temp<F> {
     const FREES_INDIVIDUALLY: bool = false;
 
     #[inline]

@@ -865,7 +865,10 @@ impl fmt::Debug for TempJob {
     }
 }
 
-impl RawAllocator for TempJob {
+// SAFETY: a successful `allocate` hands out at least `layout.size()` bytes of
+// the current frame's buffer, aligned, disjoint from every other live block,
+// valid until its frame is recycled by `end_frame` (`&mut self`) or drop.
+unsafe impl RawAllocator for TempJob {
     /// Pool bytes come back only when the whole pool is free at an end of
     /// frame.
     const FREES_INDIVIDUALLY: bool = false;

@@ -581,7 +581,10 @@ pub fn collection_workload<A: allocator_api2::alloc::Allocator + Copy>(name: &st
 /// block out again (it grows instead): `reuse_after_free` must catch it.
 struct NeverReuses(allocasm::LinearArena<'static>);
 
-impl RawAllocator for NeverReuses {
+// SAFETY: `allocate` forwards to the linear arena, which upholds the
+// contract; `deallocate` keeps the block allocated (never reused), which the
+// contract allows.
+unsafe impl RawAllocator for NeverReuses {
     const FREES_INDIVIDUALLY: bool = true;
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         self.0.allocate(layout)
@@ -815,7 +818,7 @@ mod bad_input {
             rows: 0,
             wrong: Vec::new(),
         };
-        let page = allocasm::sys::page_size();
+        let page = allocasm::PageAllocator::new().page_size();
         // Sizes no allocation can have; not asked under Miri (its heap
         // reports exhaustion as a fatal error, not a null).
         let huge_ctor = !cfg!(miri);

@@ -23,6 +23,7 @@ fn the_global_allocator_is_segregated_fit() {
 mod chapter;
 mod conformance;
 mod guard_zone;
+mod interop;
 mod packed;
 mod segregated;
 mod stress;

@@ -116,7 +116,11 @@ fn growth_cuts_one_exact_span_and_batch_free_returns_every_block() {
     // tail, blocks start at the base and fill the rest but for less than a
     // block.
     let len = SegregatedFit::span_len(class);
-    assert!(len.is_power_of_two() && len >= 16 * 1024 && len >= allocasm::sys::granularity());
+    assert!(
+        len.is_power_of_two()
+            && len >= 16 * 1024
+            && len >= allocasm::PageAllocator::new().granularity()
+    );
     let tail = len - per_span * 64 - 48;
     assert!(
         tail < 64 + per_span.div_ceil(64) * 8,
@@ -271,7 +275,7 @@ fn bad_input_is_refused() {
     // On 32-bit targets the limit is `isize::MAX` itself: no valid layout
     // exceeds it, so there is nothing to refuse with TooLarge.
     let cases: &[(usize, usize)] = if usize::BITS >= 64 {
-        &[(huge, 8), (huge, 1 << 20), (max + 1, 8), (max, 1 << 20)]
+        &[(huge, 8), (huge, 1 << 20), (max + 1, 8), (max + 1, 1 << 20)]
     } else {
         &[]
     };
@@ -293,6 +297,98 @@ fn bad_input_is_refused() {
         let p = unsafe { GlobalAlloc::alloc(&a, layout(isize::MAX as usize / 2, 8)) };
         assert!(p.is_null(), "GlobalAlloc reports failure as null");
     }
+}
+
+/// The limit and its message agree: a request of `MAX_REQUEST` bytes or
+/// fewer is attempted (the OS refuses 128 TiB: `Os`), one byte more is
+/// `TooLarge` naming `MAX_REQUEST`. Before, `MAX_REQUEST` itself and
+/// `MAX_REQUEST - 24` were `TooLarge { requested: M, max: M }` ("request of
+/// 140737488355328 exceeds this allocator's maximum of 140737488355328": the
+/// 32-byte tail header was counted against the limit) and `MAX_REQUEST - 32`
+/// was `Os { code: 12 }`.
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn max_request_is_attempted_and_one_byte_more_is_too_large() {
+    let a = SegregatedFit::new();
+    let max = SegregatedFit::MAX_REQUEST;
+    for (size, align) in [(max, 8), (max - 24, 8), (max - 32, 8), (max, 1 << 20)] {
+        let l = layout(size, align);
+        match a.alloc(l) {
+            // An OS that maps 128 TiB: fine too.
+            // SAFETY: allocated just above with `l`.
+            Ok(p) => unsafe { a.dealloc(p, l) },
+            Err(e @ AllocError::TooLarge { .. }) => {
+                panic!("{size} bytes (aligned to {align}) is within the maximum, yet: {e}")
+            }
+            Err(_) => {}
+        }
+    }
+    let e = a.alloc(layout(max + 1, 8)).unwrap_err();
+    assert_eq!(
+        e,
+        AllocError::TooLarge {
+            requested: max + 1,
+            max
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "request of {} exceeds this allocator's maximum of {max}",
+            max + 1
+        )
+    );
+}
+
+/// A free that breaches `dealloc`'s contract where the allocator cannot go
+/// on (a large block freed before the allocator ever allocated) aborts
+/// with a message, written without allocating: it must not unwind out of
+/// `GlobalAlloc::dealloc`. Before, `.expect(..)` panicked (the child caught
+/// the unwind and exited with 3).
+#[test]
+#[cfg(all(unix, not(miri)))]
+fn a_free_before_any_allocation_aborts_with_a_message() {
+    use std::os::unix::process::ExitStatusExt;
+    const TEST: &str = "segregated::a_free_before_any_allocation_aborts_with_a_message";
+    if std::env::var_os("ALLOCASM_BREACH_CHILD").is_some() {
+        let a = SegregatedFit::new();
+        let mut foreign = [0u8; 16];
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: none: the contract breach under test, caught before
+            // anything touches `foreign`.
+            unsafe { GlobalAlloc::dealloc(&a, foreign.as_mut_ptr(), layout(100_000, 8)) }
+        }));
+        std::process::exit(if unwound.is_err() { 3 } else { 4 });
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    // Under qemu-user, through the same runner (as guard_zone's children).
+    let runner = std::env::var("ALLOCASM_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(program) => {
+            let mut c = std::process::Command::new(program);
+            c.args(words).arg(&exe);
+            c
+        }
+        None => std::process::Command::new(&exe),
+    };
+    let out = cmd
+        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
+        .env("ALLOCASM_BREACH_CHILD", "1")
+        .output()
+        .expect("spawn the child test");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    const SIGABRT: i32 = 6;
+    assert_eq!(
+        out.status.signal(),
+        Some(SIGABRT),
+        "the child must abort, got {} with stderr:\n{stderr}",
+        out.status
+    );
+    assert!(
+        stderr.contains("SegregatedFit: free before any allocation"),
+        "the message: {stderr}"
+    );
 }
 
 #[test]
@@ -398,6 +494,58 @@ fn global_alloc_realloc_stays_in_place_within_a_class() {
         assert!(std::slice::from_raw_parts(s, 100).iter().all(|&b| b == 7));
         GlobalAlloc::dealloc(&a, s, layout(200_000, 8));
     }
+}
+
+/// A large block shrunk by `realloc` gives the tail of its mapping back to
+/// the OS once that tail reaches 64 KiB, and `stats` shows it; it keeps its
+/// address and contents, and grows again. Before, 64 MiB shrunk to 70 KiB
+/// kept its whole mapping: `large_bytes` stayed 67,112,960.
+#[test]
+#[cfg(all(unix, not(miri)))]
+fn shrinking_a_large_block_gives_its_tail_back() {
+    let a = SegregatedFit::new();
+    let page = allocasm::PageAllocator::new().page_size();
+    let extent = |size: usize| (size.next_multiple_of(8) + 32).next_multiple_of(page);
+    let (big, small) = (64 << 20, 70 << 10);
+    // SAFETY: non-zero sizes; each pointer is used within its size and
+    // freed with its layout.
+    unsafe {
+        let p = GlobalAlloc::alloc(&a, layout(big, 8));
+        assert!(!p.is_null());
+        p.write_bytes(0x5a, small);
+        p.add(big - 1).write(1);
+        assert_eq!(a.stats().large_bytes, extent(big));
+        let q = GlobalAlloc::realloc(&a, p, layout(big, 8), small);
+        assert_eq!(q, p, "a shrink stays in place");
+        let s = a.stats();
+        assert_eq!(s.large_blocks, 1);
+        assert_eq!(
+            s.large_bytes,
+            extent(small),
+            "the tail past {small} bytes went back to the OS"
+        );
+        assert!(
+            std::slice::from_raw_parts(q, small)
+                .iter()
+                .all(|&b| b == 0x5a)
+        );
+        // A small shrink (a tail under 64 KiB) keeps the slack for growth.
+        let r = GlobalAlloc::realloc(&a, q, layout(small, 8), small - 4096);
+        assert_eq!(r, q);
+        assert_eq!(a.stats().large_bytes, extent(small));
+        // It grows again (in place within the slack, or by a move).
+        let t = GlobalAlloc::realloc(&a, r, layout(small - 4096, 8), 1 << 20);
+        assert!(!t.is_null());
+        assert!(
+            std::slice::from_raw_parts(t, small - 4096)
+                .iter()
+                .all(|&b| b == 0x5a)
+        );
+        t.add((1 << 20) - 1).write(2);
+        assert_eq!(a.stats().large_bytes, extent(1 << 20));
+        GlobalAlloc::dealloc(&a, t, layout(1 << 20, 8));
+    }
+    assert_eq!(a.stats().large_bytes, 0);
 }
 
 #[test]

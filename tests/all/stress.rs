@@ -484,7 +484,10 @@ fn persistent_over_pages_frees_across_threads() {
 /// path relies on an address dependency Miri does not model).
 struct SeqCstPacked(allocasm::PackedArena);
 
-impl RawAllocator for SeqCstPacked {
+// SAFETY: blocks come from the packed arena's `alloc_seqcst`: `layout.size()`
+// bytes, 16-aligned (larger alignments are refused), disjoint, live until
+// freed with the same size or the arena is reset (`&mut`).
+unsafe impl RawAllocator for SeqCstPacked {
     const FREES_INDIVIDUALLY: bool = true;
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
         if layout.align() > 16 {

@@ -655,7 +655,9 @@ struct OwningPages {
     live: Mutex<Vec<(Block, Layout)>>,
 }
 
-impl RawAllocator for OwningPages {
+// SAFETY: blocks come from the page allocator, which upholds the contract;
+// they are released on `deallocate` or when the base is dropped.
+unsafe impl RawAllocator for OwningPages {
     const FREES_INDIVIDUALLY: bool = true;
 
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
