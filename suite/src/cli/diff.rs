@@ -281,7 +281,7 @@ fn flips(ea: &[ExpectationResult], eb: &[ExpectationResult]) -> Vec<Flip> {
 }
 
 fn compiler(b: &Builds) -> CompilerInfo {
-    let first = b.built.first();
+    let first = b.built.iter().find(|x| x.output.toolchain == b.toolchain);
     CompilerInfo {
         toolchain: b.toolchain.clone(),
         release: first.map(|x| x.output.rustc_release().to_string()),

@@ -58,9 +58,13 @@ impl Builds {
         self.built.iter().find(|b| b.profile.name == profile)
     }
 
-    /// `rustc -vV` of the toolchain (from the first build that worked).
+    /// `rustc -vV` of the toolchain (from the first build that worked with
+    /// it, not from a profile that keeps its own toolchain).
     pub fn rustc_version(&self) -> Option<&str> {
-        self.built.first().map(|b| b.output.rustc_version.as_str())
+        self.built
+            .iter()
+            .find(|b| b.output.toolchain == self.toolchain)
+            .map(|b| b.output.rustc_version.as_str())
     }
 
     /// The linked build of one profile with one LTO setting, if it was asked for.

@@ -680,7 +680,20 @@ pub fn install_targets(
     }
     let mut seen = std::collections::BTreeSet::new();
     for p in profiles {
-        let toolchain = resolve_toolchain(&opts.for_profile(p))?;
+        let own = opts.for_profile(p);
+        let toolchain = match resolve_toolchain(&own) {
+            Ok(tc) => tc,
+            // A profile's own toolchain (targets/*.toml) is part of the
+            // project's set-up, like its targets: installed when asked to.
+            Err(BuildError::ToolchainMissing { toolchain, .. })
+                if opts.toolchain.is_none()
+                    && p.toolchain.as_deref() == Some(toolchain.as_str()) =>
+            {
+                install_toolchain(&toolchain, progress, &p.name)?;
+                toolchain
+            }
+            Err(e) => return Err(e),
+        };
         if toolchain == "default" || !seen.insert((toolchain.clone(), p.triple.clone())) {
             continue;
         }
@@ -698,6 +711,35 @@ pub fn install_targets(
         }
     }
     Ok(())
+}
+
+/// `rustup toolchain install <toolchain> --profile minimal`, under the
+/// rustup lock, reported as an install event of `profile`.
+fn install_toolchain(
+    toolchain: &str,
+    progress: &dyn Fn(BuildEvent),
+    profile: &str,
+) -> Result<(), BuildError> {
+    let _guard = rustup_guard();
+    let mut cmd = Command::new("rustup");
+    cmd.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
+    progress(BuildEvent::InstallingTarget {
+        profile: profile.to_string(),
+        command: command_line(&cmd),
+    });
+    let out = output_of(&mut cmd)?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    Err(BuildError::InstallFailed {
+        command: command_line(&cmd),
+        first_error: first_error_line(&stderr),
+        fix: format!(
+            "run `rustup toolchain install {toolchain} --profile minimal` by hand (or \
+             scripts/setup), then run the command again"
+        ),
+    })
 }
 
 /// Installs every missing target of `profiles` for `toolchain`, as
