@@ -846,15 +846,7 @@ pub fn run(ui: &Ui, args: &BisectArgs) -> Result<Status, CliError> {
         args,
         profile,
         probe: probe.name,
-        opts: BuildOptions {
-            toolchain: None,
-            target_root: args
-                .target_root
-                .clone()
-                .unwrap_or_else(codegen::default_target_root),
-            manifest_path: codegen::manifest_dir().join("Cargo.toml"),
-            install_missing_target: false,
-        },
+        opts: session::build_options(None, args.target_root.as_ref(), false),
         kept: Vec::new(),
     };
     let mut oracle = |tc: &str| builder.sample(tc);

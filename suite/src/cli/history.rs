@@ -18,8 +18,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use allocasm::probes::PROBES;
+use allocasm_suite::codegen::Profile;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
-use allocasm_suite::codegen::{self, Profile};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -600,15 +600,7 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
     }
     let jobs: Vec<BuildOptions> = toolchains
         .iter()
-        .map(|tc| BuildOptions {
-            toolchain: Some(tc.clone()),
-            target_root: args
-                .target_root
-                .clone()
-                .unwrap_or_else(codegen::default_target_root),
-            manifest_path: codegen::manifest_dir().join("Cargo.toml"),
-            install_missing_target: false,
-        })
+        .map(|tc| session::build_options(Some(tc.clone()), args.target_root.as_ref(), false))
         .collect();
     let builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
     let mut infos = Vec::new();

@@ -246,11 +246,21 @@ fn or_list(names: &[&str]) -> String {
 
 /// Build options from the shared arguments.
 pub fn options(args: &BuildArgs, toolchain: Option<String>, install: bool) -> BuildOptions {
+    build_options(toolchain, args.target_root.as_ref(), install)
+}
+
+/// Build options for this crate: `toolchain`, the target root
+/// (`target/allocasm-asm/` unless one is named), whether to install
+/// missing targets.
+pub fn build_options(
+    toolchain: Option<String>,
+    target_root: Option<&std::path::PathBuf>,
+    install: bool,
+) -> BuildOptions {
     BuildOptions {
         toolchain,
-        target_root: args
-            .target_root
-            .clone()
+        target_root: target_root
+            .cloned()
             .unwrap_or_else(codegen::default_target_root),
         manifest_path: codegen::manifest_dir().join("Cargo.toml"),
         install_missing_target: install,
