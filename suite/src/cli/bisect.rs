@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use allocasm::probes::PROBES;
+use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::{self, Profile};
 use clap::{Args, ValueEnum};
@@ -620,7 +620,7 @@ impl Builder<'_> {
             Ok(o) => o,
             Err(e) => return Ok(Sampled::Unavailable(failure_reason(&e))),
         };
-        let listings = codegen::extract_probes(self.profile, &output, PROBES);
+        let listings = codegen::extract_probes(self.profile, &output, probes());
         let (text, instructions) = match (
             listings.listing(self.probe),
             listings.hot_path(self.profile, self.probe),

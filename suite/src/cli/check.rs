@@ -1,7 +1,7 @@
 //! `allocasm check`: every expectation on every profile; one line per
 //! failure (probe, profile, pattern) followed by the listing.
 
-use allocasm::probes::PROBES;
+use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::expect;
 use clap::Args;
 
@@ -29,7 +29,7 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
         .expect("one toolchain");
     let mut failures = 0;
     for b in &builds.built {
-        for f in expect::check_all(&b.profile, &b.listings, PROBES) {
+        for f in expect::check_all(&b.profile, &b.listings, probes()) {
             failures += 1;
             let text = f.to_string();
             let mut lines = text.lines();
@@ -44,7 +44,7 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
     builds.report_failures(ui);
     let summary = format!(
         "checked {} probes on {} profile(s) with {}: {} failure(s){}",
-        PROBES.len(),
+        probes().len(),
         builds.built.len(),
         builds.toolchain,
         failures,

@@ -20,7 +20,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::report::html::escape;
-use allocasm::probes::{PROBES, Probe};
+use allocasm::probes::Probe;
+use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::cfg::HotPath;
 use clap::{Args, ValueEnum};
 use schemars::JsonSchema;
@@ -321,7 +322,7 @@ pub fn compare(
             };
             match (from.get(&p.name), to.get(&p.name)) {
                 (Some(a), Some(b)) => {
-                    let probes: Vec<ProbeDiff> = PROBES
+                    let probes: Vec<ProbeDiff> = probes()
                         .iter()
                         .map(|probe| compare_probe(a, b, probe, names))
                         .collect();
@@ -450,7 +451,7 @@ fn compared(r: &DiffReport) -> Vec<&ProfileDiff> {
 fn summary_rows(r: &DiffReport) -> (Vec<&str>, Vec<(String, Vec<String>)>) {
     let cols = compared(r);
     let header = cols.iter().map(|p| p.profile.as_str()).collect();
-    let rows = PROBES
+    let rows = probes()
         .iter()
         .map(|probe| {
             let cells = cols

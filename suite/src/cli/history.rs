@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use allocasm::probes::PROBES;
+use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::Profile;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use clap::{Args, ValueEnum};
@@ -685,7 +685,7 @@ fn table(
             }
         }
     }
-    let rows = PROBES
+    let rows = probes()
         .iter()
         .map(|probe| Row {
             probe: probe.name.to_string(),

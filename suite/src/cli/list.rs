@@ -1,15 +1,16 @@
 //! `allocasm list`: the probe registry and the profiles.
 
-use allocasm::probes::{PROBES, ProbeKind};
+use allocasm::probes::ProbeKind;
+use allocasm_suite::codegen::project::probes;
 
 use super::{CliError, Status, Ui, session};
 
 /// Prints every probe, then every profile.
 pub fn run(ui: &Ui) -> Result<Status, CliError> {
-    let width = PROBES.iter().map(|p| p.name.len()).max().unwrap_or(0);
-    let alloc_width = PROBES.iter().map(|p| p.allocator.len()).max().unwrap_or(0);
-    println!("{}", ui.bold(&format!("{} probes", PROBES.len())));
-    for p in PROBES {
+    let width = probes().iter().map(|p| p.name.len()).max().unwrap_or(0);
+    let alloc_width = probes().iter().map(|p| p.allocator.len()).max().unwrap_or(0);
+    println!("{}", ui.bold(&format!("{} probes", probes().len())));
+    for p in probes() {
         let kind = match p.kind {
             ProbeKind::SingleThreaded => "single-threaded",
             ProbeKind::Concurrent => "concurrent",

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use allocasm::probes::PROBES;
+use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::build::{BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::executed::{self, MeasureOptions};
 use allocasm_suite::codegen::linked::{self, Lto};
@@ -203,12 +203,12 @@ fn measure_one(
         format!("not measured: the probe driver did not build{fix}: {what}")
     })?;
     step("tracing under qemu");
-    let set = executed::measure(profile, &driver, PROBES, &MeasureOptions::default())
+    let set = executed::measure(profile, &driver, probes(), &MeasureOptions::default())
         .map_err(|e| format!("not measured: the traced run failed: {e:#}"))?;
     let mut hot = BTreeMap::new();
     if driver.library.is_some() {
-        let listings = executed::driver_listings(profile, &driver, PROBES);
-        for probe in PROBES {
+        let listings = executed::driver_listings(profile, &driver, probes());
+        for probe in probes() {
             if let Some(h) = listings.hot_path(profile, probe.name) {
                 hot.insert(probe.name.to_string(), h.instructions);
             }
@@ -224,7 +224,7 @@ fn predict(
 ) -> BTreeMap<String, Result<Vec<mca::Mca>, String>> {
     let arch = profile.arch();
     let mut out = BTreeMap::new();
-    for probe in PROBES {
+    for probe in probes() {
         let Some(hot) = listings.hot_path(profile, probe.name) else {
             continue;
         };

@@ -22,6 +22,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
+use allocasm_suite::codegen::project::{self, Project};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use ui::Ui;
@@ -81,9 +82,13 @@ pub struct Cli {
     /// Also print the cargo commands run and cargo's own output
     #[arg(short, long, global = true, conflicts_with = "quiet")]
     pub verbose: bool,
-    /// Directory of the profiles, one TOML per profile [default: the crate's targets/]
+    /// Directory of the profiles, one TOML per profile [default: the project's targets/]
     #[arg(long, value_name = "DIR", global = true)]
     pub targets_dir: Option<PathBuf>,
+    /// The Cargo.toml of the workspace or package to work on [default: the workspace of the
+    /// current directory]; its allocasm.toml says which package's probes to build
+    #[arg(long, value_name = "PATH", global = true)]
+    pub manifest_path: Option<PathBuf>,
     /// The command
     #[command(subcommand)]
     pub command: Command,
@@ -297,6 +302,14 @@ where
             };
         }
     };
+    if let Command::HelpMarkdown(args) = &cli.command {
+        return reference::run(args);
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::environment(format!("cannot read the current directory: {e}")))?;
+    let project = Project::discover(cli.manifest_path.as_deref(), &cwd)
+        .map_err(|e| CliError::usage(format!("{e:#}")))?;
+    project::set_current(project).map_err(|e| CliError::environment(format!("{e:#}")))?;
     let ui = Ui::new(
         cli.color,
         cli.quiet,
@@ -313,6 +326,6 @@ where
         Command::History(args) => history::run(&ui, &args),
         Command::Bisect(args) => bisect::run(&ui, &args),
         Command::VerifyExtractor(args) => verify::run(&ui, &args),
-        Command::HelpMarkdown(args) => reference::run(&args),
+        Command::HelpMarkdown(_) => unreachable!("handled before the project is found"),
     }
 }

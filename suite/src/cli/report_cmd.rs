@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use allocasm::probes::PROBES;
+use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::linked;
 use clap::Args;
 
@@ -105,7 +105,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         &order,
         &built,
         &failed,
-        PROBES,
+        probes(),
         (!args.no_linked).then_some(linked.as_slice()),
     );
     let measurements = (!args.no_executed).then(|| {

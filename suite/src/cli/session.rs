@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
-use allocasm::probes::{PROBES, Probe};
+use allocasm::probes::Probe;
+use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::linked::{self, LinkedOutput, Lto};
 use allocasm_suite::codegen::profile::edit_distance;
@@ -175,9 +176,13 @@ pub fn build_error_message(error: &BuildError) -> String {
 pub fn load_profiles(ui: &Ui) -> Result<Vec<Profile>, CliError> {
     let profiles =
         Profile::load_all(&ui.targets_dir).map_err(|e| CliError::usage(format!("{e:#}")))?;
-    for p in &profiles {
-        p.validate(PROBES)
-            .map_err(|e| CliError::usage(format!("{e:#}")))?;
+    // (Probes found by prefix are known after the build, which validates
+    // the profiles then.)
+    if project::current().known_probes().is_some() {
+        for p in &profiles {
+            p.validate(probes())
+                .map_err(|e| CliError::usage(format!("{e:#}")))?;
+        }
     }
     Ok(profiles)
 }
@@ -217,10 +222,10 @@ pub fn select_profiles(all: Vec<Profile>, names: &[String]) -> Result<Vec<Profil
 /// A probe of the registry by name (`probe_` may be left out); an unknown
 /// name is a usage error suggesting the nearest.
 pub fn find_probe(name: &str) -> Result<&'static Probe, CliError> {
-    if let Some(p) = allocasm::probes::find(name) {
+    if let Some(p) = allocasm_suite::codegen::project::find(name) {
         return Ok(p);
     }
-    if let Some(p) = allocasm::probes::find(&format!("probe_{name}")) {
+    if let Some(p) = allocasm_suite::codegen::project::find(&format!("probe_{name}")) {
         return Ok(p);
     }
     let full = if name.starts_with("probe_") {
@@ -228,7 +233,7 @@ pub fn find_probe(name: &str) -> Result<&'static Probe, CliError> {
     } else {
         format!("probe_{name}")
     };
-    let near = nearest(&full, PROBES.iter().map(|p| p.name));
+    let near = nearest(&full, probes().iter().map(|p| p.name));
     Err(CliError::usage(format!(
         "unknown probe `{name}`; did you mean {}? (`allocasm list` shows every probe)",
         or_list(&near)
@@ -333,7 +338,7 @@ pub fn build_all_with(
                         .map(|r| r.map(|o| (o, None)))
                         .collect(),
                     Backend::CargoShowAsm => {
-                        show_asm::build_profiles(profiles, opts, PROBES, &|e| on_event(tc, e))
+                        show_asm::build_profiles(profiles, opts, probes(), &|e| on_event(tc, e))
                             .into_iter()
                             .map(|r| r.map(|(o, l)| (o, Some(l))))
                             .collect()
@@ -346,6 +351,23 @@ pub fn build_all_with(
             .map(|h| h.join().expect("build thread"))
             .collect()
     });
+    // A project whose probes are found by prefix learns them here, from
+    // every build that worked, before any listing is extracted.
+    if project::current().known_probes().is_none() {
+        let mut names = BTreeSet::new();
+        for (results, _) in results.iter().zip(&toolchains) {
+            for (profile, r) in profiles.iter().zip(results) {
+                if let Ok((output, _)) = r {
+                    names.extend(codegen::function_names(profile, output));
+                }
+            }
+        }
+        project::found_in(names.iter().map(String::as_str));
+        for p in profiles {
+            p.validate(probes())
+                .map_err(|e| CliError::usage(format!("{e:#}")))?;
+        }
+    }
     let linked_results: Vec<Vec<LinkedBuilt>> = if linked_jobs == 0 {
         jobs.iter().map(|_| Vec::new()).collect()
     } else {
@@ -365,7 +387,7 @@ pub fn build_all_with(
                             settle(&progress, &running, several, tc, &format!("{name} ({lto})"));
                         }
                         let result = result.map(|out| {
-                            let listings = linked::extract_linked(&profile, &out, PROBES);
+                            let listings = linked::extract_linked(&profile, &out, probes());
                             (out, listings)
                         });
                         LinkedBuilt {
@@ -392,7 +414,7 @@ pub fn build_all_with(
             match result {
                 Ok((output, listings)) => {
                     let listings = listings
-                        .unwrap_or_else(|| codegen::extract_probes(profile, &output, PROBES));
+                        .unwrap_or_else(|| codegen::extract_probes(profile, &output, probes()));
                     builds.built.push(Built {
                         profile: profile.clone(),
                         output,

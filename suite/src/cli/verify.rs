@@ -9,7 +9,7 @@
 //! the built-in extractor also builds with each forced flag alone, and a
 //! listing's difference is put down to the flag that alone reproduces it.
 
-use allocasm::probes::PROBES;
+use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::Profile;
 use clap::Args;
 use similar::TextDiff;
@@ -88,7 +88,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
         };
         let d = default.get(&profile.name);
         println!("\n{}", ui.bold(&profile.name));
-        for probe in PROBES {
+        for probe in probes() {
             let (la, lb) = (instructions(a, probe.name), instructions(b, probe.name));
             let default_text = d.and_then(|d| instructions(d, probe.name));
             let cgu_note = match (&default_text, &la) {

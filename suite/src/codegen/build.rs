@@ -30,8 +30,6 @@ use std::time::{Duration, Instant, SystemTime};
 use super::artifacts::{Artifacts, LibraryOutputs};
 use super::profile::Profile;
 
-/// The library crate whose `.s` files the asm build reads.
-pub const LIBRARY_CRATE: &str = "allocasm";
 
 /// Where and with what to build.
 #[derive(Debug, Clone)]
@@ -70,7 +68,7 @@ impl Default for BuildOptions {
         BuildOptions {
             toolchain: None,
             target_root: super::default_target_root(),
-            manifest_path: super::manifest_dir().join("Cargo.toml"),
+            manifest_path: super::project::current().manifest_path.clone(),
             install_missing_target: false,
         }
     }
@@ -853,16 +851,13 @@ pub fn build_profile(
     let dir = target_dir(opts, &toolchain, profile);
     let flags = asm_flags(profile, &opts.manifest_path);
 
+    let project = super::project::current();
     let mut cmd = tool(&toolchain, "cargo");
-    cmd.args([
-        "rustc",
-        "--release",
-        "--lib",
-        "--features",
-        "probes",
-        "--target",
-        &profile.triple,
-    ])
+    cmd.args(["rustc", "--release", "--lib"]);
+    if !project.features.is_empty() {
+        cmd.arg("--features").arg(project.features.join(","));
+    }
+    cmd.args(["--target", &profile.triple])
     .arg("--target-dir")
     .arg(&dir)
     .arg("--manifest-path")
@@ -928,7 +923,7 @@ pub fn build_profile(
     }
 
     let outputs = Artifacts::parse(&json)
-        .library(LIBRARY_CRATE)
+        .library(&project.lib_name)
         .ok_or_else(|| BuildError::NoAsm {
             profile: profile.name.clone(),
             dir: dir.clone(),

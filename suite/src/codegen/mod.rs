@@ -58,7 +58,8 @@
 //! the profile's `why` for the probe as the annotation.
 //!
 //! Paths: [`manifest_dir`], [`targets_dir`], [`snapshots_dir`],
-//! [`default_target_root`].
+//! [`default_target_root`], all of the current [`project`] (the workspace the
+//! command runs in, or allocasm's own as compiled in).
 
 pub mod artifacts;
 pub mod build;
@@ -71,6 +72,7 @@ pub mod mca;
 pub mod normalize;
 pub mod parse;
 pub mod profile;
+pub mod project;
 pub mod summary;
 pub mod symbols;
 
@@ -88,29 +90,27 @@ pub use profile::{
 
 use allocasm::probes::Probe;
 
-/// The workspace root: the allocator library's directory, with its
-/// `Cargo.toml`, `targets/` and `snapshots/` (this crate is `suite/` below
-/// it), as compiled in.
+/// The current project's workspace root ([`project::current`]): allocasm's
+/// own tree as compiled in, unless the command line found another.
 pub fn manifest_dir() -> PathBuf {
-    let suite = Path::new(env!("CARGO_MANIFEST_DIR"));
-    suite.parent().unwrap_or(suite).to_path_buf()
+    project::current().root.clone()
 }
 
-/// `targets/`: one TOML file per profile.
+/// The current project's profiles (`targets/`): one TOML file per profile.
 pub fn targets_dir() -> PathBuf {
-    manifest_dir().join("targets")
+    project::current().targets_dir.clone()
 }
 
-/// `snapshots/`: one folder of insta snapshots per profile.
+/// The current project's snapshots (`snapshots/`): one folder per profile.
 pub fn snapshots_dir() -> PathBuf {
-    manifest_dir().join("snapshots")
+    project::current().snapshots_dir.clone()
 }
 
 /// `target/allocasm-asm/`: the default root of the per-toolchain,
 /// per-profile target dirs, apart from the outer build so the two never wait
 /// on each other's lock.
 pub fn default_target_root() -> PathBuf {
-    manifest_dir().join("target").join("allocasm-asm")
+    project::current().target_root.clone()
 }
 
 /// One probe as found on one profile.
@@ -188,6 +188,17 @@ pub fn extract_probes(profile: &Profile, asm: &AsmOutput, probes: &[Probe]) -> P
         missing,
         cold_functions,
     }
+}
+
+/// Every function name a build defines (aliases included), as the probes
+/// are named: what a project whose probes are found by prefix picks from
+/// ([`project::found_in`]).
+pub fn function_names(profile: &Profile, asm: &AsmOutput) -> BTreeSet<String> {
+    let format = profile.object_format();
+    asm.files
+        .iter()
+        .flat_map(|f| parse::parse_asm(&f.text, format).names())
+        .collect()
 }
 
 /// Loads every profile of `targets/` (see [`Profile::load_all`]).
