@@ -31,8 +31,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
+use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::{self, Profile};
 use clap::{Args, ValueEnum};
 use serde::Serialize;

@@ -1,8 +1,8 @@
 //! `allocasm check`: every expectation on every profile; one line per
 //! failure (probe, profile, pattern) followed by the listing.
 
-use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::expect;
+use allocasm_suite::codegen::project::probes;
 use clap::Args;
 
 use super::session;

@@ -21,8 +21,8 @@ use std::path::PathBuf;
 
 use crate::report::html::escape;
 use allocasm::probes::Probe;
-use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::cfg::HotPath;
+use allocasm_suite::codegen::project::probes;
 use clap::{Args, ValueEnum};
 use schemars::JsonSchema;
 use serde::Serialize;

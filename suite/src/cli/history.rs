@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::Profile;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
+use allocasm_suite::codegen::project::probes;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 

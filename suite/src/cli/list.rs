@@ -1,15 +1,32 @@
 //! `allocasm list`: the probe registry and the profiles.
 
 use allocasm::probes::ProbeKind;
-use allocasm_suite::codegen::project::probes;
+use allocasm_suite::codegen::project::{self, probes};
 
 use super::{CliError, Status, Ui, session};
 
 /// Prints every probe, then every profile.
 pub fn run(ui: &Ui) -> Result<Status, CliError> {
     let width = probes().iter().map(|p| p.name.len()).max().unwrap_or(0);
-    let alloc_width = probes().iter().map(|p| p.allocator.len()).max().unwrap_or(0);
-    println!("{}", ui.bold(&format!("{} probes", probes().len())));
+    let alloc_width = probes()
+        .iter()
+        .map(|p| p.allocator.len())
+        .max()
+        .unwrap_or(0);
+    let project = project::current();
+    if probes().is_empty() {
+        // Found by prefix: only a build says which functions there are.
+        println!(
+            "{}",
+            ui.bold(&format!(
+                "probes of {}: {} (found in each build: `allocasm check` or `report` lists them)",
+                project.package,
+                project.describe_probes()
+            ))
+        );
+    } else {
+        println!("{}", ui.bold(&format!("{} probes", probes().len())));
+    }
     for p in probes() {
         let kind = match p.kind {
             ProbeKind::SingleThreaded => "single-threaded",

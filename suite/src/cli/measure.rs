@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::build::{BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::executed::{self, MeasureOptions};
 use allocasm_suite::codegen::linked::{self, Lto};
+use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{ProbeListings, Profile, mca};
 
 use super::Ui;
@@ -33,6 +33,10 @@ pub fn on_path(program: &str) -> bool {
         })
     })
 }
+
+/// Why a project other than allocasm has no executed counts: they come
+/// from allocasm's own probe driver (`examples/probe_driver.rs`).
+pub const NO_DRIVER: &str = "not measured: the project has no probe driver";
 
 /// Why `profile`'s executed counts cannot be taken here, or `None` when
 /// they can; `found` tells whether a program is installed.
@@ -89,7 +93,12 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                     .is_none()
                     .then(|| "not predicted: the profile did not build".to_string())
             });
-            (t, why_not_measured(t.profile, &on_path), mca_reason)
+            let exec_reason = if project::current().is_allocasm() {
+                why_not_measured(t.profile, &on_path)
+            } else {
+                Some(NO_DRIVER.to_string())
+            };
+            (t, exec_reason, mca_reason)
         })
         .collect();
     let steps = plan

@@ -15,6 +15,7 @@ mod report_cmd;
 mod session;
 mod show;
 mod show_asm;
+mod snapshot;
 mod ui;
 mod verify;
 
@@ -108,10 +109,16 @@ pub enum ColorWhen {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List every probe: its allocator, operation, kind and what it should compile to
+    /// List every probe (its allocator, operation, kind and what it should compile to) and profile
     List,
     /// Print one probe's listing on one or more profiles
     Show(show::ShowArgs),
+    /// Compare every probe's listing with the project's snapshots (insta's .snap files)
+    ///
+    /// Per profile and probe, snapshots/<profile>/<probe>.snap under the project's root. A new
+    /// or changed listing is written as <probe>.snap.new beside it (for `cargo insta review`)
+    /// with a diff, and the command exits 1; --accept writes the .snap instead.
+    Snapshot(snapshot::SnapshotArgs),
     /// Build every profile and check every expectation
     ///
     /// Prints one line per failure naming the probe, the profile and the pattern, followed by
@@ -321,6 +328,7 @@ where
         Command::List => list::run(&ui),
         Command::Show(args) => show::run(&ui, &args),
         Command::Check(args) => check::run(&ui, &args),
+        Command::Snapshot(args) => snapshot::run(&ui, &args),
         Command::Report(args) => report_cmd::run(&ui, &args),
         Command::Diff(args) => diff::run(&ui, &args),
         Command::History(args) => history::run(&ui, &args),

@@ -71,8 +71,10 @@ pub fn tidy(text: &str) -> String {
 const INTRO: &str = "\
 ## Command reference
 
-`cargo run --release -- <command>` runs the CLI (`cargo install --path .` puts `allocasm` on the
-`PATH`). Examples:
+`cargo run --release -- <command>` runs the CLI here; `cargo install --locked --path suite` puts
+`allocasm` on the `PATH`, and the installed binary works on the Cargo workspace of the directory
+it runs in (or `--manifest-path`), any crate with an `allocasm.toml` (docs/any-crate.md).
+Examples:
 
 ```sh
 cargo run --release -- report                       # reports/report.{md,json,html}, every profile

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::linked;
+use allocasm_suite::codegen::project::{self, probes};
 use clap::Args;
 
 use crate::report::{self, BuiltProfile, Compiler, LinkedBuild, Report};
@@ -56,13 +56,17 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     // The README's main command must work on a fresh machine where
     // RUSTUP_AUTO_INSTALL=0: `report` installs missing targets itself.
     let install = !args.no_install;
+    // Linked views and executed counts come from allocasm's own examples
+    // (`linked_probes`, `probe_driver`); another project's report has the
+    // listings, their hot paths and llvm-mca's predictions.
+    let with_linked = !args.no_linked && project::current().is_allocasm();
     let opts = session::options(&args.build, args.build.toolchain.clone(), install);
     let builds = session::build_all_with(
         ui,
         &profiles,
         std::slice::from_ref(&opts),
         args.build.backend,
-        !args.no_linked,
+        with_linked,
     )?
     .pop()
     .expect("one toolchain");
@@ -106,7 +110,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         &built,
         &failed,
         probes(),
-        (!args.no_linked).then_some(linked.as_slice()),
+        with_linked.then_some(linked.as_slice()),
     );
     let measurements = (!args.no_executed).then(|| {
         let targets: Vec<measure::Target<'_>> = order

@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use allocasm::probes::Probe;
-use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::linked::{self, LinkedOutput, Lto};
 use allocasm_suite::codegen::profile::edit_distance;
+use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{self, AsmOutput, ProbeListings, Profile};
 
 use super::ui::Progress;
@@ -309,6 +309,8 @@ pub fn build_all_with(
         .iter()
         .map(resolve_toolchain)
         .collect::<Result<_, _>>()?;
+    // The linked views build allocasm's own examples; another project has none.
+    let linked = linked && project::current().is_allocasm();
     let linked_jobs = if linked {
         profiles.iter().filter(|p| p.linked.is_some()).count() * Lto::ALL.len()
     } else {

@@ -3,6 +3,7 @@
 
 use allocasm_suite::codegen::linked::Lto;
 use allocasm_suite::codegen::listing::Line;
+use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{ProbeListings, Profile};
 use clap::Args;
 
@@ -76,7 +77,17 @@ fn lines_of(
 
 /// Builds the selected profiles and prints the probe's listing on each.
 pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
-    let probe = session::find_probe(&args.probe)?;
+    // A project whose probes are found by prefix knows them only once built.
+    let early = if probes().is_empty() {
+        None
+    } else {
+        Some(session::find_probe(&args.probe)?)
+    };
+    if args.linked && !project::current().is_allocasm() {
+        return Err(CliError::usage(
+            "--linked shows allocasm's own linked examples; this project has none".to_string(),
+        ));
+    }
     let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
     let opts = session::options(
         &args.build,
@@ -86,6 +97,10 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
     let builds = session::build_all_with(ui, &profiles, &[opts], args.build.backend, args.linked)?
         .pop()
         .expect("one toolchain");
+    let probe = match early {
+        Some(p) => p,
+        None => session::find_probe(&args.probe)?,
+    };
     if args.linked {
         let without: Vec<&str> = profiles
             .iter()

@@ -48,25 +48,20 @@ const SCRUBBED_ENV: &[&str] = &[
 /// The `cargo asm` command for one probe of one profile.
 pub fn command(profile: &Profile, opts: &BuildOptions, toolchain: &str, probe: &str) -> Command {
     let mut cmd = Command::new("rustup");
-    cmd.args([
-        "run",
-        toolchain,
-        "cargo",
-        "asm",
-        "--lib",
-        "--release",
-        "--features",
-        "probes",
-    ])
-    .args(["--target", &profile.triple])
-    .arg("--manifest-path")
-    .arg(&opts.manifest_path)
-    .arg("--target-dir")
-    .arg(
-        opts.target_root
-            .join(toolchain)
-            .join(format!("{}.cargo-show-asm", profile.name)),
-    );
+    cmd.args(["run", toolchain, "cargo", "asm", "--lib", "--release"]);
+    let project = allocasm_suite::codegen::project::current();
+    if !project.features.is_empty() {
+        cmd.args(["--features", &project.features.join(",")]);
+    }
+    cmd.args(["--target", &profile.triple])
+        .arg("--manifest-path")
+        .arg(&opts.manifest_path)
+        .arg("--target-dir")
+        .arg(
+            opts.target_root
+                .join(toolchain)
+                .join(format!("{}.cargo-show-asm", profile.name)),
+        );
     // `-C a -C b` as cargo-show-asm spells it: `-C=a -C=b`; Intel syntax
     // through its own option.
     let flags = &profile.rustflags;

@@ -9,8 +9,8 @@
 //! the built-in extractor also builds with each forced flag alone, and a
 //! listing's difference is put down to the flag that alone reproduces it.
 
-use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::Profile;
+use allocasm_suite::codegen::project::probes;
 use clap::Args;
 use similar::TextDiff;
 

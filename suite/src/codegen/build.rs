@@ -30,7 +30,6 @@ use std::time::{Duration, Instant, SystemTime};
 use super::artifacts::{Artifacts, LibraryOutputs};
 use super::profile::Profile;
 
-
 /// Where and with what to build.
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
@@ -858,19 +857,19 @@ pub fn build_profile(
         cmd.arg("--features").arg(project.features.join(","));
     }
     cmd.args(["--target", &profile.triple])
-    .arg("--target-dir")
-    .arg(&dir)
-    .arg("--manifest-path")
-    .arg(&opts.manifest_path)
-    .args([
-        "--message-format=json-render-diagnostics",
-        "--",
-        "--emit",
-        "asm",
-    ])
-    .args(&flags)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+        .arg("--target-dir")
+        .arg(&dir)
+        .arg("--manifest-path")
+        .arg(&opts.manifest_path)
+        .args([
+            "--message-format=json-render-diagnostics",
+            "--",
+            "--emit",
+            "asm",
+        ])
+        .args(&flags)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     for var in SCRUBBED_ENV {
         cmd.env_remove(var);
     }

@@ -107,7 +107,9 @@ fn parse_kind(s: &str, what: &str) -> anyhow::Result<ProbeKind> {
     match s {
         "single-threaded" => Ok(ProbeKind::SingleThreaded),
         "concurrent" => Ok(ProbeKind::Concurrent),
-        other => bail!("{what}: unknown probe kind `{other}` (expected single-threaded or concurrent)"),
+        other => {
+            bail!("{what}: unknown probe kind `{other}` (expected single-threaded or concurrent)")
+        }
     }
 }
 
@@ -246,7 +248,9 @@ impl Project {
                 parse_kind(k, &format!("{where_}: [probes.kinds] {name}"))?,
             );
         }
-        let targets_dir = ws.root.join(raw.targets.unwrap_or_else(|| "targets".into()));
+        let targets_dir = ws
+            .root
+            .join(raw.targets.unwrap_or_else(|| "targets".into()));
         let snapshots_dir = ws
             .root
             .join(raw.snapshots.unwrap_or_else(|| "snapshots".into()));

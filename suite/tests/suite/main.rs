@@ -2,6 +2,7 @@
 //! the registry found and checked on every profile, the insta snapshots, the
 //! linked view and the `allocasm` command itself.
 
+mod any_crate;
 mod cli;
 mod codegen;
 mod executed;

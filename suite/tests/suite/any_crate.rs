@@ -1,0 +1,242 @@
+//! The suite on a crate that is not allocasm, through an installed binary
+//! run from another directory: the fixture crate `tests/fixtures/bumpfix`
+//! (two `#[inline(never)]` functions found by a prefix, three profiles, its
+//! own snapshots) is copied out of this tree, `cargo install --path suite`
+//! puts the binary in a folder of its own, and that binary's `check`,
+//! `report`, `show` and `snapshot` work on the copy because it is where they
+//! run, not the tree they were built from.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the suite is in the workspace")
+        .to_path_buf()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// `cargo install --path suite` into a folder of its own (reusing the
+/// workspace's release build when there is one), once per test run.
+fn installed() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("any-crate-install");
+        let out = Command::new(env!("CARGO"))
+            .args(["install", "--locked", "--offline", "--quiet", "--path"])
+            .arg(repo_root().join("suite"))
+            .arg("--root")
+            .arg(&root)
+            // The workspace's target dir: the release build the README's
+            // commands made is reused, not built again.
+            .arg("--target-dir")
+            .arg(repo_root().join("target"))
+            .env_remove("CARGO_TARGET_DIR")
+            .output()
+            .expect("cargo install runs");
+        assert!(
+            out.status.success(),
+            "cargo install --path suite failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bin = root.join("bin").join("allocasm");
+        assert!(bin.is_file(), "no {}", bin.display());
+        bin
+    })
+}
+
+/// A fresh copy of the fixture crate outside this workspace's sources,
+/// pinned to this workspace's toolchain.
+fn fixture(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("any-crate")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bumpfix"),
+        &dir,
+    );
+    std::fs::copy(
+        repo_root().join("rust-toolchain.toml"),
+        dir.join("rust-toolchain.toml"),
+    )
+    .unwrap();
+    // Share one target dir between the copies: each has its own
+    // allocasm-asm/ builds otherwise, compiled from nothing.
+    std::fs::create_dir_all(dir.join(".cargo")).unwrap();
+    std::fs::write(
+        dir.join(".cargo/config.toml"),
+        format!(
+            "[build]\ntarget-dir = {:?}\n",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("any-crate-target")
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(installed())
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_MANIFEST_DIR")
+        .output()
+        .expect("the installed allocasm runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn has_rustup() -> bool {
+    Command::new("rustup").arg("--version").output().is_ok()
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_installed_binary_checks_the_crate_it_runs_in() {
+    if !has_rustup() {
+        eprintln!("skipped: no rustup");
+        return;
+    }
+    let dir = fixture("check");
+    let ok = run_in(&dir, &["check"]);
+    let out = text(&ok);
+    assert_eq!(ok.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("checked 2 probes on 3 profile(s)") && out.contains("0 failure(s)"),
+        "{out}"
+    );
+
+    // The same binary, the budget lowered in the copy: the failure is the
+    // copy's, named with its probe and profile.
+    let profile = dir.join("targets/x86_64-linux.toml");
+    let toml = std::fs::read_to_string(&profile).unwrap();
+    let lowered = toml.replacen("hot_max = 9", "hot_max = 3", 1);
+    assert_ne!(
+        lowered, toml,
+        "the fixture's x86_64 budget for bumpfix_alloc is 9"
+    );
+    std::fs::write(&profile, lowered).unwrap();
+    let failed = run_in(&dir, &["check", "-p", "x86_64-linux"]);
+    let out = text(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAIL bumpfix_alloc on profile x86_64-linux: hot_max 3"),
+        "{out}"
+    );
+
+    // --manifest-path from anywhere else works on the same crate.
+    let elsewhere = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let manifest = dir.join("Cargo.toml");
+    let again = run_in(
+        elsewhere,
+        &[
+            "--manifest-path",
+            manifest.to_str().unwrap(),
+            "check",
+            "-p",
+            "x86_64-linux",
+        ],
+    );
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_fixture_reports_shows_and_snapshots() {
+    if !has_rustup() {
+        eprintln!("skipped: no rustup");
+        return;
+    }
+    let dir = fixture("report");
+    let report = run_in(&dir, &["report", "--format", "md,json"]);
+    let out = text(&report);
+    assert_eq!(report.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("2 probes × 3 profiles") && out.contains("6 listings, 0 missing"),
+        "{out}"
+    );
+    let md = std::fs::read_to_string(dir.join("reports/report.md")).unwrap();
+    for probe in ["bumpfix_alloc", "bumpfix_count"] {
+        assert!(md.contains(probe), "the report lacks {probe}");
+    }
+    assert!(
+        md.contains("the project has no probe driver"),
+        "the report says why nothing was executed"
+    );
+
+    let show = run_in(&dir, &["show", "bumpfix_count", "-p", "aarch64-linux-lse"]);
+    let out = text(&show);
+    assert_eq!(show.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("bumpfix_count:") && out.contains("ldadd"),
+        "{out}"
+    );
+
+    // The committed snapshots hold the listings.
+    let snap = run_in(&dir, &["snapshot"]);
+    let out = text(&snap);
+    assert_eq!(snap.status.code(), Some(0), "{out}");
+    assert!(out.contains("6 unchanged, 0 new, 0 changed"), "{out}");
+
+    // A changed snapshot: exit 1, a diff, a .snap.new beside it; --accept
+    // takes the listing and the next run is clean.
+    let path = dir.join("snapshots/x86_64-linux/bumpfix_count.snap");
+    let old = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, old.replace("lock xadd", "lock xchg")).unwrap();
+    let changed = run_in(&dir, &["snapshot", "-p", "x86_64-linux"]);
+    let out = text(&changed);
+    assert_eq!(changed.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("CHANGED snapshots/x86_64-linux/bumpfix_count.snap"),
+        "{out}"
+    );
+    assert!(out.contains("+  lock xadd"), "{out}");
+    assert!(path.with_extension("snap.new").is_file());
+    let accepted = run_in(&dir, &["snapshot", "-p", "x86_64-linux", "--accept"]);
+    assert_eq!(accepted.status.code(), Some(0), "{}", text(&accepted));
+    assert!(!path.with_extension("snap.new").exists());
+    let clean = run_in(&dir, &["snapshot", "-p", "x86_64-linux"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean));
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn outside_a_workspace_it_says_where_to_point_it() {
+    let dir = std::env::temp_dir().join(format!("allocasm-no-workspace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_allocasm"))
+        .arg("list")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no Cargo workspace here") && err.contains("--manifest-path"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
