@@ -4,6 +4,7 @@
 
 mod cli;
 mod codegen;
+mod cross;
 mod executed;
 mod linked;
 mod probes;
