@@ -9,3 +9,4 @@ mod executed;
 mod linked;
 mod probes;
 mod rustup;
+mod snapshots;
