@@ -14,7 +14,7 @@
 # matches nothing must never report "nothing changed"). The workflow job is
 # continue-on-error: it reports, it does not block.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 # The tests the canary runs: the suite crate's integration binary, its
 # codegen module.
@@ -43,10 +43,10 @@ summary=${GITHUB_STEP_SUMMARY:-/dev/null}
 pin=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
 
 rustup toolchain install "$tc" --profile minimal --no-self-update
-for t in $(sed -n 's/^triple = "\(.*\)"/\1/p' targets/*.toml | sort -u); do
+while IFS= read -r t; do
   # A target the toolchain has no std for is "not available" to the suite.
   rustup target add "$t" --toolchain "$tc" 2>/dev/null || echo "canary: $tc has no rust-std for $t"
-done
+done < <(sed -n 's/^triple = "\(.*\)"/\1/p' targets/*.toml | sort -u)
 rustc "+$tc" -vV
 
 find snapshots -name '*.snap.new' -delete

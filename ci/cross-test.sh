@@ -7,7 +7,7 @@
 # Needs Docker. Without it, scripts/test's `aarch64` step does the same with
 # Debian's cross linker and qemu-user directly.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 triple=${1:-aarch64-unknown-linux-gnu}
 command -v cross >/dev/null || cargo install cross --locked
 rustup target add "$triple"

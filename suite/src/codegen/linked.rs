@@ -152,6 +152,37 @@ pub fn gnu_triple(triple: &str) -> String {
     format!("{arch}-{}", rest.join("-"))
 }
 
+/// The environment that cross-links (and runs) a Linux `triple` from this
+/// host: `CARGO_TARGET_<TRIPLE>_LINKER` (Debian's `<gnu-triple>-gcc`) and
+/// `CARGO_TARGET_<TRIPLE>_RUNNER` (`qemu-<arch> -L /usr/<gnu-triple>`).
+/// Empty when the triple is the host's own architecture (a native build
+/// needs neither) or not a Linux triple with a Debian cross toolchain. The
+/// same pairs as `scripts/cross-env`, which the qemu test steps use: no
+/// `.cargo/config.toml` sets them, so a host build never picks them up.
+pub fn cross_env(triple: &str) -> Vec<(String, String)> {
+    let native = Arch::from_triple(triple) == Arch::from_triple(std::env::consts::ARCH)
+        && cfg!(target_os = "linux");
+    let qemu = match Arch::from_triple(triple) {
+        Arch::X86_64 => "qemu-x86_64",
+        Arch::Aarch64 => "qemu-aarch64",
+        Arch::Riscv64 => "qemu-riscv64",
+        Arch::Arm => "qemu-arm",
+        Arch::Other(_) => return Vec::new(),
+    };
+    if native || !triple.contains("-linux-gnu") {
+        return Vec::new();
+    }
+    let gnu = gnu_triple(triple);
+    let var = format!(
+        "CARGO_TARGET_{}",
+        triple.to_uppercase().replace(['-', '.'], "_")
+    );
+    vec![
+        (format!("{var}_LINKER"), format!("{gnu}-gcc")),
+        (format!("{var}_RUNNER"), format!("{qemu} -L /usr/{gnu}")),
+    ]
+}
+
 /// The disassembler for a profile: its `[linked] objdump`, else
 /// `<gnu-triple>-objdump` when on `PATH`, else the host's `objdump` when the
 /// profile's architecture is the host's.
@@ -317,13 +348,20 @@ fn cargo_build(
     }
     cmd.env("CARGO_PROFILE_RELEASE_LTO", lto.cargo_value());
     cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\u{1f}"));
+    // The cross linker for a foreign Linux target, unless the caller chose
+    // one: no config file sets it, so a native build links natively.
+    for (var, value) in cross_env(&profile.triple) {
+        if std::env::var_os(&var).is_none() {
+            cmd.env(var, value);
+        }
+    }
     cmd
 }
 
 /// Builds `examples/linked_probes.rs` for a profile and disassembles it.
 ///
-/// The profile must have a `[linked]` table; the build runs in the crate's
-/// directory so `.cargo/config.toml`'s cross linkers apply.
+/// The profile must have a `[linked]` table; a foreign Linux target links
+/// with Debian's cross gcc ([`cross_env`]).
 pub fn build_linked(
     profile: &Profile,
     opts: &BuildOptions,

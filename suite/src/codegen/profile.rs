@@ -111,7 +111,7 @@ impl ObjectFormat {
 pub enum RunMode {
     /// The host runs them directly.
     Native,
-    /// Under qemu-user: the runner of `.cargo/config.toml` (`qemu-<arch>`).
+    /// Under qemu-user (`qemu-<arch>`, as `scripts/cross-env` sets it up).
     Qemu(String),
     /// They cannot run here (only the assembly is checked); CI runs them on
     /// a native runner.

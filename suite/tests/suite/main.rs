@@ -5,7 +5,9 @@
 mod any_crate;
 mod cli;
 mod codegen;
+mod cross;
 mod executed;
 mod linked;
 mod probes;
 mod rustup;
+mod snapshots;
