@@ -59,7 +59,7 @@ fn run_probe_crate(target: Option<&str>, env: &[(String, String)]) -> (String, S
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix("Running `"))
         // The last one: the program (the ones before it are rustc's).
-        .last()
+        .next_back()
         .unwrap_or_else(|| panic!("no `Running` line in:\n{stderr}"))
         .trim_end_matches('`')
         .to_string();
