@@ -7,4 +7,5 @@ mod codegen;
 mod executed;
 mod linked;
 mod probes;
+mod report_html;
 mod rustup;
