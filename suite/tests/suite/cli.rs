@@ -587,12 +587,15 @@ fn report_writes_markdown_json_and_self_contained_html() {
     );
     // html: the summary with its marks and legend, and per probe the `.s`,
     // linked release and linked fat-LTO listings in three columns.
-    assert!(html.contains("<table class=\"summary\">"), "summary table");
+    assert!(
+        html.contains("<table class=\"summary\" id=\"summary-table\">"),
+        "summary table"
+    );
     assert!(
         html.contains("<span class=\"mk a\" title=\"atomic instruction\">A</span>"),
         "atomic mark"
     );
-    assert!(html.contains("<th>x86_64-linux linked+LTO</th>"));
+    assert!(html.contains("<th>x86_64-<wbr>linux linked+LTO</th>"));
     assert!(
         html.contains("<div class=\"cols linked\" data-profile=\"x86_64-linux\">"),
         "linked columns"
