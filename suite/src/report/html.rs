@@ -1,16 +1,23 @@
-//! The HTML report: one self-contained page (inline CSS, no scripts, no
-//! external assets) with, per probe, one column per profile side by side,
-//! key instructions highlighted (atomics, calls, thread-local accesses,
-//! loops) and every expectation marked. The cross-profile summary comes
-//! first; where a profile has a linked view, each probe also shows its `.s`
-//! listing next to the linked release and fat-LTO listings, in columns.
+//! The HTML report: one self-contained page (inline CSS and a small inline
+//! script, no external assets) laid out for a laptop screen. Its first screen
+//! holds the verdict, a table of contents and the cross-profile summary; the
+//! profiles follow with the settings they share said once, then per probe
+//! one column per profile (key instructions highlighted: atomics, calls,
+//! thread-local accesses, loops; every expectation marked) and, where a
+//! profile has a linked view, its `.s` listing next to the linked release
+//! and fat-LTO listings. The script filters probes by name or allocator and
+//! shows two profiles side by side until the reader asks for more; without
+//! it the page shows everything.
 
 use std::fmt::Write;
+use std::sync::OnceLock;
+
+use regex::Regex;
 
 use super::text::join_or_none;
 use super::{
-    Annotation, Counts, CrossSummary, ExecutedSection, Format, HotPathReport, ListingLine,
-    ProbeReport, ProbeResult, Report, SummaryCell, TlsAccess,
+    Annotation, Counts, CrossSummary, ExecutedSection, Format, HotPathReport, LinkedView,
+    ListingLine, ProbeReport, ProbeResult, Report, SummaryCell, TlsAccess,
 };
 
 /// `report.html`.
@@ -32,55 +39,139 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// The profiles shown side by side before the reader chooses: these two
+/// when the report has them, else its first two.
+const DEFAULT_PROFILES: [&str; 2] = ["x86_64-linux", "aarch64-linux"];
+
+/// The stylesheet. The highlight classes come after `.hot` and `.cold` so
+/// that on the hot path an atomic or a call keeps its legend colour (the hot
+/// path is the green bar on the left).
 const CSS: &str = r#"
 :root { --bg:#fff; --fg:#1b1f24; --muted:#5c6670; --line:#d6dbe0; --pass:#1a7f37; --fail:#cf222e;
-  --rmw:#ffd8a8; --atomic:#ffe9c7; --call:#d0e4ff; --tls:#e4d4ff; --loop:#ffd0d0; }
+  --absent:#6e7781; --absent-bg:#f3f4f6;
+  --rmw:#ffd8a8; --atomic:#ffe9c7; --call:#d0e4ff; --tls:#e4d4ff; --loop:#ffd0d0; --hot:#eefbf0; }
 * { box-sizing: border-box; }
-body { margin: 0 auto; padding: 16px 20px 40px; max-width: 2400px; font: 14px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); }
-h1 { font-size: 22px; margin: 0 0 8px; }
-h2 { font-size: 18px; margin: 28px 0 4px; border-top: 2px solid var(--line); padding-top: 12px; }
+[hidden] { display: none !important; }
+body { margin: 0 auto; padding: 10px 20px 40px; max-width: 2400px; font: 14px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg); }
+h1 { font-size: 20px; margin: 0 8px 0 0; display: inline-block; }
+h2 { font-size: 17px; margin: 24px 0 4px; border-top: 2px solid var(--line); padding-top: 10px; }
 h3 { font-size: 14px; margin: 0; }
+a { color: #0a58ca; }
 code, pre { font: 12.5px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; }
-table { border-collapse: collapse; margin: 8px 0; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+table { border-collapse: collapse; margin: 6px 0; }
 th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f5f7; }
-.meta td:first-child { color: var(--muted); white-space: nowrap; }
 .muted { color: var(--muted); }
+header .meta { display: inline; font-size: 12.5px; color: var(--muted); }
+header .meta b { color: var(--fg); font-weight: 600; }
+header details { display: inline-block; font-size: 12.5px; }
+header details pre { font-size: 11.5px; margin: 4px 0; }
+.verdict { margin: 8px 0 6px; padding: 6px 10px; border-radius: 6px; font-size: 15px; }
+.verdict.ok { background: #eefbf0; border-left: 4px solid var(--pass); }
+.verdict.bad { background: #fff1f0; border-left: 4px solid var(--fail); }
+.verdict .status { font-size: 17px; }
+nav.toc { font-size: 13px; margin: 4px 0; }
+nav.toc a { margin-right: 10px; white-space: nowrap; }
+#controls { position: sticky; top: 0; z-index: 2; background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 5px 10px; margin: 6px 0; font-size: 13px; display: flex; flex-wrap: wrap; gap: 4px 14px; align-items: center; }
+#controls label { white-space: nowrap; }
+#controls input[type=search] { width: 16em; }
+#controls .profiles label { margin-right: 6px; }
+#controls button { font-size: 12.5px; }
 .legend span { display: inline-block; padding: 0 6px; margin-right: 6px; border-radius: 3px; }
-.cols { display: grid; gap: 10px; overflow-x: auto; }
+.cols { display: grid; gap: 10px; grid-template-columns: repeat(auto-fit, minmax(min(100%, 430px), 1fr)); }
+.cols.linked { grid-template-columns: repeat(3, minmax(0, 1fr)); margin-bottom: 10px; }
 .col { border: 1px solid var(--line); border-radius: 6px; padding: 8px; min-width: 0; background: #fcfcfd; }
 .col.failed { border-color: var(--fail); box-shadow: inset 3px 0 0 var(--fail); }
 .col.passed { box-shadow: inset 3px 0 0 var(--pass); }
-.counts { margin: 4px 0; color: var(--muted); font-size: 12.5px; }
+.col.absent { border-style: dashed; background: var(--absent-bg); }
+.counts { margin: 4px 0; color: var(--muted); font-size: 12.5px; overflow-wrap: anywhere; }
 .counts b { color: var(--fg); }
 pre.listing { margin: 6px 0; padding: 6px; background: #f6f8fa; border-radius: 4px; overflow-x: auto; }
-pre.listing span { display: block; padding: 0 3px; border-radius: 2px; }
+pre.listing > span { display: block; padding: 0 3px 0 5px; border-radius: 2px; border-left: 3px solid transparent; }
 pre.listing .label { color: var(--muted); }
+pre.listing .sym { text-decoration: underline dotted var(--muted); cursor: help; }
+.hot { border-left-color: var(--pass) !important; background-color: var(--hot); }
+.cold { opacity: 0.45; }
+.data { color: var(--muted); font-style: italic; }
 .atomic-rmw { background: var(--rmw); font-weight: 600; }
 .atomic { background: var(--atomic); }
 .call { background: var(--call); font-weight: 600; }
 .tls { background: var(--tls); }
 .loop { background: var(--loop); }
 .atomic-rmw.tls, .call.tls { background: linear-gradient(90deg, var(--tls) 0 6px, var(--call) 6px); }
-ul.exp, ul.notes { margin: 4px 0; padding-left: 0; list-style: none; font-size: 12.5px; }
+ul.exp, ul.notes { margin: 4px 0; padding-left: 0; list-style: none; font-size: 12.5px; overflow-wrap: anywhere; }
 ul.exp li { padding-left: 18px; text-indent: -18px; }
 ul.notes li { margin: 3px 0; color: #33404d; }
 .pass { color: var(--pass); } .fail { color: var(--fail); font-weight: 600; }
+.absent-text { color: var(--absent); }
 .status { font-weight: 700; }
 td.pass, td.fail { white-space: nowrap; }
+table.summary { font-size: 12px; }
+table.summary th, table.summary td { padding: 2px 4px; }
+table.summary th { font-weight: 600; }
 table.summary td.n { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 table.summary td.missing { color: var(--fail); } table.summary td.none { color: var(--muted); }
-.mk { display: inline-block; min-width: 1.3em; margin-left: 3px; text-align: center; border-radius: 3px; font-size: 11.5px; font-weight: 700; }
+.mk { display: inline-block; min-width: 1.3em; margin-left: 2px; text-align: center; border-radius: 3px; font-size: 11px; font-weight: 700; }
 .mk.a { background: var(--rmw); } .mk.c { background: var(--call); } .mk.l { background: var(--loop); }
 .mk.ok { color: var(--pass); } .mk.no { color: var(--fail); }
-h3.linked { margin: 14px 0 4px; font-size: 13px; color: var(--muted); font-weight: 600; }
+p.legend-marks { font-size: 12.5px; margin: 2px 0; }
+table.profiles td, table.shared td { font-size: 13px; }
+table.shared td.value { max-width: 760px; overflow-wrap: anywhere; }
+details.linked > summary { margin: 12px 0 6px; font-size: 13px; color: var(--muted); font-weight: 600; cursor: pointer; }
 .col h4 { margin: 0; font-size: 13px; } .col h4 .muted { font-weight: 400; }
-.hot { border-left: 3px solid #1a7f37; background-color: #eefbf0; }
-.cold { opacity: 0.45; }
-.data { color: var(--muted); font-style: italic; }
-.muted { color: var(--muted); }
-pre.error { white-space: pre-wrap; font-size: 11.5px; color: var(--fail); background: #fff5f5; padding: 6px; border-radius: 4px; max-height: 16em; overflow: auto; }
+pre.error { font-size: 11.5px; color: var(--fail); background: #fff5f5; padding: 6px; border-radius: 4px; max-height: 16em; overflow: auto; }
+pre.error.absent-text { color: var(--absent); background: var(--absent-bg); }
 "#;
+
+/// Filters the probes and chooses the profiles. Only hides and shows: with
+/// scripts off the page is the same, every probe and profile shown.
+const SCRIPT: &str = r#"
+(function () {
+  var bar = document.getElementById('controls');
+  if (!bar) return;
+  bar.hidden = false;
+  var query = document.getElementById('filter-probe');
+  var alloc = document.getElementById('filter-allocator');
+  var boxes = Array.prototype.slice.call(bar.querySelectorAll('input[data-choose]'));
+  var shown = document.getElementById('shown');
+  function apply() {
+    var on = {};
+    boxes.forEach(function (b) { on[b.value] = b.checked; });
+    document.querySelectorAll('main [data-profile]').forEach(function (e) {
+      e.hidden = !on[e.getAttribute('data-profile')];
+    });
+    var q = query.value.trim().toLowerCase(), a = alloc.value, n = 0;
+    document.querySelectorAll('[data-probe]').forEach(function (e) {
+      var name = e.getAttribute('data-probe'), who = e.getAttribute('data-allocator');
+      var hit = (!q || name.toLowerCase().indexOf(q) >= 0 || who.toLowerCase().indexOf(q) >= 0)
+        && (!a || who === a);
+      e.hidden = !hit;
+      if (hit && e.tagName === 'SECTION') n++;
+    });
+    var p = boxes.filter(function (b) { return b.checked; }).length;
+    shown.textContent = n + ' probe(s), ' + p + ' of ' + boxes.length + ' profiles';
+  }
+  function choose(which) {
+    var two = bar.getAttribute('data-default').split(' ');
+    boxes.forEach(function (b) {
+      b.checked = which === 'all' || (which === 'two' && two.indexOf(b.value) >= 0);
+    });
+    apply();
+  }
+  bar.addEventListener('input', apply);
+  bar.addEventListener('change', apply);
+  bar.querySelectorAll('button[data-set]').forEach(function (b) {
+    b.addEventListener('click', function () { choose(b.getAttribute('data-set')); });
+  });
+  choose('two');
+})();
+"#;
+
+/// A name that may break after each `-` (`aarch64-windows-lse`), escaped.
+fn breakable(name: &str) -> String {
+    escape(name).replace('-', "-<wbr>")
+}
 
 /// The marks of a summary cell, as badges.
 fn marks(c: &SummaryCell) -> String {
@@ -105,24 +196,34 @@ fn marks(c: &SummaryCell) -> String {
     s
 }
 
+/// The allocator of each probe, by name.
+fn allocator_of<'a>(r: &'a Report, probe: &str) -> &'a str {
+    r.probes
+        .iter()
+        .find(|p| p.name == probe)
+        .map_or("", |p| p.allocator.as_str())
+}
+
 /// The summary's columns that `keep` selects, as a table.
-fn summary_table(r: &CrossSummary, keep: impl Fn(&str) -> bool) -> String {
-    let cols: Vec<usize> = (0..r.columns.len())
-        .filter(|&i| keep(r.columns[i].view))
+fn summary_table(r: &Report, id: &str, keep: impl Fn(&str) -> bool) -> String {
+    let sum: &CrossSummary = &r.summary;
+    let cols: Vec<usize> = (0..sum.columns.len())
+        .filter(|&i| keep(sum.columns[i].view))
         .collect();
     if cols.is_empty() {
         return String::new();
     }
-    let mut s = String::from("<table class=\"summary\"><tr><th>probe</th>");
+    let mut s = format!("<table class=\"summary\" id=\"{id}\"><tr><th>probe</th>");
     for &i in &cols {
-        let _ = write!(s, "<th>{}</th>", escape(&r.columns[i].title()));
+        let _ = write!(s, "<th>{}</th>", breakable(&sum.columns[i].title()));
     }
     s.push_str("</tr>\n");
-    for row in &r.rows {
+    for row in &sum.rows {
         let _ = write!(
             s,
-            "<tr><td><a href=\"#{0}\"><code>{0}</code></a></td>",
-            escape(&row.probe)
+            "<tr data-probe=\"{0}\" data-allocator=\"{1}\"><td><a href=\"#{0}\"><code>{0}</code></a></td>",
+            escape(&row.probe),
+            escape(allocator_of(r, &row.probe))
         );
         for &i in &cols {
             let c = &row.cells[i];
@@ -151,6 +252,89 @@ fn summary_table(r: &CrossSummary, keep: impl Fn(&str) -> bool) -> String {
     s
 }
 
+/// A Rust path of three segments or more (`allocasm::packed::PackedArena::alloc_slow`).
+fn long_path() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?:[A-Za-z_$][\w$]*|\{[\w#]+\})(?:::(?:[A-Za-z_$][\w$]*|\{[\w#]+\})){2,}")
+            .expect("a valid regex")
+    })
+}
+
+/// The text of a listing line, escaped, with each long Rust path shortened
+/// to its last two named segments (`…PackedArena::alloc_slow`) and the full
+/// path on hover.
+pub fn shorten_symbols(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for m in long_path().find_iter(text) {
+        out.push_str(&escape(&text[at..m.start()]));
+        at = m.end();
+        let path = m.as_str();
+        let segments: Vec<&str> = path.split("::").collect();
+        let named: Vec<usize> = (0..segments.len())
+            .filter(|&i| !segments[i].starts_with('{'))
+            .collect();
+        let short = match named.as_slice() {
+            [.., a, b] if *a + 1 == *b => format!("…{}::{}", segments[*a], segments[*b]),
+            [.., a, b] => format!("…{}::…::{}", segments[*a], segments[*b]),
+            _ => {
+                out.push_str(&escape(path));
+                continue;
+            }
+        };
+        if short.chars().count() >= path.chars().count() {
+            out.push_str(&escape(path));
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<span class=\"sym\" title=\"{}\">{}</span>",
+            escape(path),
+            escape(&short)
+        );
+    }
+    out.push_str(&escape(&text[at..]));
+    out
+}
+
+/// The counts of one listing, its hot path's line.
+fn counts_html(s: &mut String, c: Counts, tls: &TlsAccess, hot: Option<&HotPathReport>) {
+    let _ = writeln!(
+        s,
+        "<div class=\"counts\"><b>{}</b> instr · <b>{}</b> atomic RMW · <b>{}</b> calls · <b>{}</b> loops<br>TLS: {}</div>",
+        c.instructions,
+        c.atomic_rmw,
+        c.calls,
+        c.loops,
+        escape(tls.how)
+    );
+    if let Some(h) = hot {
+        let _ = writeln!(
+            s,
+            "<div class=\"counts hotline\">{}</div>",
+            shorten_symbols(&h.line())
+        );
+    }
+}
+
+/// The notes on the key instructions.
+fn notes_html(s: &mut String, annotations: &[Annotation]) {
+    if annotations.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "<ul class=\"notes\">");
+    for a in annotations {
+        let _ = writeln!(
+            s,
+            "<li><code>{}</code>: {}</li>",
+            shorten_symbols(&a.instruction),
+            escape(&a.note)
+        );
+    }
+    let _ = writeln!(s, "</ul>");
+}
+
 /// Counts, TLS line, listing and notes of one view.
 fn view_html(
     name: &str,
@@ -162,41 +346,65 @@ fn view_html(
 ) -> String {
     let mut s = String::new();
     if let (Some(c), Some(tls)) = (counts, tls) {
-        let _ = writeln!(
-            s,
-            "<div class=\"counts\"><b>{}</b> instr · <b>{}</b> atomic RMW · <b>{}</b> calls · <b>{}</b> loops<br>TLS: {}</div>",
-            c.instructions,
-            c.atomic_rmw,
-            c.calls,
-            c.loops,
-            escape(tls.how)
-        );
-    }
-    if let Some(h) = hot {
-        let _ = writeln!(
-            s,
-            "<div class=\"counts hotline\">{}</div>",
-            escape(&h.line())
-        );
+        counts_html(&mut s, c, tls, hot);
     }
     s.push_str(&listing_html(name, lines));
-    if !annotations.is_empty() {
-        let _ = writeln!(s, "<ul class=\"notes\">");
-        for a in annotations {
+    notes_html(&mut s, annotations);
+    s
+}
+
+/// One linked view's column: its listing, or why there is none. A view not
+/// built for want of a tool (a cross linker, a disassembler) is absent, not
+/// failed: it is drawn grey, with the install line; any other failure red.
+pub fn linked_view_html(probe: &str, profile: &str, title: &str, view: &LinkedView) -> String {
+    let mut s = String::new();
+    let state = match view.status {
+        "found" => "",
+        "not-built" if view.missing_tool() => "absent",
+        _ => "failed",
+    };
+    let _ = writeln!(
+        s,
+        "<div class=\"col {state}\"><h4>{} <span class=\"muted\">· {title}</span></h4>",
+        escape(profile)
+    );
+    match view.status {
+        "found" => s.push_str(&view_html(
+            probe,
+            view.summary,
+            view.hot_path.as_ref(),
+            view.tls.as_ref(),
+            &view.lines,
+            &view.annotations,
+        )),
+        "missing" => {
             let _ = writeln!(
                 s,
-                "<li><code>{}</code>: {}</li>",
-                escape(&a.instruction),
-                escape(&a.note)
+                "<p class=\"fail status\">missing: not in the linked executable</p>"
             );
         }
-        let _ = writeln!(s, "</ul>");
+        _ => {
+            let error = escape(view.error.as_deref().unwrap_or(""));
+            if view.missing_tool() {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"absent-text status\">not built: missing tool</p><pre class=\"error absent-text\">{error}</pre>"
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"fail status\">not built</p><pre class=\"error\">{error}</pre>"
+                );
+            }
+        }
     }
+    s.push_str("</div>\n");
     s
 }
 
 /// Per profile with a linked view: the `.s` listing, the linked release
-/// listing and the linked fat-LTO listing, three columns to a row.
+/// listing and the linked fat-LTO listing, three columns to a row, folded
+/// under one `<details>` per probe.
 fn linked_html(probe: &ProbeReport) -> String {
     let rows: Vec<_> = probe
         .results
@@ -207,64 +415,37 @@ fn linked_html(probe: &ProbeReport) -> String {
         return String::new();
     }
     let mut s = String::from(
-        "<h3 class=\"linked\">Linked view: what the compiler emitted (<code>.s</code>) and what the linker made of it</h3>\n<div class=\"cols linked\" style=\"grid-template-columns: repeat(3, minmax(290px, 1fr))\">\n",
+        "<details class=\"linked\"><summary>Linked view: what the compiler emitted (<code>.s</code>) and what the linker made of it</summary>\n",
     );
     for (res, linked) in rows {
         let _ = writeln!(
             s,
-            "<div class=\"col asm\"><h4>{} <span class=\"muted\">· .s (compiler)</span></h4>",
+            "<div class=\"cols linked\" data-profile=\"{0}\">\n<div class=\"col asm\"><h4>{0} <span class=\"muted\">· .s (compiler)</span></h4>",
             escape(&res.profile)
         );
-        if res.status == "found" {
-            s.push_str(&view_html(
+        match res.status {
+            "found" => s.push_str(&view_html(
                 &probe.name,
                 res.summary,
                 res.hot_path.as_ref(),
                 res.tls.as_ref(),
                 &res.lines,
                 &[],
-            ));
-        } else {
-            let _ = writeln!(s, "<p class=\"fail status\">{}</p>", res.status);
+            )),
+            "missing" => {
+                let _ = writeln!(s, "<p class=\"fail status\">missing</p>");
+            }
+            _ => {
+                let _ = writeln!(s, "<p class=\"muted status\">not built</p>");
+            }
         }
         s.push_str("</div>\n");
         for (title, view) in linked.both() {
-            let state = match view.status {
-                "found" => "",
-                _ => "failed",
-            };
-            let _ = writeln!(
-                s,
-                "<div class=\"col {state}\"><h4>{} <span class=\"muted\">· {title}</span></h4>",
-                escape(&res.profile)
-            );
-            match (view.status, &view.error) {
-                ("found", _) => s.push_str(&view_html(
-                    &probe.name,
-                    view.summary,
-                    view.hot_path.as_ref(),
-                    view.tls.as_ref(),
-                    &view.lines,
-                    &view.annotations,
-                )),
-                ("missing", _) => {
-                    let _ = writeln!(
-                        s,
-                        "<p class=\"fail status\">missing: not in the linked executable</p>"
-                    );
-                }
-                (_, e) => {
-                    let _ = writeln!(
-                        s,
-                        "<p class=\"fail status\">not built</p><pre class=\"error\">{}</pre>",
-                        escape(e.as_deref().unwrap_or(""))
-                    );
-                }
-            }
-            s.push_str("</div>\n");
+            s.push_str(&linked_view_html(&probe.name, &res.profile, title, view));
         }
+        s.push_str("</div>\n");
     }
-    s.push_str("</div>\n");
+    s.push_str("</details>\n");
     s
 }
 
@@ -300,7 +481,7 @@ fn measured_html(s: &mut String, res: &ProbeResult) {
 }
 
 /// The `What the CPU executes` section: method, profiles, the table.
-fn executed_html(s: &mut String, e: &ExecutedSection) {
+fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
     let _ = writeln!(
         s,
         "<h2 id=\"executed\">What the CPU executes</h2>\n<p class=\"muted\">{}</p>\n<p class=\"muted\">{}</p>\n<ul class=\"notes\">",
@@ -334,11 +515,11 @@ fn executed_html(s: &mut String, e: &ExecutedSection) {
                     .profiles
                     .iter()
                     .find(|p| &p.profile == c)
-                    .map(|p| p.cpus.join("·"))
+                    .map(|p| p.cpus.join(" · "))
                     .unwrap_or_default();
                 format!(
                     "<th>{}<br><span class=\"muted\">{}</span></th>",
-                    escape(c),
+                    breakable(c),
                     escape(&cpus)
                 )
             })
@@ -347,12 +528,13 @@ fn executed_html(s: &mut String, e: &ExecutedSection) {
     for row in &t.rows {
         let _ = writeln!(
             s,
-            "<tr><td><a href=\"#{0}\"><code>{0}</code></a></td>{1}</tr>",
+            "<tr data-probe=\"{0}\" data-allocator=\"{2}\"><td><a href=\"#{0}\"><code>{0}</code></a></td>{1}</tr>",
             escape(&row.probe),
             row.cells
                 .iter()
                 .map(|c| format!("<td>{}</td>", escape(&c.text)))
-                .collect::<String>()
+                .collect::<String>(),
+            escape(allocator_of(r, &row.probe))
         );
     }
     let _ = writeln!(s, "</table>");
@@ -364,13 +546,14 @@ fn listing_html(name: &str, lines: &[ListingLine]) -> String {
         escape(name)
     );
     for l in lines {
-        let mut classes: Vec<&str> = l.tags.iter().map(|t| t.name()).collect();
+        let mut classes: Vec<&str> = Vec::new();
         if l.hot {
             classes.push("hot");
         }
         if l.cold {
             classes.push("cold");
         }
+        classes.extend(l.tags.iter().map(|t| t.name()));
         if l.kind == "data" {
             classes.push("data");
         }
@@ -380,7 +563,7 @@ fn listing_html(name: &str, lines: &[ListingLine]) -> String {
                 s,
                 "<span class=\"{}\">{}:</span>",
                 classes.join(" "),
-                escape(&l.text)
+                shorten_symbols(&l.text)
             );
         } else {
             let title = if classes.is_empty() {
@@ -392,12 +575,273 @@ fn listing_html(name: &str, lines: &[ListingLine]) -> String {
                 s,
                 "<span class=\"{}\"{title}>  {}</span>",
                 classes.join(" "),
-                escape(&l.text)
+                shorten_symbols(&l.text)
             );
         }
     }
     s.push_str("</pre>");
     s
+}
+
+/// Each value of a setting with the profiles that have it.
+type Folded<'a> = Vec<(String, Vec<&'a str>)>;
+
+/// `(value, profiles that have it)`, in the order values first appear.
+fn fold<'a>(values: impl IntoIterator<Item = (&'a str, String)>) -> Folded<'a> {
+    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+    for (profile, value) in values {
+        match out.iter_mut().find(|(v, _)| *v == value) {
+            Some((_, ps)) => ps.push(profile),
+            None => out.push((value, vec![profile])),
+        }
+    }
+    out
+}
+
+/// The header: title, compiler and commit on one line, the verdict, the
+/// table of contents.
+fn header_html(s: &mut String, r: &Report) {
+    let _ = writeln!(s, "<header>\n<h1>allocasm asm report</h1>");
+    let _ = writeln!(
+        s,
+        "<p class=\"meta\"><b>{}</b> (toolchain <code>{}</code>, LLVM {}) · commit <code>{}</code> · extractor {} · {} · reproduce: <code>cargo run --release -- report</code> · </p><details><summary>rustc -vV</summary><pre>{}</pre></details>",
+        escape(&r.compiler.release),
+        escape(&r.compiler.toolchain),
+        escape(&r.compiler.llvm),
+        escape(&r.commit_line()),
+        escape(&r.backend),
+        escape(&r.generator),
+        escape(&r.compiler.rustc_vv)
+    );
+    let t = r.totals;
+    let failed_profiles = if t.profiles_failed > 0 {
+        format!(
+            ", <span class=\"fail\">{} profile(s) failed to build</span>",
+            t.profiles_failed
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "<p id=\"verdict\" class=\"verdict {}\"><span class=\"status {}\">{} of {} expectations failed</span> · {} probes × {} profiles: {} listings found, {} missing{failed_profiles}</p>",
+        if t.failures == 0 { "ok" } else { "bad" },
+        if t.failures == 0 { "pass" } else { "fail" },
+        t.failures,
+        t.expectations,
+        t.probes,
+        t.profiles,
+        t.found,
+        t.missing
+    );
+    let mut toc = vec![
+        ("summary", "Summary".to_string()),
+        ("profiles", "Profiles".to_string()),
+    ];
+    if r.mutations.is_some() {
+        toc.push(("mutations", "What the suite can see".into()));
+    }
+    if r.executed.is_some() {
+        toc.push(("executed", "What the CPU executes".into()));
+    }
+    if r.summary.columns.iter().any(|c| c.view != "asm") {
+        toc.push(("linked", "Linked executables".into()));
+    }
+    toc.push(("probes", format!("Probes ({})", r.probes.len())));
+    let _ = writeln!(
+        s,
+        "<nav class=\"toc\" id=\"toc\"><b>Contents:</b> {}</nav>\n</header>",
+        toc.iter()
+            .map(|(id, title)| format!("<a href=\"#{id}\">{}</a>", escape(title)))
+            .collect::<String>()
+    );
+}
+
+/// The filter bar, hidden until the script shows it.
+fn controls_html(s: &mut String, r: &Report) {
+    let mut defaults: Vec<&str> = DEFAULT_PROFILES
+        .iter()
+        .copied()
+        .filter(|d| r.profiles.iter().any(|p| p.name == *d))
+        .collect();
+    for p in &r.profiles {
+        if defaults.len() >= 2 {
+            break;
+        }
+        if !defaults.contains(&p.name.as_str()) {
+            defaults.push(&p.name);
+        }
+    }
+    let mut allocators: Vec<&str> = r.probes.iter().map(|p| p.allocator.as_str()).collect();
+    allocators.sort_unstable();
+    allocators.dedup();
+    let _ = writeln!(
+        s,
+        "<div id=\"controls\" hidden data-default=\"{}\"><label>Probes: <input type=\"search\" id=\"filter-probe\" placeholder=\"name or allocator\"></label><label><select id=\"filter-allocator\"><option value=\"\">every allocator</option>{}</select></label><span class=\"profiles\">Profiles: {}</span><span><button type=\"button\" data-set=\"two\">two side by side</button> <button type=\"button\" data-set=\"all\">all</button></span><span id=\"shown\" class=\"muted\"></span></div>",
+        escape(&defaults.join(" ")),
+        allocators
+            .iter()
+            .map(|a| format!("<option>{}</option>", escape(a)))
+            .collect::<String>(),
+        r.profiles
+            .iter()
+            .map(|p| format!(
+                "<label><input type=\"checkbox\" data-choose value=\"{0}\"> {0}</label>",
+                escape(&p.name)
+            ))
+            .collect::<String>()
+    );
+}
+
+/// The profiles: one row each, then the settings they share, each said
+/// once with the profiles that have it.
+fn profiles_html(s: &mut String, r: &Report) {
+    let _ = writeln!(
+        s,
+        "<h2 id=\"profiles\">Profiles</h2>\n<table class=\"profiles\"><tr><th>profile</th><th>what it models</th><th>triple</th><th>build</th></tr>"
+    );
+    for p in &r.profiles {
+        let build = match &p.error {
+            None => "<span class=\"pass\">built</span>".to_string(),
+            Some(e) => format!(
+                "<span class=\"fail\">failed</span><details><summary>why</summary><pre class=\"error\">{}</pre></details>",
+                escape(e)
+            ),
+        };
+        let _ = writeln!(
+            s,
+            "<tr><td><b>{}</b></td><td>{}</td><td><code>{}</code></td><td>{build}</td></tr>",
+            escape(&p.name),
+            escape(&p.description),
+            escape(&p.triple),
+        );
+    }
+    let _ = writeln!(s, "</table>");
+    let all = r.profiles.len();
+    let settings: [(&str, Folded); 3] = [
+        (
+            "compiler",
+            fold(r.profiles.iter().map(|p| {
+                (
+                    p.name.as_str(),
+                    p.compiler
+                        .clone()
+                        .unwrap_or_else(|| r.compiler.release.clone()),
+                )
+            })),
+        ),
+        (
+            "flags after <code>--emit asm</code>",
+            fold(
+                r.profiles
+                    .iter()
+                    .map(|p| (p.name.as_str(), join_or_none(&p.build_flags))),
+            ),
+        ),
+        (
+            "codegen units",
+            fold(
+                r.profiles
+                    .iter()
+                    .map(|p| (p.name.as_str(), p.codegen_units.clone())),
+            ),
+        ),
+    ];
+    let _ = writeln!(
+        s,
+        "<table class=\"shared\"><tr><th>setting</th><th>value</th><th>profiles</th></tr>"
+    );
+    for (what, values) in settings {
+        for (i, (value, profiles)) in values.iter().enumerate() {
+            let who = if profiles.len() == all {
+                format!("all {all}")
+            } else {
+                escape(&profiles.join(", "))
+            };
+            let head = if i == 0 {
+                format!("<td rowspan=\"{}\">{what}</td>", values.len())
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "<tr>{head}<td class=\"value\"><code>{}</code></td><td>{who}</td></tr>",
+                escape(value)
+            );
+        }
+    }
+    let _ = writeln!(s, "</table>");
+}
+
+/// One probe: its line, then one column per profile, then its linked view.
+fn probe_html(s: &mut String, probe: &ProbeReport) {
+    let _ = writeln!(
+        s,
+        "<section class=\"probe\" data-probe=\"{0}\" data-allocator=\"{1}\"><h2 id=\"{0}\"><code>{0}</code></h2>",
+        escape(&probe.name),
+        escape(&probe.allocator)
+    );
+    let _ = writeln!(
+        s,
+        "<p class=\"muted\"><code>{}</code> · {} · {} — expected: {}</p>\n<div class=\"cols\">",
+        escape(&probe.allocator),
+        escape(&probe.operation),
+        probe.kind,
+        escape(&probe.expect)
+    );
+    for res in &probe.results {
+        let state = match res.status {
+            "found" if res.passed => "passed",
+            "not-built" => "absent",
+            _ => "failed",
+        };
+        let _ = writeln!(
+            s,
+            "<div class=\"col {state}\" data-profile=\"{0}\"><h3>{0}</h3>",
+            escape(&res.profile)
+        );
+        match (res.status, res.summary, &res.tls) {
+            ("found", Some(c), Some(tls)) => {
+                counts_html(s, c, tls, res.hot_path.as_ref());
+                measured_html(s, res);
+                s.push_str(&listing_html(&probe.name, &res.lines));
+            }
+            ("missing", _, _) => {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"fail status\">missing: not in this profile's assembly</p>"
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    s,
+                    "<p class=\"absent-text status\">not built: the profile's build failed (see Profiles)</p>"
+                );
+            }
+        }
+        if !res.expectations.is_empty() {
+            let _ = writeln!(s, "<ul class=\"exp\">");
+            for e in &res.expectations {
+                let _ = writeln!(
+                    s,
+                    "<li class=\"{}\">{} <code>{}</code>{}</li>",
+                    if e.passed { "pass" } else { "fail" },
+                    if e.passed { "✔" } else { "✘" },
+                    escape(&e.rule),
+                    e.offending
+                        .as_ref()
+                        .map(|o| format!(" — <code>{}</code>", shorten_symbols(o)))
+                        .unwrap_or_default()
+                );
+            }
+            let _ = writeln!(s, "</ul>");
+        }
+        notes_html(s, &res.annotations);
+        let _ = writeln!(s, "</div>");
+    }
+    let _ = writeln!(s, "</div>");
+    s.push_str(&linked_html(probe));
+    let _ = writeln!(s, "</section>");
 }
 
 impl Format for Html {
@@ -416,82 +860,15 @@ impl Format for Html {
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>allocasm asm report · {}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
             escape(&r.compiler.release)
         );
-        let _ = writeln!(s, "<h1>allocasm asm report</h1>");
-        let _ = writeln!(s, "<table class=\"meta\">");
-        for (k, v) in [
-            ("commit", r.commit_line()),
-            (
-                "compiler",
-                format!(
-                    "{} (toolchain {})",
-                    r.compiler.release, r.compiler.toolchain
-                ),
-            ),
-            ("LLVM", r.compiler.llvm.clone()),
-            ("extractor", r.backend.clone()),
-            ("generator", r.generator.clone()),
-            ("reproduce", "cargo run --release -- report".to_string()),
-        ] {
-            let _ = writeln!(
-                s,
-                "<tr><td>{k}</td><td><code>{}</code></td></tr>",
-                escape(&v)
-            );
-        }
+        header_html(&mut s, r);
+        controls_html(&mut s, r);
+        let _ = writeln!(s, "<main>");
+        // The cross-profile summary: every profile, whatever is chosen.
         let _ = writeln!(
             s,
-            "<tr><td>rustc -vV</td><td><details><summary>show</summary><pre>{}</pre></details></td></tr></table>",
-            escape(&r.compiler.rustc_vv)
+            "<h2 id=\"summary\">Summary</h2>\n<p class=\"muted legend-marks\">Probes down, profiles across: each cell is the probe's hot-path instruction count, the whole function's in parentheses, marked where its fast path grows.</p>"
         );
-        let _ = writeln!(
-            s,
-            "<table><tr><th>profile</th><th>triple</th><th>flags after <code>--emit asm</code></th><th>codegen units</th><th>build</th></tr>"
-        );
-        for p in &r.profiles {
-            let build = match &p.error {
-                None => "<span class=\"pass\">built</span>".to_string(),
-                Some(e) => format!(
-                    "<span class=\"fail\">failed</span><details><summary>why</summary><pre>{}</pre></details>",
-                    escape(e)
-                ),
-            };
-            let _ = writeln!(
-                s,
-                "<tr><td><b>{}</b><br><span class=\"muted\">{}</span></td><td><code>{}</code>{}</td><td><code>{}</code></td><td>{}</td><td>{build}</td></tr>",
-                escape(&p.name),
-                escape(&p.description),
-                escape(&p.triple),
-                p.compiler.as_ref().map_or_else(String::new, |c| format!(
-                    "<br><span class=\"muted\">built with {}</span>",
-                    escape(c)
-                )),
-                escape(&join_or_none(&p.build_flags)),
-                escape(&p.codegen_units)
-            );
-        }
-        let _ = writeln!(s, "</table>");
-        let t = r.totals;
-        let _ = writeln!(
-            s,
-            "<p>{} probes × {} profiles: {} listings found, {} missing, <span class=\"{}\">{} of {} expectations failed</span>.</p>",
-            t.probes,
-            t.profiles,
-            t.found,
-            t.missing,
-            if t.failures == 0 { "pass" } else { "fail" },
-            t.failures,
-            t.expectations
-        );
-        let _ = writeln!(
-            s,
-            "<p class=\"legend\">Highlights: <span class=\"atomic-rmw\">atomic read-modify-write</span><span class=\"atomic\">other atomic</span><span class=\"call\">call</span><span class=\"tls\">thread-local access</span><span class=\"loop\">loop (backward branch)</span></p>"
-        );
-        // The cross-profile summary.
-        let _ = writeln!(
-            s,
-            "<h2 id=\"summary\">Summary</h2>\n<p class=\"muted\">Probes down, profiles across: each cell is the probe's instruction count, marked where its fast path grows.</p>"
-        );
-        s.push_str(&summary_table(&r.summary, |v| v == "asm"));
+        s.push_str(&summary_table(r, "summary-table", |v| v == "asm"));
         let legend: Vec<String> = r
             .summary
             .legend
@@ -515,16 +892,21 @@ impl Format for Html {
                 )
             })
             .collect();
-        let _ = writeln!(s, "<p class=\"muted\">{}</p>", legend.join(" · "));
+        let _ = writeln!(
+            s,
+            "<p class=\"muted legend-marks\">{}</p>",
+            legend.join(" · ")
+        );
+        profiles_html(&mut s, r);
         if let Some(m) = &r.mutations {
             let _ = writeln!(
                 s,
-                "<h3>What this suite can and cannot see</h3><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p><table class=\"summary\"><tr><th>mutation</th>{}</tr>",
+                "<h2 id=\"mutations\">What this suite can and cannot see</h2><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p><table class=\"summary\"><tr><th>mutation</th>{}</tr>",
                 escape(&m.commit[..m.commit.len().min(12)]),
                 escape(super::MUTATION_LEGEND),
                 m.profiles
                     .iter()
-                    .map(|p| format!("<th>{}</th>", escape(p)))
+                    .map(|p| format!("<th>{}</th>", breakable(p)))
                     .collect::<String>()
             );
             for row in &m.rows {
@@ -550,13 +932,13 @@ impl Format for Html {
             s.push_str("</table>\n");
         }
         if let Some(e) = &r.executed {
-            executed_html(&mut s, e);
+            executed_html(&mut s, r, e);
         }
-        let linked = summary_table(&r.summary, |v| v != "asm");
+        let linked = summary_table(r, "linked-table", |v| v != "asm");
         if !linked.is_empty() {
             let _ = writeln!(
                 s,
-                "<h3>Linked executables</h3><p class=\"muted\">The same probes disassembled from an executable linked with the release profile (linked) and with <code>lto = \"fat\"</code> (linked+LTO).</p>"
+                "<h2 id=\"linked\">Linked executables</h2><p class=\"muted\">The same probes disassembled from an executable linked with the release profile (linked) and with <code>lto = \"fat\"</code> (linked+LTO); a view not built for want of a tool is grey.</p>"
             );
             s.push_str(&linked);
         } else if !r.linked_views {
@@ -566,102 +948,92 @@ impl Format for Html {
             );
         }
         // Per probe: profiles side by side.
-        let n = r.profiles.len().max(1);
+        let _ = writeln!(
+            s,
+            "<h2 id=\"probes\">Probes</h2>\n<p class=\"legend\">Highlights: <span class=\"atomic-rmw\">atomic read-modify-write</span><span class=\"atomic\">other atomic</span><span class=\"call\">call</span><span class=\"tls\">thread-local access</span><span class=\"loop\">loop (backward branch)</span><span class=\"hot\" style=\"border-left:3px solid\">hot path</span><span class=\"cold\">cold block</span> · a shortened symbol shows its full name on hover</p>"
+        );
         for probe in &r.probes {
-            let _ = writeln!(
-                s,
-                "<h2 id=\"{0}\"><code>{0}</code></h2>",
-                escape(&probe.name)
-            );
-            let _ = writeln!(
-                s,
-                "<p class=\"muted\"><code>{}</code> · {} · {} — expected: {}</p>",
-                escape(&probe.allocator),
-                escape(&probe.operation),
-                probe.kind,
-                escape(&probe.expect)
-            );
-            let _ = writeln!(
-                s,
-                "<div class=\"cols\" style=\"grid-template-columns: repeat({n}, minmax(290px, 1fr))\">"
-            );
-            for res in &probe.results {
-                let state = match res.status {
-                    "found" if res.passed => "passed",
-                    "not-built" => "",
-                    _ => "failed",
-                };
-                let _ = writeln!(
-                    s,
-                    "<div class=\"col {state}\"><h3>{}</h3>",
-                    escape(&res.profile)
-                );
-                match (res.status, res.summary, &res.tls) {
-                    ("found", Some(c), Some(tls)) => {
-                        let _ = writeln!(
-                            s,
-                            "<div class=\"counts\"><b>{}</b> instr · <b>{}</b> atomic RMW · <b>{}</b> calls · <b>{}</b> loops<br>TLS: {}</div>",
-                            c.instructions,
-                            c.atomic_rmw,
-                            c.calls,
-                            c.loops,
-                            escape(tls.how)
-                        );
-                        if let Some(h) = &res.hot_path {
-                            let _ = writeln!(
-                                s,
-                                "<div class=\"counts hotline\">{}</div>",
-                                escape(&h.line())
-                            );
-                        }
-                        measured_html(&mut s, res);
-                        s.push_str(&listing_html(&probe.name, &res.lines));
-                    }
-                    ("missing", _, _) => {
-                        let _ = writeln!(
-                            s,
-                            "<p class=\"fail status\">missing: not in this profile's assembly</p>"
-                        );
-                    }
-                    _ => {
-                        let _ = writeln!(s, "<p class=\"muted status\">not built</p>");
-                    }
-                }
-                if !res.expectations.is_empty() {
-                    let _ = writeln!(s, "<ul class=\"exp\">");
-                    for e in &res.expectations {
-                        let _ = writeln!(
-                            s,
-                            "<li class=\"{}\">{} <code>{}</code>{}</li>",
-                            if e.passed { "pass" } else { "fail" },
-                            if e.passed { "✔" } else { "✘" },
-                            escape(&e.rule),
-                            e.offending
-                                .as_ref()
-                                .map(|o| format!(" — <code>{}</code>", escape(o)))
-                                .unwrap_or_default()
-                        );
-                    }
-                    let _ = writeln!(s, "</ul>");
-                }
-                if !res.annotations.is_empty() {
-                    let _ = writeln!(s, "<ul class=\"notes\">");
-                    for a in &res.annotations {
-                        let _ = writeln!(
-                            s,
-                            "<li><code>{}</code>: {}</li>",
-                            escape(&a.instruction),
-                            escape(&a.note)
-                        );
-                    }
-                    let _ = writeln!(s, "</ul>");
-                }
-                let _ = writeln!(s, "</div>");
-            }
-            let _ = writeln!(s, "</div>");
-            s.push_str(&linked_html(probe));
+            probe_html(&mut s, probe);
         }
-        let _ = writeln!(s, "</body>\n</html>");
+        let _ = writeln!(s, "</main>\n<script>{SCRIPT}</script>\n</body>\n</html>");
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_are_shortened_with_the_full_name_on_hover() {
+        let s = shorten_symbols("jmp allocasm::packed::PackedArena::alloc_slow");
+        assert_eq!(
+            s,
+            "jmp <span class=\"sym\" title=\"allocasm::packed::PackedArena::alloc_slow\">…PackedArena::alloc_slow</span>"
+        );
+        let tls = shorten_symbols(
+            "add rcx, qword ptr [rip + allocasm::thread_cursor::CURSORS::{constant}::{closure}::__RUST_STD_INTERNAL_VAL@GOTTPOFF]",
+        );
+        assert!(
+            tls.contains(">…CURSORS::…::__RUST_STD_INTERNAL_VAL</span>@GOTTPOFF]"),
+            "{tls}"
+        );
+        // Short paths, registers and labels stay as they are, escaped.
+        assert_eq!(shorten_symbols("bl core::ptr"), "bl core::ptr");
+        assert_eq!(shorten_symbols("b.ne .LBB5 <x>"), "b.ne .LBB5 &lt;x&gt;");
+    }
+
+    fn not_built(error: &str) -> LinkedView {
+        LinkedView {
+            status: "not-built",
+            error: Some(error.to_string()),
+            summary: None,
+            hot_path: None,
+            tls: None,
+            lines: Vec::new(),
+            annotations: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_view_missing_a_tool_is_absent_and_a_failed_build_is_red() {
+        let missing = linked_view_html(
+            "probe_x",
+            "riscv64-linux",
+            "linked, release",
+            &not_built(
+                "the linked build (release) of profile riscv64-linux failed: `cargo build`\nerror: linker `riscv64-linux-gnu-gcc` not found\nfix: install the cross linker with `sudo apt-get install gcc-riscv64-linux-gnu libc6-dev-riscv64-cross` (or run scripts/setup)",
+            ),
+        );
+        assert!(missing.contains("class=\"col absent\""), "{missing}");
+        assert!(missing.contains("not built: missing tool"), "{missing}");
+        // Nothing red: no failure class (the error text itself says "failed").
+        for red in ["class=\"fail", "col failed", "<pre class=\"error\">"] {
+            assert!(!missing.contains(red), "{red} in {missing}");
+        }
+        let failed = linked_view_html(
+            "probe_x",
+            "x86_64-linux",
+            "linked, release",
+            &not_built("the linked build (release) of profile x86_64-linux failed: error[E0308]"),
+        );
+        assert!(failed.contains("class=\"col failed\""), "{failed}");
+        assert!(failed.contains("<p class=\"fail status\">not built</p>"));
+    }
+
+    #[test]
+    fn fold_says_each_value_once_with_its_profiles() {
+        let folded = fold([
+            ("a", "x".to_string()),
+            ("b", "y".to_string()),
+            ("c", "x".to_string()),
+        ]);
+        assert_eq!(
+            folded,
+            [
+                ("x".to_string(), vec!["a", "c"]),
+                ("y".to_string(), vec!["b"])
+            ]
+        );
     }
 }

@@ -300,6 +300,18 @@ impl LinkedView {
     pub fn listing_text(&self) -> String {
         lines_text(&self.lines)
     }
+
+    /// Not built for want of a tool this host lacks (a cross linker, a
+    /// disassembler): its error names the `apt-get install` line that
+    /// brings it ([`allocasm_suite::codegen::linked::install_command`]).
+    /// Absent, not failed: the code did nothing wrong.
+    pub fn missing_tool(&self) -> bool {
+        self.status == "not-built"
+            && self
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("apt-get install"))
+    }
 }
 
 /// A profile's two linked executables.

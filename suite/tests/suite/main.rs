@@ -9,5 +9,6 @@ mod cross;
 mod executed;
 mod linked;
 mod probes;
+mod report_html;
 mod rustup;
 mod snapshots;
