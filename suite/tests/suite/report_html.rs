@@ -18,11 +18,36 @@ const WIDTH: i64 = 1440;
 const HEIGHT: i64 = 900;
 
 /// Headless Chromium: `$CHROMIUM` where set, else Debian's
-/// `/usr/bin/chromium`; `None` when it is not there.
+/// `/usr/bin/chromium` or another Chromium or Chrome where GitHub's runner
+/// images put one (`google-chrome` on Ubuntu, Chrome.app on macOS,
+/// chrome.exe on Windows); `None` when there is none.
 fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    path.is_file().then_some(path)
+    if let Some(p) = std::env::var_os("CHROMIUM") {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let on_path = [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ];
+    let fixed = [
+        "/usr/bin/chromium",
+        "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+        "/Applications/Chromium.app/Contents/MacOS/Chromium",
+        r"C:\Program Files\Google\Chrome\Application\chrome.exe",
+    ];
+    fixed
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .or_else(|| {
+            let path = std::env::var_os("PATH")?;
+            std::env::split_paths(&path)
+                .flat_map(|d| on_path.iter().map(move |n| d.join(n)))
+                .find(|p| p.is_file())
+        })
 }
 
 /// Measures the page in three states, as JSON in `<pre id="measured">`:
