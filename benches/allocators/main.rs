@@ -22,6 +22,13 @@
 //!   their peers, and the chapter's opening program (allocate, touch, free
 //!   64 bytes) with every allocator in its place.
 //!
+//! Boundaries: the crate's allocators, bumpalo and the `Vec` free list are
+//! inlined into the measured loop (the allocator-api path); "system",
+//! "mimalloc" and "SegregatedFit:call" are each behind an `#[inline(never)]`
+//! `GlobalAlloc` call ([`subjects::Call`]), the boundary a
+//! `#[global_allocator]` program reaches them through. The third boundary,
+//! the global allocator itself, is `examples/bench_global_*.rs`.
+//!
 //! Environment: `ALLOCASM_BENCH_THREADS` caps the thread counts (default:
 //! the machine's parallelism, at most 16; 2 is always measured).
 
@@ -596,11 +603,20 @@ const BUMP16: &[&str] = &[
     "ThreadCursorArena::local",
 ];
 /// The general-purpose allocators of the producer/consumer workload.
-const PRODUCER_CONSUMER: &[&str] = &["system", "mimalloc", "SegregatedFit"];
-/// The 64-byte allocate/free pairs (with the `Vec` free list for `Pool`).
+const PRODUCER_CONSUMER: &[&str] = &[
+    "system",
+    "mimalloc",
+    "SegregatedFit",
+    subjects::SEGREGATED_CALL,
+];
+/// The 64-byte allocate/free pairs (with the `Vec` free list for `Pool`):
+/// at the call boundary the peers and SegregatedFit behind the same call,
+/// inlined the crate's allocators, bumpalo and the `Vec` free list.
 const ALLOC_FREE64: &[&str] = &[
     "system",
     "mimalloc",
+    subjects::SEGREGATED_CALL,
+    "bumpalo",
     "SegregatedFit",
     "Pool",
     "Persistent",

@@ -235,26 +235,114 @@ impl Subject for ThreadCursorLocal {
     }
 }
 
-/// A `GlobalAlloc` peer: the system allocator or mimalloc.
+/// An allocator behind an out-of-line call: what the report calls the
+/// "call" boundary. Every allocation and every free is a call to an
+/// `#[inline(never)]` function that runs the allocator's `GlobalAlloc`
+/// method, the shape of a `#[global_allocator]`'s `__rust_alloc` (for
+/// glibc and mimalloc the body then calls into C; SegregatedFit's fast path
+/// is inlined into the body). The functions are `#[no_mangle]`, so the
+/// compiler keeps them external and cannot specialize them for the bench
+/// loop's constant layout.
 #[derive(Clone, Copy)]
-pub struct Global<G>(pub G);
+pub struct Call<G>(pub G);
 
-/// The platform's allocator (glibc malloc here).
-pub type System = Global<std::alloc::System>;
-/// mimalloc, through the `mimalloc` crate.
+/// The allocators the bench can put behind [`Call`].
+pub trait Outlined {
+    /// `GlobalAlloc::alloc`, out of line.
+    ///
+    /// # Safety
+    ///
+    /// As `GlobalAlloc::alloc`: `layout` has a non-zero size.
+    unsafe fn alloc_call(&self, layout: Layout) -> *mut u8;
+    /// `GlobalAlloc::dealloc`, out of line.
+    ///
+    /// # Safety
+    ///
+    /// As `GlobalAlloc::dealloc`: `ptr` came from `alloc_call` with `layout`.
+    unsafe fn dealloc_call(&self, ptr: *mut u8, layout: Layout);
+}
+
+/// Defines the two out-of-line functions of one allocator and its
+/// [`Outlined`] impl.
+macro_rules! outlined {
+    ($ty:ty, $alloc:ident, $dealloc:ident) => {
+        /// The allocator's `GlobalAlloc::alloc` behind a call.
+        ///
+        /// # Safety
+        ///
+        /// As `GlobalAlloc::alloc`.
+        #[inline(never)]
+        #[unsafe(no_mangle)]
+        pub unsafe fn $alloc(a: &$ty, layout: Layout) -> *mut u8 {
+            // SAFETY: forwarded; the caller upholds `GlobalAlloc::alloc`'s contract.
+            unsafe { GlobalAlloc::alloc(a, layout) }
+        }
+
+        /// The allocator's `GlobalAlloc::dealloc` behind a call.
+        ///
+        /// # Safety
+        ///
+        /// As `GlobalAlloc::dealloc`.
+        #[inline(never)]
+        #[unsafe(no_mangle)]
+        pub unsafe fn $dealloc(a: &$ty, ptr: *mut u8, layout: Layout) {
+            // SAFETY: forwarded; the caller upholds `GlobalAlloc::dealloc`'s contract.
+            unsafe { GlobalAlloc::dealloc(a, ptr, layout) }
+        }
+
+        impl Outlined for $ty {
+            #[inline(always)]
+            unsafe fn alloc_call(&self, layout: Layout) -> *mut u8 {
+                // SAFETY: forwarded.
+                unsafe { $alloc(self, layout) }
+            }
+
+            #[inline(always)]
+            unsafe fn dealloc_call(&self, ptr: *mut u8, layout: Layout) {
+                // SAFETY: forwarded.
+                unsafe { $dealloc(self, ptr, layout) }
+            }
+        }
+    };
+}
+
+outlined!(
+    std::alloc::System,
+    bench_call_system_alloc,
+    bench_call_system_dealloc
+);
 #[cfg(not(allocasm_no_mimalloc))]
-pub type MiMalloc = Global<mimalloc::MiMalloc>;
+outlined!(
+    mimalloc::MiMalloc,
+    bench_call_mimalloc_alloc,
+    bench_call_mimalloc_dealloc
+);
+outlined!(
+    allocasm::SegregatedFit,
+    bench_call_segregated_alloc,
+    bench_call_segregated_dealloc
+);
+
+/// The platform's allocator (glibc malloc here), at the call boundary.
+pub type System = Call<std::alloc::System>;
+/// mimalloc, through the `mimalloc` crate, at the call boundary.
+#[cfg(not(allocasm_no_mimalloc))]
+pub type MiMalloc = Call<mimalloc::MiMalloc>;
 /// The system allocator subject.
-pub const SYSTEM: System = Global(std::alloc::System);
+pub const SYSTEM: System = Call(std::alloc::System);
 /// The mimalloc subject.
 #[cfg(not(allocasm_no_mimalloc))]
-pub const MIMALLOC: MiMalloc = Global(mimalloc::MiMalloc);
+pub const MIMALLOC: MiMalloc = Call(mimalloc::MiMalloc);
 
-impl<G: GlobalAlloc> LocalAlloc for &Global<G> {
+/// The name of SegregatedFit behind the same call as the peers: the row
+/// that compares with "system" and "mimalloc" at one boundary.
+pub const SEGREGATED_CALL: &str = "SegregatedFit:call";
+
+impl<G: Outlined> LocalAlloc for &Call<G> {
     #[inline(always)]
     fn alloc(&mut self, layout: Layout) -> NonNull<u8> {
         // SAFETY: every bench layout has a non-zero size.
-        let p = unsafe { self.0.alloc(layout) };
+        let p = unsafe { self.0.alloc_call(layout) };
         match NonNull::new(p) {
             Some(p) => p,
             None => failed(&"null", layout),
@@ -264,18 +352,18 @@ impl<G: GlobalAlloc> LocalAlloc for &Global<G> {
     #[inline(always)]
     unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
         // SAFETY: the caller guarantees `ptr` came from `alloc` with `layout`.
-        unsafe { self.0.dealloc(ptr.as_ptr(), layout) }
+        unsafe { self.0.dealloc_call(ptr.as_ptr(), layout) }
     }
 }
 
-impl<G: GlobalAlloc> Subject for Global<G> {
+impl<G: Outlined> Subject for Call<G> {
     type Local<'a>
-        = &'a Global<G>
+        = &'a Call<G>
     where
         Self: 'a;
 
     #[inline(always)]
-    fn local(&self, _worker: usize) -> &Global<G> {
+    fn local(&self, _worker: usize) -> &Call<G> {
         self
     }
 
@@ -411,6 +499,7 @@ pub fn names() -> Vec<&'static str> {
         "FreeList",
         "FrameAllocator",
         "SegregatedFit",
+        SEGREGATED_CALL,
         "Temp",
         "TempJob",
         "Persistent",
@@ -434,6 +523,7 @@ pub fn shared_names() -> Vec<&'static str> {
     v.extend([
         "bumpalo",
         "SegregatedFit",
+        SEGREGATED_CALL,
         "TempJob",
         "Persistent",
         "Rewindable",
@@ -497,6 +587,7 @@ pub fn with_subject<V: Visit>(name: &str, cfg: Config, v: V) -> Option<V::Out> {
             reset: FrameAllocator::<2>::reset_all,
         }),
         "SegregatedFit" => v.visit(Raw::freeing(SegregatedFit::new())),
+        SEGREGATED_CALL => v.visit(Call(SegregatedFit::new())),
         "Temp" => v.visit(Raw {
             alloc: made(name, Temp::new(bytes, SegregatedFit::new())),
             reset: Temp::end_frame,
@@ -522,6 +613,7 @@ pub fn with_shared<V: VisitShared>(name: &str, cfg: Config, v: V) -> Option<V::O
         "mimalloc" => v.visit(MIMALLOC),
         "bumpalo" => v.visit(BumpPerThread::new(cfg.workers)),
         "SegregatedFit" => v.visit(Raw::freeing(SegregatedFit::new())),
+        SEGREGATED_CALL => v.visit(Call(SegregatedFit::new())),
         "TempJob" => v.visit(temp_job(cfg)),
         "Persistent" => v.visit(persistent()),
         "Rewindable" => v.visit(rewindable(cfg)),
