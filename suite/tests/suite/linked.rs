@@ -92,7 +92,7 @@ fn every_linked_build_works_and_holds_every_probe() {
         "linked builds failed:\n{}",
         errors.join("\n")
     );
-    assert_eq!(built.len(), 8, "four profiles, two LTO settings each");
+    assert_eq!(built.len(), 10, "five profiles, two LTO settings each");
     let mut missing = Vec::new();
     for b in built {
         for probe in &b.listings.missing {
