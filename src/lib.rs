@@ -173,7 +173,7 @@ pub use thread_cursor::{LocalCursor, ThreadCursorArena, ThreadCursorConfig, Thre
 #[cfg(feature = "std")]
 pub use segregated::SegregatedFit;
 #[cfg(feature = "std")]
-pub use unity::{Persistent, Rewindable, Temp, TempJob};
+pub use unity::{LeakDetection, Persistent, Rewindable, Temp, TempJob};
 
 /// The unit tests' global allocator under `--cfg allocasm_global_segregated`
 /// (`scripts/test global`): every allocation of the test binary, the test

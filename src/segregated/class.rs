@@ -4,7 +4,9 @@
 //! **Mapping.** Sizes are counted in granules of [`GRANULE`] (8) bytes, the
 //! pointer size on 64-bit targets, so the smallest class holds the intrusive
 //! queue link. For a request of `u` granules the first level is
-//! `fl = floor(log2(u))` (one `lzcnt`/`bsr` on x86, `clz` on arm64) and the
+//! `fl = floor(log2(u))` (one `lzcnt`/`bsr` on x86, `clz` on arm64 and on
+//! RISC-V with Zbb; on RV64GC, which has no such instruction, the exponent
+//! of `u` converted to an `f32`) and the
 //! second level splits `[2^fl, 2^(fl+1))` into `SLLEN = 8` equal steps of
 //! `2^(fl-3)` granules, as in TLSF. Below 16 granules the steps are a single
 //! granule (the linear region: 8, 16, ..., 120 bytes). A request is rounded
@@ -29,7 +31,8 @@
 //! (`None`) and [`SegregatedFit`](super::SegregatedFit) serves them from the
 //! page allocator directly.
 //!
-//! **Costs.** Pure arithmetic; no metadata.
+//! **Costs.** Pure arithmetic; no metadata. On RV64GC the float
+//! conversion uses one floating-point register.
 
 /// The size of one granule (and of the smallest class): one pointer on
 /// 64-bit targets, which the intrusive queue link needs.
@@ -58,9 +61,45 @@ const fn index_of_granules(units: usize) -> usize {
     // the compare and select: below `1 << SL_BITS` granules the shift is 0,
     // and setting that bit makes the top bit `SL_BITS` exactly there while
     // leaving it alone above.
-    let shift = usize::BITS - 1 - (units | (1 << SL_BITS)).leading_zeros() - SL_BITS;
+    let shift = floor_log2(units | (1 << SL_BITS)) - SL_BITS;
     let rounded = units + (1 << shift) - 1;
     ((shift as usize) << SL_BITS) + (rounded >> shift) - 1
+}
+
+/// Whether the target lacks a count-leading-zeros instruction but has the
+/// F extension: RISC-V without Zbb (RV64GC). Stable rustc does not report
+/// the `f` feature in `cfg`, so Linux stands for it: every riscv64 Linux
+/// target uses the `lp64d` ABI, which requires F and D.
+const CLZ_BY_FLOAT: bool = cfg!(all(
+    target_arch = "riscv64",
+    not(target_feature = "zbb"),
+    any(target_feature = "f", target_os = "linux")
+));
+
+/// `floor(log2(x))` for `1 <= x < 2^24`: one count-leading-zeros
+/// instruction where the target has one (`lzcnt`/`bsr` on x86, `clz` on
+/// Arm, Zbb's `clz` on RISC-V), else [`floor_log2_by_float`].
+#[inline(always)]
+const fn floor_log2(x: usize) -> u32 {
+    if CLZ_BY_FLOAT {
+        floor_log2_by_float(x)
+    } else {
+        usize::BITS - 1 - x.leading_zeros()
+    }
+}
+
+/// `floor(log2(x))` for `1 <= x < 2^24` without a count-leading-zeros
+/// instruction. RV64GC has none (Zbb adds it), and LLVM's branch-free
+/// expansion (smear the top bit down, then count the bits) was 37
+/// instructions. The F extension converts `x` to an `f32` exactly (24
+/// significant bits) and the float's biased exponent is
+/// `floor(log2(x)) + 127`: `fcvt.s.lu`, `fmv.x.w`, a shift, and the bias
+/// folded into the caller's arithmetic. Class requests are at most
+/// `MAX_CLASS_SIZE / GRANULE` = 8192 granules.
+#[inline(always)]
+const fn floor_log2_by_float(x: usize) -> u32 {
+    debug_assert!(x >= 1 && x < 1 << f32::MANTISSA_DIGITS);
+    ((x as f32).to_bits() >> (f32::MANTISSA_DIGITS - 1)) - 127
 }
 
 /// The block size of class `index` (the inverse of the mapping on class
@@ -183,6 +222,27 @@ mod tests {
                     i
                 );
             }
+        }
+    }
+
+    /// The float exponent is the top bit's index over the whole range it is
+    /// used for (and beyond, to 2^24), on every target, not only on the
+    /// RISC-V ones that use it.
+    #[test]
+    fn the_float_exponent_is_floor_log2() {
+        // Every value up to 2^14 (classes use up to 8192), then about a
+        // thousand per octave.
+        let exhaustive = if cfg!(miri) { 1 << 10 } else { 1 << 14 };
+        let mut x: usize = 1;
+        while x < 1 << 24 {
+            let want = usize::BITS - 1 - x.leading_zeros();
+            assert_eq!(floor_log2_by_float(x), want, "x = {x}");
+            assert_eq!(floor_log2(x), want, "x = {x}");
+            x += if x < exhaustive { 1 } else { (x >> 10).max(1) };
+        }
+        for k in 0..24 {
+            assert_eq!(floor_log2_by_float(1 << k), k);
+            assert_eq!(floor_log2_by_float((1 << (k + 1)) - 1), k);
         }
     }
 

@@ -14,7 +14,9 @@
 //! Leak detection follows Unity's native leak detection: [`TempJob`] and
 //! [`Persistent`] report the allocations still live when they are dropped as
 //! a [`LeakReport`], printed to stderr unless a hook was installed with
-//! `on_leak` (tests use the hook to observe it).
+//! `on_leak` (tests use the hook to observe it). [`Persistent`]'s counting
+//! can be switched off ([`LeakDetection`]), and is off by default in a
+//! release build, as Unity's is in a player build.
 
 use core::fmt;
 use core::ptr::NonNull;
@@ -30,6 +32,48 @@ pub use persistent::Persistent;
 pub use rewindable::{Rewindable, RewindableHandle};
 pub use temp::Temp;
 pub use temp_job::{Overdue, OverdueHook, TempJob};
+
+/// Whether an allocator counts its live blocks to report leaks when it is
+/// dropped: Unity's `NativeLeakDetectionMode` (less its stack-trace mode),
+/// taken by [`Persistent::with_leak_detection`].
+///
+/// Counting is not free: [`Persistent`] counts with two shared atomic
+/// read-modify-writes per allocation and two per free, several times the
+/// cost of a `SegregatedFit` fast path on its own. Unity counts in the
+/// editor and not in a player build; here the default follows the build in
+/// the same way: [`Enabled`](Self::Enabled) with debug assertions (a debug
+/// build, `cargo test`), [`Disabled`](Self::Disabled) without (a release
+/// build). Name the mode to get the same behaviour in both.
+///
+/// ```
+/// use allocasm::LeakDetection;
+/// let expected = if cfg!(debug_assertions) {
+///     LeakDetection::Enabled
+/// } else {
+///     LeakDetection::Disabled
+/// };
+/// assert_eq!(LeakDetection::default(), expected);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LeakDetection {
+    /// Count nothing and report nothing: the base allocator's fast path
+    /// plus one predictable test.
+    Disabled,
+    /// Count live blocks and bytes, and report what is still live on drop.
+    Enabled,
+}
+
+impl Default for LeakDetection {
+    /// [`Enabled`](Self::Enabled) with debug assertions, else
+    /// [`Disabled`](Self::Disabled).
+    fn default() -> Self {
+        if cfg!(debug_assertions) {
+            LeakDetection::Enabled
+        } else {
+            LeakDetection::Disabled
+        }
+    }
+}
 
 /// One allocation that was still live when its allocator was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -104,7 +104,8 @@ fn hashbrown_map_in_the_other_allocators() {
     let list = FreeList::new(8 << 20, FitPolicy::FirstFit).unwrap();
     map_roundtrip(&list, 1_000);
 
-    let persistent = Persistent::new();
+    let persistent =
+        Persistent::with_leak_detection(SegregatedFit::new(), allocasm::LeakDetection::Enabled);
     map_roundtrip(&persistent, 1_000);
     assert_eq!(persistent.live_allocations(), 0);
 }

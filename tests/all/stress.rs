@@ -441,7 +441,10 @@ fn rewindable() {
     ignore = "Persistent's base is SegregatedFit, whose stale link read Miri flags; see segregated_fit"
 )]
 fn persistent() {
-    let a = allocasm::Persistent::new();
+    let a = allocasm::Persistent::with_leak_detection(
+        allocasm::SegregatedFit::new(),
+        allocasm::LeakDetection::Enabled,
+    );
     run("Persistent", &a, threads(), rounds(20_000));
     assert_eq!(a.live_allocations(), 0, "Persistent: blocks still live");
     assert_eq!(a.live_bytes(), 0, "Persistent: bytes still live");
@@ -465,7 +468,11 @@ fn guard_zone() {
 /// link read Miri flags), blocks handed between threads and freed there.
 #[test]
 fn persistent_over_pages_frees_across_threads() {
-    let a = allocasm::Persistent::with_base(PageAllocator::new()).on_leak(|_| {});
+    let a = allocasm::Persistent::with_leak_detection(
+        PageAllocator::new(),
+        allocasm::LeakDetection::Enabled,
+    )
+    .on_leak(|_| {});
     let cfg = Config {
         max_size: 4096,
         large_every: 0,

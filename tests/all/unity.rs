@@ -7,7 +7,10 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
 use allocasm::unity::{LeakReport, Overdue};
-use allocasm::{AllocError, PageAllocator, Persistent, RawAllocator, Rewindable, Temp, TempJob};
+use allocasm::{
+    AllocError, LeakDetection, PageAllocator, Persistent, RawAllocator, Rewindable, SegregatedFit,
+    Temp, TempJob,
+};
 
 use crate::conformance::{self, Spec};
 
@@ -704,10 +707,13 @@ fn persistent_conformance() {
         ..Spec::new("Persistent")
     };
     conformance::check(&spec, || {
-        Persistent::with_base(OwningPages::default()).on_leak(|_| {})
+        Persistent::with_leak_detection(OwningPages::default(), LeakDetection::Enabled)
+            .on_leak(|_| {})
     });
 }
 
+/// Over `SegregatedFit` without counting, as a release build makes it by
+/// default: the same contract.
 #[test]
 fn persistent_over_segregated_fit_conformance() {
     let spec = Spec {
@@ -715,13 +721,24 @@ fn persistent_over_segregated_fit_conformance() {
         bounded: false,
         ..Spec::new("Persistent<SegregatedFit>")
     };
-    conformance::check(&spec, || Persistent::new().on_leak(|_| {}));
+    conformance::check(&spec, || {
+        Persistent::with_leak_detection(SegregatedFit::new(), LeakDetection::Disabled)
+    });
+}
+
+/// A counting `Persistent` over the page allocator whose leak reports go to
+/// a recorder.
+fn counting_persistent() -> (Arc<Mutex<Option<LeakReport>>>, Persistent<PageAllocator>) {
+    let (seen, hook) = recorder();
+    let p =
+        Persistent::with_leak_detection(PageAllocator::new(), LeakDetection::Enabled).on_leak(hook);
+    (seen, p)
 }
 
 #[test]
 fn persistent_counts_and_reports_leaks_on_drop() {
-    let (seen, hook) = recorder();
-    let p = Persistent::with_base(PageAllocator::new()).on_leak(hook);
+    let (seen, p) = counting_persistent();
+    assert_eq!(p.leak_detection(), LeakDetection::Enabled);
     let a = p.alloc(100, 1).unwrap();
     let b = p.alloc(50, 64).unwrap();
     assert_eq!(a.as_ptr() as usize % 16, 0);
@@ -740,8 +757,7 @@ fn persistent_counts_and_reports_leaks_on_drop() {
     // SAFETY: `b` is a live PageAllocator block of 50 bytes.
     unsafe { PageAllocator::new().dealloc(b, 50) };
 
-    let (seen, hook) = recorder();
-    let p = Persistent::with_base(PageAllocator::new()).on_leak(hook);
+    let (seen, p) = counting_persistent();
     let c = p.alloc(8, 8).unwrap();
     // SAFETY: `c` came from `alloc(8, 8)`.
     unsafe { p.dealloc(c, 8, 8) };
@@ -751,6 +767,126 @@ fn persistent_counts_and_reports_leaks_on_drop() {
         None,
         "nothing live, nothing reported"
     );
+}
+
+/// Several threads allocate and free at once, some blocks are freed by a
+/// thread other than the one that made them, and the counts and the drop's
+/// report are exact.
+#[test]
+fn persistent_counts_exactly_from_several_threads() {
+    let (threads, count) = threads_and_count();
+    let (seen, p) = counting_persistent();
+    // Each thread keeps every other block it makes; sizes 1..=count vary
+    // the bytes per block.
+    let kept: Vec<Vec<(Block, usize)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let p = &p;
+                s.spawn(move || {
+                    let mut kept = Vec::new();
+                    for i in 1..=count {
+                        let size = i + t;
+                        let b = p.alloc(size, 8).unwrap();
+                        fill_pattern(b, size, t);
+                        if i % 2 == 0 {
+                            kept.push((Block(b), size));
+                        } else {
+                            check_pattern(b, size, t);
+                            // SAFETY: `b` came from `alloc(size, 8)` just now.
+                            unsafe { p.dealloc(b, size, 8) };
+                        }
+                    }
+                    kept
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let blocks: usize = kept.iter().map(Vec::len).sum();
+    let bytes: usize = kept.iter().flatten().map(|(_, size)| size).sum();
+    assert_eq!(blocks, threads * (count / 2));
+    assert_eq!((p.live_allocations(), p.live_bytes()), (blocks, bytes));
+    // New threads free the kept blocks but each list's first: every block
+    // freed on a thread other than the one that made it.
+    let mut leaked = Vec::new();
+    std::thread::scope(|s| {
+        for (t, mut mine) in kept.into_iter().enumerate() {
+            leaked.push(mine.remove(0));
+            let p = &p;
+            s.spawn(move || {
+                for (b, size) in mine {
+                    check_pattern(b.0, size, t);
+                    // SAFETY: `b` came from `alloc(size, 8)` and is live.
+                    unsafe { p.dealloc(b.0, size, 8) };
+                }
+            });
+        }
+    });
+    let leaked_bytes: usize = leaked.iter().map(|(_, size)| size).sum();
+    assert_eq!(
+        (p.live_allocations(), p.live_bytes()),
+        (threads, leaked_bytes)
+    );
+    drop(p);
+    let report = seen.lock().unwrap().take().expect("a leak report on drop");
+    assert_eq!(
+        (report.allocator, report.allocations, report.bytes),
+        ("Persistent", threads, leaked_bytes)
+    );
+    for (b, size) in leaked {
+        // SAFETY: a live PageAllocator block of `size` bytes, leaked above.
+        unsafe { PageAllocator::new().dealloc(b.0, size) };
+    }
+}
+
+/// Without leak detection nothing is counted and the drop reports nothing,
+/// even with a block still live.
+#[test]
+fn persistent_without_leak_detection_counts_and_reports_nothing() {
+    let (seen, hook) = recorder();
+    let p = Persistent::with_leak_detection(PageAllocator::new(), LeakDetection::Disabled)
+        .on_leak(hook);
+    assert_eq!(p.leak_detection(), LeakDetection::Disabled);
+    let a = p.alloc(100, 1).unwrap();
+    let b = p.alloc(50, 64).unwrap();
+    assert_eq!(a.as_ptr() as usize % 16, 0);
+    assert_eq!(b.as_ptr() as usize % 64, 0);
+    assert_eq!((p.live_allocations(), p.live_bytes()), (0, 0));
+    // SAFETY: `a` came from `alloc(100, 1)`.
+    unsafe { p.dealloc(a, 100, 1) };
+    assert_eq!((p.live_allocations(), p.live_bytes()), (0, 0));
+    assert_eq!(p.leaks().allocations, 0);
+    drop(p);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        None,
+        "nothing counted, nothing reported"
+    );
+    // SAFETY: `b` is a live PageAllocator block of 50 bytes.
+    unsafe { PageAllocator::new().dealloc(b, 50) };
+}
+
+/// The constructors without a mode take the build's default: counting with
+/// debug assertions, not without.
+#[test]
+fn persistent_default_leak_detection_follows_the_build() {
+    let expected = if cfg!(debug_assertions) {
+        LeakDetection::Enabled
+    } else {
+        LeakDetection::Disabled
+    };
+    assert_eq!(LeakDetection::default(), expected);
+    assert_eq!(Persistent::new().leak_detection(), expected);
+    let p = Persistent::with_base(PageAllocator::new()).on_leak(|_| {});
+    assert_eq!(p.leak_detection(), expected);
+    let b = p.alloc(24, 8).unwrap();
+    let counted = usize::from(expected == LeakDetection::Enabled);
+    assert_eq!(
+        (p.live_allocations(), p.live_bytes()),
+        (counted, 24 * counted)
+    );
+    // SAFETY: `b` came from `alloc(24, 8)`.
+    unsafe { p.dealloc(b, 24, 8) };
 }
 
 #[test]

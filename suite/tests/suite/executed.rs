@@ -82,7 +82,7 @@ fn get<'a>(profile: &str, probe: &str) -> &'a executed::Executed {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn the_six_linux_profiles_are_measured() {
+fn the_seven_linux_profiles_are_measured() {
     let profiles = codegen::load_profiles().unwrap();
     let names: BTreeSet<&str> = executed::measured_profiles(&profiles)
         .iter()
@@ -95,6 +95,7 @@ fn the_six_linux_profiles_are_measured() {
             "aarch64-linux-lse",
             "armv7-linux",
             "riscv64-linux",
+            "riscv64-linux-zbb",
             "x86_64-linux",
             "x86_64-linux-dylib"
         ])

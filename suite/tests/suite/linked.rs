@@ -60,7 +60,7 @@ fn linux_host() -> bool {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn four_linux_profiles_have_a_linked_view() {
+fn five_linux_profiles_have_a_linked_view() {
     let profiles = codegen::load_profiles().unwrap();
     let mut names: Vec<&str> = profiles
         .iter()
@@ -74,6 +74,7 @@ fn four_linux_profiles_have_a_linked_view() {
             "aarch64-linux",
             "armv7-linux",
             "riscv64-linux",
+            "riscv64-linux-zbb",
             "x86_64-linux"
         ]
     );
@@ -91,7 +92,7 @@ fn every_linked_build_works_and_holds_every_probe() {
         "linked builds failed:\n{}",
         errors.join("\n")
     );
-    assert_eq!(built.len(), 8, "four profiles, two LTO settings each");
+    assert_eq!(built.len(), 10, "five profiles, two LTO settings each");
     let mut missing = Vec::new();
     for b in built {
         for probe in &b.listings.missing {
