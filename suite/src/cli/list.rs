@@ -9,20 +9,20 @@ use super::{CliError, Status, Ui, session};
 pub fn run(ui: &Ui) -> Result<Status, CliError> {
     let width = probes().iter().map(|p| p.name.len()).max().unwrap_or(0);
     let alloc_width = probes().iter().map(|p| p.allocator.len()).max().unwrap_or(0);
-    println!("{}", ui.bold(&format!("{} probes", probes().len())));
+    outln!("{}", ui.bold(&format!("{} probes", probes().len())));
     for p in probes() {
         let kind = match p.kind {
             ProbeKind::SingleThreaded => "single-threaded",
             ProbeKind::Concurrent => "concurrent",
         };
-        println!(
+        outln!(
             "  {:width$}  {:alloc_width$}  {:16} {:15}  {}",
             p.name, p.allocator, p.operation, kind, p.expect
         );
     }
     let profiles = session::load_profiles(ui)?;
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{}",
         ui.bold(&format!("{} profiles (targets/*.toml)", profiles.len()))
     );
@@ -37,13 +37,13 @@ pub fn run(ui: &Ui) -> Result<Status, CliError> {
             Some(tc) => format!("  toolchain {tc} (its own, not the pinned one)"),
             None => String::new(),
         };
-        println!(
+        outln!(
             "  {:width$}  {}  {}{toolchain}",
             p.name,
             p.triple,
             ui.dim(&flags)
         );
-        println!("  {:width$}  {}", "", p.description);
+        outln!("  {:width$}  {}", "", p.description);
     }
     Ok(Status::Ok)
 }

@@ -179,7 +179,7 @@ fn measure_one(
         if ui.verbose
             && let BuildEvent::Started { command, .. } = e
         {
-            eprintln!("{}: {command}", profile.name);
+            errln!("{}: {command}", profile.name);
         }
     };
     let driver = executed::build_driver(profile, opts, Lto::Off, &verbose).map_err(|e| {

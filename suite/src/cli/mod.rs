@@ -265,7 +265,7 @@ impl CliError {
     /// Prints the error to stderr (unless clap already did).
     pub fn print(&self) {
         if !self.printed {
-            eprintln!("allocasm: error: {}", self.message);
+            errln!("allocasm: error: {}", self.message);
         }
     }
 }

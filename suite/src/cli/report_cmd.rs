@@ -130,7 +130,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         std::fs::write(&path, format.render(&report))
             .map_err(|e| CliError::environment(format!("cannot write {}: {e}", path.display())))?;
         if !ui.quiet {
-            println!("wrote {} ({})", path.display(), format.name());
+            outln!("wrote {} ({})", path.display(), format.name());
         }
     }
     let t = report.totals;
@@ -146,7 +146,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         t.expectations
     );
     if !ui.quiet {
-        println!(
+        outln!(
             "{}",
             if t.failures == 0 {
                 ui.green(&line)
@@ -155,7 +155,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
             }
         );
         if t.failures > 0 {
-            println!(
+            outln!(
                 "  (`allocasm check` lists each failure; `report` itself exits 0 unless a build failed)"
             );
         }
@@ -170,7 +170,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         for p in &section.profiles {
             for why in [&p.reason, &p.mca_reason].into_iter().flatten() {
                 if why.starts_with("not measured:") || why.starts_with("not predicted:") {
-                    eprintln!("{} {}: {why}", ui.yellow("note:"), p.profile);
+                    errln!("{} {}: {why}", ui.yellow("note:"), p.profile);
                 }
             }
         }
@@ -196,7 +196,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
                 linked::install_command(&wanting)
             )
         };
-        eprintln!(
+        errln!(
             "{} {linked_failed} linked build(s) failed; the report shows why in place of their \
              listings{fix}",
             ui.yellow("warning:")

@@ -87,10 +87,10 @@ impl Builds {
     /// Prints every build failure (with its fix) to stderr.
     pub fn report_failures(&self, ui: &Ui) {
         for (profile, error) in &self.unavailable {
-            eprintln!("{} profile {}: {error}", ui.yellow("note:"), profile.name);
+            errln!("{} profile {}: {error}", ui.yellow("note:"), profile.name);
         }
         for (profile, error) in &self.failed {
-            eprintln!(
+            errln!(
                 "{} profile {} ({}): {}",
                 ui.red("build failed:"),
                 profile.name,
@@ -99,7 +99,7 @@ impl Builds {
             );
         }
         for (l, error) in self.linked_failures() {
-            eprintln!(
+            errln!(
                 "{} profile {} ({}, {}): {}",
                 ui.red("linked build failed:"),
                 l.profile.name,

@@ -111,7 +111,7 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
             }
         }
         if let Some(first) = builds.built.first() {
-            println!(
+            outln!(
                 "{}",
                 ui.dim(&format!(
                     "{} · LLVM {} · {}",
@@ -121,22 +121,22 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
                 ))
             );
         }
-        print!("{}", side_by_side(&columns, args.width.max(12)));
+        out!("{}", side_by_side(&columns, args.width.max(12)));
     } else {
         for b in &builds.built {
-            println!("{}", ui.bold(&format!("# {}", b.output.header())));
+            outln!("{}", ui.bold(&format!("# {}", b.output.header())));
             for line in lines_of(ui, &b.profile, &b.listings, probe.name, args.raw, false) {
-                println!("{line}");
+                outln!("{line}");
             }
-            println!();
+            outln!();
             for (header, lines) in
                 linked_lines(ui, &builds, &b.profile, probe.name, args.raw, false)
             {
-                println!("{}", ui.bold(&format!("# {header}")));
+                outln!("{}", ui.bold(&format!("# {header}")));
                 for line in lines {
-                    println!("{line}");
+                    outln!("{line}");
                 }
-                println!();
+                outln!();
             }
         }
     }

@@ -80,7 +80,7 @@ impl Ui {
     /// A note on stderr, unless `--quiet`.
     pub fn note(&self, s: &str) {
         if !self.quiet {
-            eprintln!("{s}");
+            errln!("{s}");
         }
     }
 
@@ -117,7 +117,7 @@ impl Progress {
     /// Prints a line to stderr above the bar (unless `--quiet`).
     pub fn println(&self, s: &str) {
         if !self.quiet {
-            self.bar.suspend(|| eprintln!("{s}"));
+            self.bar.suspend(|| errln!("{s}"));
         }
     }
 

@@ -6,5 +6,6 @@ mod cli;
 mod codegen;
 mod executed;
 mod linked;
+mod pipe;
 mod probes;
 mod rustup;
