@@ -3,6 +3,7 @@
 //! linked view and the `allocasm` command itself.
 
 mod cli;
+mod cli_output;
 mod codegen;
 mod executed;
 mod linked;
