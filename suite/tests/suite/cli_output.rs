@@ -1,10 +1,12 @@
 //! What the `allocasm` binary prints around the listings: how a probe name
-//! is matched (a part of one name, or of several to pick from) and which
-//! names "did you mean" suggests.
+//! is matched (a part of one name, or of several to pick from), which names
+//! "did you mean" suggests, and the hot path's figures under each listing
+//! of `show`.
 //!
 //! On the warm x86_64-linux build the other tests share. Skipped under Miri
 //! (they spawn processes).
 
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn allocasm(args: &[&str]) -> Output {
@@ -26,6 +28,17 @@ fn stderr(o: &Output) -> String {
 
 fn code(o: &Output) -> i32 {
     o.status.code().expect("exit code")
+}
+
+/// A fresh directory under the crate's `target/`.
+fn scratch(name: &str) -> PathBuf {
+    let dir = allocasm_suite::codegen::manifest_dir()
+        .join("target")
+        .join("tmp")
+        .join(format!("cli-output-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
 }
 
 #[test]
@@ -90,4 +103,85 @@ fn did_you_mean_suggests_only_names_alike() {
         "{}",
         stderr(&o)
     );
+}
+
+/// `show` prints under each listing the hot path's figures, the same the
+/// report's JSON has for that listing.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn show_prints_the_hot_paths_figures_as_the_report_has_them() {
+    let out = scratch("hot-path");
+    let o = allocasm(&[
+        "report",
+        "-p",
+        "x86_64-linux",
+        "--no-linked",
+        "--no-executed",
+        "--format",
+        "json",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let probe = json["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "probe_packed_alloc_relaxed")
+        .expect("the probe in the report");
+    let h = &probe["results"][0]["hot_path"];
+    let n = |k: &str| h[k].as_u64().unwrap_or_else(|| panic!("{k} in {h}"));
+    assert!(n("atomics") > 0 && h["to_fit_check"].is_u64(), "{h}");
+    let expected = format!(
+        "hot path: {} of {} instructions, {} to the fit check, {} atomic(s), {} loop(s), {} stack \
+         access(es), calls: none",
+        n("instructions"),
+        n("function_instructions"),
+        n("to_fit_check"),
+        n("atomics"),
+        n("loops"),
+        n("stack_accesses"),
+    );
+    let o = allocasm(&[
+        "show",
+        "packed_alloc_relaxed",
+        "-p",
+        "x86_64-linux",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("{expected}\n")),
+        "{expected}\n{}",
+        stdout(&o)
+    );
+
+    // Side by side: in every column, in lines that fit it.
+    let o = allocasm(&[
+        "show",
+        "packed_alloc_relaxed",
+        "-p",
+        "x86_64-linux,aarch64-linux",
+        "--side-by-side",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert_eq!(
+        text.matches("hot path: ").count(),
+        2,
+        "one per column: {text}"
+    );
+    let fit: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("to the fit check"))
+        .collect();
+    assert!(
+        !fit.is_empty() && fit.iter().all(|l| !l.contains('…')),
+        "cut: {fit:?}"
+    );
+    let _ = std::fs::remove_dir_all(out);
 }
