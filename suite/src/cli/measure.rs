@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::build::{BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::executed::{self, MeasureOptions};
 use allocasm_suite::codegen::linked::{self, Lto};
+use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::{ProbeListings, Profile, mca};
 
 use super::Ui;
@@ -113,6 +113,7 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                 let (progress, set_step) = (&progress, &set_step);
                 s.spawn(move || {
                     let name = t.profile.name.clone();
+                    let started = std::time::Instant::now();
                     let mut library_hot_paths = BTreeMap::new();
                     let executed = match exec_reason {
                         Some(why) => Err(why.clone()),
@@ -145,6 +146,12 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                         (None, None) => Err("not predicted: the profile did not build".into()),
                     };
                     set_step(&name, None);
+                    if ui.logs_progress() && (exec_reason.is_none() || mca_reason.is_none()) {
+                        progress.println(&format!(
+                            "measured {name} in {:.1} s",
+                            started.elapsed().as_secs_f64()
+                        ));
+                    }
                     Measurement {
                         profile: name,
                         cpus: mca::cpus(&t.profile.arch())

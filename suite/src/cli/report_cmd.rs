@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::linked;
+use allocasm_suite::codegen::project::probes;
 use clap::Args;
 
 use crate::report::{self, BuiltProfile, Compiler, LinkedBuild, Report};
@@ -133,33 +133,6 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
             outln!("wrote {} ({})", path.display(), format.name());
         }
     }
-    let t = report.totals;
-    let line = format!(
-        "{} probes × {} profiles with {} ({}): {} listings, {} missing, {} of {} expectations failed",
-        t.probes,
-        t.profiles,
-        report.compiler.release,
-        report.backend,
-        t.found,
-        t.missing,
-        t.failures,
-        t.expectations
-    );
-    if !ui.quiet {
-        outln!(
-            "{}",
-            if t.failures == 0 {
-                ui.green(&line)
-            } else {
-                ui.yellow(&line)
-            }
-        );
-        if t.failures > 0 {
-            outln!(
-                "  (`allocasm check` lists each failure; `report` itself exits 0 unless a build failed)"
-            );
-        }
-    }
     builds.report_failures(ui);
     if let Some(section) = &report.executed
         && !ui.quiet
@@ -201,6 +174,34 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
              listings{fix}",
             ui.yellow("warning:")
         );
+    }
+    // The summary comes last, after the notes, where a log's reader looks.
+    let t = report.totals;
+    let line = format!(
+        "{} probes × {} profiles with {} ({}): {} listings, {} missing, {} of {} expectations failed",
+        t.probes,
+        t.profiles,
+        report.compiler.release,
+        report.backend,
+        t.found,
+        t.missing,
+        t.failures,
+        t.expectations
+    );
+    if !ui.quiet {
+        outln!(
+            "{}",
+            if t.failures == 0 {
+                ui.green(&line)
+            } else {
+                ui.yellow(&line)
+            }
+        );
+        if t.failures > 0 {
+            outln!(
+                "  (`allocasm check` lists each failure; `report` itself exits 0 unless a build failed)"
+            );
+        }
     }
     if !builds.failed.is_empty() {
         return Err(CliError::environment(format!(

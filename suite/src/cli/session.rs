@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use allocasm::probes::Probe;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
@@ -468,6 +469,21 @@ pub fn build_all_with(
     Ok(out)
 }
 
+/// A finished build as a log shows it: `built x86_64-linux (1.99.1) in
+/// 23.4 s`, `built x86_64-linux (linked release-lto, 1.99.1) in 0.2 s (up
+/// to date)` for a linked build that had nothing to do.
+fn finished_line(profile: &str, toolchain: &str, fresh: bool, elapsed: Duration) -> String {
+    let what = match profile.strip_suffix(')').and_then(|p| p.split_once(" (")) {
+        Some((name, lto)) => format!("{name} (linked {lto}, {toolchain})"),
+        None => format!("{profile} ({toolchain})"),
+    };
+    format!(
+        "built {what} in {:.1} s{}",
+        elapsed.as_secs_f64(),
+        if fresh { " (up to date)" } else { "" }
+    )
+}
+
 /// Counts a build that ended without a `Finished` event (it failed) and
 /// drops it from the bar's list of running builds.
 fn settle(
@@ -530,7 +546,9 @@ fn on_event(
             fresh,
             elapsed,
         } => {
-            if ui.verbose {
+            if ui.logs_progress() {
+                progress.println(&finished_line(&profile, toolchain, fresh, elapsed));
+            } else if ui.verbose {
                 progress.println(&format!(
                     "{}: {} in {:.1}s",
                     key(&profile),

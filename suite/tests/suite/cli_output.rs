@@ -1,7 +1,7 @@
 //! What the `allocasm` binary prints around the listings: how a probe name
 //! is matched (a part of one name, or of several to pick from), which names
-//! "did you mean" suggests, and the hot path's figures under each listing
-//! of `show`.
+//! "did you mean" suggests, the hot path's figures under each listing of
+//! `show`, and the lines a log gets instead of a progress bar.
 //!
 //! On the warm x86_64-linux build the other tests share. Skipped under Miri
 //! (they spawn processes).
@@ -183,5 +183,82 @@ fn show_prints_the_hot_paths_figures_as_the_report_has_them() {
         !fit.is_empty() && fit.iter().all(|l| !l.contains('…')),
         "cut: {fit:?}"
     );
+    let _ = std::fs::remove_dir_all(out);
+}
+
+/// In a log (stderr not a terminal), each profile build prints one line
+/// with its time, and the report's summary line comes last, after the
+/// notes (here: a profile whose target rustup has no standard library for).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_log_shows_each_build_with_its_time_and_the_summary_last() {
+    if Command::new("rustup").arg("--version").output().is_err() {
+        return; // no rustup: no profile is "not available"
+    }
+    let targets = scratch("log-targets");
+    let shipped = allocasm_suite::codegen::manifest_dir().join("targets");
+    for f in ["suite.toml", "x86_64-linux.toml"] {
+        std::fs::copy(shipped.join(f), targets.join(f)).expect("copy a profile");
+    }
+    std::fs::write(
+        targets.join("l4re.toml"),
+        "name = \"l4re\"\ntriple = \"x86_64-unknown-l4re-uclibc\"\nrun = \"none\"\n\
+         description = \"a target without a rust-std\"\n",
+    )
+    .unwrap();
+    let out = scratch("log-report");
+    let o = Command::new("bash")
+        .args([
+            "-c",
+            "\"$0\" \"$@\" 2>&1",
+            env!("CARGO_BIN_EXE_allocasm"),
+            "--targets-dir",
+            targets.to_str().unwrap(),
+            "report",
+            "--no-linked",
+            "--no-executed",
+            "--no-install",
+            "--format",
+            "md",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env_remove("RUSTFLAGS")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run allocasm under bash");
+    let log = stdout(&o);
+    assert_eq!(code(&o), 0, "{log}");
+    let built =
+        regex::Regex::new(r"(?m)^built x86_64-linux \([^)]+\) in \d+\.\d s( \(up to date\))?$")
+            .unwrap();
+    assert!(built.is_match(&log), "{log}");
+    let note = log
+        .lines()
+        .position(|l| l.starts_with("note: profile l4re"))
+        .unwrap_or_else(|| panic!("the note on l4re: {log}"));
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    let last = lines.last().expect("a line");
+    assert!(
+        last.contains(" probes × 2 profiles with "),
+        "last: {last}\n{log}"
+    );
+    assert!(
+        log.lines().position(|l| l == *last).unwrap() > note,
+        "summary after the note: {log}"
+    );
+    // --quiet: none of it.
+    let o = allocasm(&[
+        "--targets-dir",
+        targets.to_str().unwrap(),
+        "show",
+        "linear_alloc",
+        "-p",
+        "x86_64-linux",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("built "), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(targets);
     let _ = std::fs::remove_dir_all(out);
 }
