@@ -1,7 +1,8 @@
 //! What the `allocasm` binary prints around the listings: how a probe name
 //! is matched (a part of one name, or of several to pick from), which names
 //! "did you mean" suggests, the hot path's figures under each listing of
-//! `show`, and the lines a log gets instead of a progress bar.
+//! `show`, the lines a log gets instead of a progress bar, and `--help`'s
+//! global options apart from the command's own.
 //!
 //! On the warm x86_64-linux build the other tests share. Skipped under Miri
 //! (they spawn processes).
@@ -261,4 +262,48 @@ fn a_log_shows_each_build_with_its_time_and_the_summary_last() {
     assert!(!stderr(&o).contains("built "), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(targets);
     let _ = std::fs::remove_dir_all(out);
+}
+
+/// The heading a `--help` text puts `option` under.
+fn heading_of<'a>(help: &'a str, option: &str) -> Option<&'a str> {
+    let mut heading = None;
+    for line in help.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            heading = Some(line);
+        }
+        if line.trim_start().starts_with(option) || line.contains(&format!(", {option}")) {
+            return heading;
+        }
+    }
+    None
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn help_puts_the_global_options_under_their_own_heading() {
+    for args in [&["--help"][..], &["show", "--help"], &["check", "-h"]] {
+        let o = allocasm(args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let help = stdout(&o);
+        for global in [
+            "--color",
+            "--quiet",
+            "--verbose",
+            "--targets-dir",
+            "--manifest-path",
+        ] {
+            assert_eq!(
+                heading_of(&help, global),
+                Some("Global options:"),
+                "{global} in allocasm {args:?}:\n{help}"
+            );
+        }
+        if args[0] != "--help" {
+            assert_eq!(
+                heading_of(&help, "--profile"),
+                Some("Options:"),
+                "the command's own in allocasm {args:?}:\n{help}"
+            );
+        }
+    }
 }
