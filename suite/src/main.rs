@@ -2,40 +2,32 @@
 //! every allocator probe (see `allocasm --help` and README.md).
 //!
 //! Thin on purpose: the commands live in [`cli`], the output kinds in
-//! [`report`]; this only maps the outcome to an exit code.
+//! [`report`], the pipe-safe output macros in [`out`]; this only maps the
+//! outcome to an exit code.
+
+// Every line goes through `out`'s macros: std's print macros panic on a
+// closed pipe (`allocasm check | head`).
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
+#[macro_use]
+mod out;
 
 mod cli;
 mod report;
 
 use std::process::ExitCode;
 
+/// The command's own status, whether or not its reader read everything:
+/// `allocasm check | head -1` exits 1 after a failed check, as unpiped (see
+/// [`out`]).
 fn main() -> ExitCode {
-    exit_quietly_on_broken_pipe();
-    match cli::run(std::env::args_os()) {
-        Ok(status) => ExitCode::from(status.code()),
+    let code = match cli::run(std::env::args_os()) {
+        Ok(status) => status.code(),
         Err(error) => {
             error.print();
-            ExitCode::from(error.code())
+            error.code()
         }
-    }
-}
-
-/// `allocasm show ... | head` closes the pipe early; std's `println!` then
-/// panics ("failed printing to stdout: Broken pipe"). The reader has what it
-/// wanted, so that one panic ends the process quietly with status 0; every
-/// other panic keeps the default report.
-fn exit_quietly_on_broken_pipe() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(0);
-        }
-        default(info);
-    }));
+    };
+    out::flush();
+    ExitCode::from(code)
 }

@@ -876,7 +876,7 @@ pub fn run(ui: &Ui, args: &BisectArgs) -> Result<Status, CliError> {
         }
         BisectError::Window(why) => CliError::environment(why),
     })?;
-    print!("{}", render(args, probe.name, &verdict, &cache));
+    out!("{}", render(args, probe.name, &verdict, &cache));
     Ok(match verdict {
         Verdict::Found(_) => Status::Ok,
         Verdict::NoChange => Status::Failed,

@@ -34,10 +34,10 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
             let text = f.to_string();
             let mut lines = text.lines();
             if let Some(first) = lines.next() {
-                println!("{} {first}", ui.red("FAIL"));
+                outln!("{} {first}", ui.red("FAIL"));
             }
             for l in lines {
-                println!("{}", ui.dim(l));
+                outln!("{}", ui.dim(l));
             }
         }
     }
@@ -59,11 +59,11 @@ pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
         return Err(CliError::environment(summary));
     }
     if failures > 0 {
-        println!("{}", ui.red(&summary));
+        outln!("{}", ui.red(&summary));
         Ok(Status::Failed)
     } else {
         if !ui.quiet {
-            println!("{}", ui.green(&summary));
+            outln!("{}", ui.green(&summary));
         }
         Ok(Status::Ok)
     }

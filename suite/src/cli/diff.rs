@@ -808,11 +808,11 @@ pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
                 CliError::environment(format!("cannot write {}: {e}", path.display()))
             })?;
             if !ui.quiet {
-                println!("wrote {}", path.display());
-                println!("{}", totals_line(&r));
+                outln!("wrote {}", path.display());
+                outln!("{}", totals_line(&r));
             }
         }
-        None => print!("{text}"),
+        None => out!("{text}"),
     }
     from.report_failures(ui);
     to.report_failures(ui);

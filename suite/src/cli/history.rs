@@ -647,7 +647,7 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
             })?;
             ui.note(&format!("wrote {}", path.display()));
         }
-        None => print!("{rendered}"),
+        None => out!("{rendered}"),
     }
     if history.all_failed() {
         return Err(CliError::environment(

@@ -16,7 +16,7 @@ pub fn run(ui: &Ui) -> Result<Status, CliError> {
     let project = project::current();
     if probes().is_empty() {
         // Found by prefix: only a build says which functions there are.
-        println!(
+        outln!(
             "{}",
             ui.bold(&format!(
                 "probes of {}: {} (found in each build: `allocasm check` or `report` lists them)",
@@ -25,21 +25,25 @@ pub fn run(ui: &Ui) -> Result<Status, CliError> {
             ))
         );
     } else {
-        println!("{}", ui.bold(&format!("{} probes", probes().len())));
+        outln!("{}", ui.bold(&format!("{} probes", probes().len())));
     }
     for p in probes() {
         let kind = match p.kind {
             ProbeKind::SingleThreaded => "single-threaded",
             ProbeKind::Concurrent => "concurrent",
         };
-        println!(
+        outln!(
             "  {:width$}  {:alloc_width$}  {:16} {:15}  {}",
-            p.name, p.allocator, p.operation, kind, p.expect
+            p.name,
+            p.allocator,
+            p.operation,
+            kind,
+            p.expect
         );
     }
     let profiles = session::load_profiles(ui)?;
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{}",
         ui.bold(&format!("{} profiles (targets/*.toml)", profiles.len()))
     );
@@ -54,13 +58,13 @@ pub fn run(ui: &Ui) -> Result<Status, CliError> {
             Some(tc) => format!("  toolchain {tc} (its own, not the pinned one)"),
             None => String::new(),
         };
-        println!(
+        outln!(
             "  {:width$}  {}  {}{toolchain}",
             p.name,
             p.triple,
             ui.dim(&flags)
         );
-        println!("  {:width$}  {}", "", p.description);
+        outln!("  {:width$}  {}", "", p.description);
     }
     Ok(Status::Ok)
 }

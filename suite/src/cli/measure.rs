@@ -122,6 +122,7 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                 let (progress, set_step) = (&progress, &set_step);
                 s.spawn(move || {
                     let name = t.profile.name.clone();
+                    let started = std::time::Instant::now();
                     let mut library_hot_paths = BTreeMap::new();
                     let executed = match exec_reason {
                         Some(why) => Err(why.clone()),
@@ -154,6 +155,12 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                         (None, None) => Err("not predicted: the profile did not build".into()),
                     };
                     set_step(&name, None);
+                    if ui.logs_progress() && (exec_reason.is_none() || mca_reason.is_none()) {
+                        progress.println(&format!(
+                            "measured {name} in {:.1} s",
+                            started.elapsed().as_secs_f64()
+                        ));
+                    }
                     Measurement {
                         profile: name,
                         cpus: mca::cpus(&t.profile.arch())
@@ -188,7 +195,7 @@ fn measure_one(
         if ui.verbose
             && let BuildEvent::Started { command, .. } = e
         {
-            eprintln!("{}: {command}", profile.name);
+            errln!("{}: {command}", profile.name);
         }
     };
     let driver = executed::build_driver(profile, opts, Lto::Off, &verbose).map_err(|e| {

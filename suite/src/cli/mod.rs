@@ -60,6 +60,10 @@ A profile whose target a toolchain has no rust-std for (rustup offers none) is n
 each command says so for that profile and goes on with the others; it is not a failure and
 changes no exit code.";
 
+/// The `--help` heading of the options every command takes, apart from the
+/// command's own.
+const GLOBAL: &str = "Global options";
+
 /// allocasm: what each allocator fast path compiles to, on every target profile.
 ///
 /// Builds every probe of the crate for every profile in targets/ (one `cargo rustc --emit asm`
@@ -75,20 +79,20 @@ changes no exit code.";
 )]
 pub struct Cli {
     /// When to color the output
-    #[arg(long, value_enum, default_value_t = ColorWhen::Auto, global = true)]
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto, global = true, help_heading = GLOBAL)]
     pub color: ColorWhen,
     /// Print only results and errors (no progress bar, no notes)
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL)]
     pub quiet: bool,
     /// Also print the cargo commands run and cargo's own output
-    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    #[arg(short, long, global = true, help_heading = GLOBAL, conflicts_with = "quiet")]
     pub verbose: bool,
     /// Directory of the profiles, one TOML per profile [default: the project's targets/]
-    #[arg(long, value_name = "DIR", global = true)]
+    #[arg(long, value_name = "DIR", global = true, help_heading = GLOBAL)]
     pub targets_dir: Option<PathBuf>,
     /// The Cargo.toml of the workspace or package to work on [default: the workspace of the
     /// current directory]; its allocasm.toml says which package's probes to build
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH", global = true, help_heading = GLOBAL)]
     pub manifest_path: Option<PathBuf>,
     /// The command
     #[command(subcommand)]
@@ -272,7 +276,7 @@ impl CliError {
     /// Prints the error to stderr (unless clap already did).
     pub fn print(&self) {
         if !self.printed {
-            eprintln!("allocasm: error: {}", self.message);
+            errln!("allocasm: error: {}", self.message);
         }
     }
 }

@@ -134,34 +134,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         std::fs::write(&path, format.render(&report))
             .map_err(|e| CliError::environment(format!("cannot write {}: {e}", path.display())))?;
         if !ui.quiet {
-            println!("wrote {} ({})", path.display(), format.name());
-        }
-    }
-    let t = report.totals;
-    let line = format!(
-        "{} probes × {} profiles with {} ({}): {} listings, {} missing, {} of {} expectations failed",
-        t.probes,
-        t.profiles,
-        report.compiler.release,
-        report.backend,
-        t.found,
-        t.missing,
-        t.failures,
-        t.expectations
-    );
-    if !ui.quiet {
-        println!(
-            "{}",
-            if t.failures == 0 {
-                ui.green(&line)
-            } else {
-                ui.yellow(&line)
-            }
-        );
-        if t.failures > 0 {
-            println!(
-                "  (`allocasm check` lists each failure; `report` itself exits 0 unless a build failed)"
-            );
+            outln!("wrote {} ({})", path.display(), format.name());
         }
     }
     builds.report_failures(ui);
@@ -174,7 +147,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         for p in &section.profiles {
             for why in [&p.reason, &p.mca_reason].into_iter().flatten() {
                 if why.starts_with("not measured:") || why.starts_with("not predicted:") {
-                    eprintln!("{} {}: {why}", ui.yellow("note:"), p.profile);
+                    errln!("{} {}: {why}", ui.yellow("note:"), p.profile);
                 }
             }
         }
@@ -200,11 +173,39 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
                 linked::install_command(&wanting)
             )
         };
-        eprintln!(
+        errln!(
             "{} {linked_failed} linked build(s) failed; the report shows why in place of their \
              listings{fix}",
             ui.yellow("warning:")
         );
+    }
+    // The summary comes last, after the notes, where a log's reader looks.
+    let t = report.totals;
+    let line = format!(
+        "{} probes × {} profiles with {} ({}): {} listings, {} missing, {} of {} expectations failed",
+        t.probes,
+        t.profiles,
+        report.compiler.release,
+        report.backend,
+        t.found,
+        t.missing,
+        t.failures,
+        t.expectations
+    );
+    if !ui.quiet {
+        outln!(
+            "{}",
+            if t.failures == 0 {
+                ui.green(&line)
+            } else {
+                ui.yellow(&line)
+            }
+        );
+        if t.failures > 0 {
+            outln!(
+                "  (`allocasm check` lists each failure; `report` itself exits 0 unless a build failed)"
+            );
+        }
     }
     if !builds.failed.is_empty() {
         return Err(CliError::environment(format!(

@@ -4,11 +4,12 @@
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use allocasm::probes::Probe;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::linked::{self, LinkedOutput, Lto};
-use allocasm_suite::codegen::profile::edit_distance;
+use allocasm_suite::codegen::profile::by_likeness;
 use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{self, AsmOutput, ProbeListings, Profile};
 
@@ -87,10 +88,10 @@ impl Builds {
     /// Prints every build failure (with its fix) to stderr.
     pub fn report_failures(&self, ui: &Ui) {
         for (profile, error) in &self.unavailable {
-            eprintln!("{} profile {}: {error}", ui.yellow("note:"), profile.name);
+            errln!("{} profile {}: {error}", ui.yellow("note:"), profile.name);
         }
         for (profile, error) in &self.failed {
-            eprintln!(
+            errln!(
                 "{} profile {} ({}): {}",
                 ui.red("build failed:"),
                 profile.name,
@@ -99,7 +100,7 @@ impl Builds {
             );
         }
         for (l, error) in self.linked_failures() {
-            eprintln!(
+            errln!(
                 "{} profile {} ({}, {}): {}",
                 ui.red("linked build failed:"),
                 l.profile.name,
@@ -187,14 +188,27 @@ pub fn load_profiles(ui: &Ui) -> Result<Vec<Profile>, CliError> {
     Ok(profiles)
 }
 
-/// The names in `candidates` nearest to `name`, nearest first (at most 3).
+/// How alike a name must be to one typed to be suggested for it
+/// ([`by_likeness`]): two edits in `probe_linear_alloc` leave 0.89; another
+/// probe's name with only `probe_` and `_alloc` in common stays under 0.75.
+const NEAR: f64 = 0.8;
+
+/// The names in `candidates` to suggest for `name`, at most 3: those that
+/// contain it, then the most alike (strsim), none when nothing is near.
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut all: Vec<(usize, &str)> = candidates
-        .into_iter()
-        .map(|c| (edit_distance(c, name), c))
+    let candidates: Vec<&str> = candidates.into_iter().collect();
+    let mut near: Vec<&str> = candidates
+        .iter()
+        .copied()
+        .filter(|c| c.contains(name))
         .collect();
-    all.sort();
-    all.into_iter().take(3).map(|(_, c)| c).collect()
+    for (likeness, c) in by_likeness(name, candidates) {
+        if likeness >= NEAR && !near.contains(&c) {
+            near.push(c);
+        }
+    }
+    near.truncate(3);
+    near
 }
 
 /// The profiles named (all of them when `names` is empty), in the order of
@@ -207,9 +221,9 @@ pub fn select_profiles(all: Vec<Profile>, names: &[String]) -> Result<Vec<Profil
         if !all.iter().any(|p| &p.name == name) {
             let near = nearest(name, all.iter().map(|p| p.name.as_str()));
             return Err(CliError::usage(format!(
-                "unknown profile `{name}`; did you mean {}? (`allocasm list` shows every profile; \
-                 a profile is a file in targets/)",
-                or_list(&near)
+                "unknown profile `{name}`; {} (`allocasm list` shows every profile; a profile is \
+                 a file in targets/)",
+                did_you_mean(&near, "profile")
             )));
         }
     }
@@ -219,14 +233,30 @@ pub fn select_profiles(all: Vec<Profile>, names: &[String]) -> Result<Vec<Profil
         .collect())
 }
 
-/// A probe of the registry by name (`probe_` may be left out); an unknown
-/// name is a usage error suggesting the nearest.
+/// A probe of the project by name: its whole name, or it without `probe_`,
+/// or a part of one probe's name (`tempjob` is `probe_tempjob_alloc`). A
+/// part of several names is a usage error listing them (`packed_alloc`: the
+/// three `probe_packed_alloc_*`), an unknown name one suggesting the nearest.
 pub fn find_probe(name: &str) -> Result<&'static Probe, CliError> {
-    if let Some(p) = allocasm_suite::codegen::project::find(name) {
+    if let Some(p) = project::find(name) {
         return Ok(p);
     }
-    if let Some(p) = allocasm_suite::codegen::project::find(&format!("probe_{name}")) {
+    if let Some(p) = project::find(&format!("probe_{name}")) {
         return Ok(p);
+    }
+    let containing: Vec<&'static Probe> =
+        probes().iter().filter(|p| p.name.contains(name)).collect();
+    match containing[..] {
+        [one] => return Ok(one),
+        [] => {}
+        _ => {
+            let names: Vec<String> = containing.iter().map(|p| format!("  {}", p.name)).collect();
+            return Err(CliError::usage(format!(
+                "`{name}` is part of {} probe names; pick one:\n{}",
+                containing.len(),
+                names.join("\n")
+            )));
+        }
     }
     let full = if name.starts_with("probe_") {
         name.to_string()
@@ -235,9 +265,18 @@ pub fn find_probe(name: &str) -> Result<&'static Probe, CliError> {
     };
     let near = nearest(&full, probes().iter().map(|p| p.name));
     Err(CliError::usage(format!(
-        "unknown probe `{name}`; did you mean {}? (`allocasm list` shows every probe)",
-        or_list(&near)
+        "unknown probe `{name}`; {} (`allocasm list` shows every probe)",
+        did_you_mean(&near, "probe")
     )))
+}
+
+/// `did you mean `a` or `b`?`, or that no `what` is named like it.
+fn did_you_mean(near: &[&str], what: &str) -> String {
+    if near.is_empty() {
+        format!("no {what} has a name like it")
+    } else {
+        format!("did you mean {}?", or_list(near))
+    }
 }
 
 fn or_list(names: &[&str]) -> String {
@@ -432,6 +471,21 @@ pub fn build_all_with(
     Ok(out)
 }
 
+/// A finished build as a log shows it: `built x86_64-linux (1.99.1) in
+/// 23.4 s`, `built x86_64-linux (linked release-lto, 1.99.1) in 0.2 s (up
+/// to date)` for a linked build that had nothing to do.
+fn finished_line(profile: &str, toolchain: &str, fresh: bool, elapsed: Duration) -> String {
+    let what = match profile.strip_suffix(')').and_then(|p| p.split_once(" (")) {
+        Some((name, lto)) => format!("{name} (linked {lto}, {toolchain})"),
+        None => format!("{profile} ({toolchain})"),
+    };
+    format!(
+        "built {what} in {:.1} s{}",
+        elapsed.as_secs_f64(),
+        if fresh { " (up to date)" } else { "" }
+    )
+}
+
 /// Counts a build that ended without a `Finished` event (it failed) and
 /// drops it from the bar's list of running builds.
 fn settle(
@@ -494,7 +548,9 @@ fn on_event(
             fresh,
             elapsed,
         } => {
-            if ui.verbose {
+            if ui.logs_progress() {
+                progress.println(&finished_line(&profile, toolchain, fresh, elapsed));
+            } else if ui.verbose {
                 progress.println(&format!(
                     "{}: {} in {:.1}s",
                     key(&profile),

@@ -7,8 +7,8 @@ use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{ProbeListings, Profile};
 use clap::Args;
 
-use crate::report::annotate;
 use crate::report::text::side_by_side;
+use crate::report::{HotPathReport, annotate};
 
 use super::session::{self, Builds, linked_error_message};
 use super::{BuildArgs, CliError, Status, Ui, exit};
@@ -72,7 +72,54 @@ fn lines_of(
         s.instructions, s.atomic_rmw, s.calls, s.backward_branches
     ));
     out.push(format!("TLS: {}", tls.how));
+    if let Some(hot) = listings.hot_path(profile, probe) {
+        out.extend(hot_path_lines(&HotPathReport::from(&hot), plain));
+    }
     out
+}
+
+/// The hot path's figures, as the report has them under each listing: one
+/// line, or (`narrow`, for a column of --side-by-side) a few short ones.
+fn hot_path_lines(hot: &HotPathReport, narrow: bool) -> Vec<String> {
+    if !narrow {
+        return vec![hot.line()];
+    }
+    let calls = if hot.calls.is_empty() {
+        "none".to_string()
+    } else {
+        hot.calls.join(", ")
+    };
+    vec![
+        format!(
+            "hot path: {} of {} instructions{}",
+            hot.instructions,
+            hot.function_instructions,
+            if hot.no_hot_return {
+                " (no hot return)"
+            } else {
+                ""
+            }
+        ),
+        format!(
+            "  {} · {} atomic(s)",
+            hot.to_fit_check
+                .map_or("no fit check".to_string(), |n| format!(
+                    "{n} to the fit check"
+                )),
+            hot.atomics
+        ),
+        format!(
+            "  {} stack access(es){} · {} loop(s)",
+            hot.stack_accesses,
+            if hot.frame_accesses > 0 {
+                format!(" (+{} frame)", hot.frame_accesses)
+            } else {
+                String::new()
+            },
+            hot.loops
+        ),
+        format!("  calls: {calls}"),
+    ]
 }
 
 /// Builds the selected profiles and prints the probe's listing on each.
@@ -126,7 +173,7 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
             }
         }
         if let Some(first) = builds.built.first() {
-            println!(
+            outln!(
                 "{}",
                 ui.dim(&format!(
                     "{} · LLVM {} · {}",
@@ -136,22 +183,22 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
                 ))
             );
         }
-        print!("{}", side_by_side(&columns, args.width.max(12)));
+        out!("{}", side_by_side(&columns, args.width.max(12)));
     } else {
         for b in &builds.built {
-            println!("{}", ui.bold(&format!("# {}", b.output.header())));
+            outln!("{}", ui.bold(&format!("# {}", b.output.header())));
             for line in lines_of(ui, &b.profile, &b.listings, probe.name, args.raw, false) {
-                println!("{line}");
+                outln!("{line}");
             }
-            println!();
+            outln!();
             for (header, lines) in
                 linked_lines(ui, &builds, &b.profile, probe.name, args.raw, false)
             {
-                println!("{}", ui.bold(&format!("# {header}")));
+                outln!("{}", ui.bold(&format!("# {header}")));
                 for line in lines {
-                    println!("{line}");
+                    outln!("{line}");
                 }
-                println!();
+                outln!();
             }
         }
     }

@@ -194,7 +194,7 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
                     } else {
                         "new, see .snap.new"
                     };
-                    println!("{} {} ({what})", ui.yellow("NEW"), shown.display());
+                    outln!("{} {} ({what})", ui.yellow("NEW"), shown.display());
                 }
                 Outcome::Changed => {
                     changed += 1;
@@ -203,7 +203,7 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
                     } else {
                         "changed, see .snap.new"
                     };
-                    println!("{} {} ({what})", ui.red("CHANGED"), shown.display());
+                    outln!("{} {} ({what})", ui.red("CHANGED"), shown.display());
                     if let Some(d) = diff {
                         for l in d.lines() {
                             let l = if l.starts_with('+') && !l.starts_with("+++") {
@@ -213,7 +213,7 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
                             } else {
                                 ui.dim(l)
                             };
-                            println!("  {l}");
+                            outln!("  {l}");
                         }
                     }
                 }
@@ -240,14 +240,14 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
         )));
     }
     if new + changed > 0 && !args.accept {
-        println!("{}", ui.red(&summary));
-        println!(
+        outln!("{}", ui.red(&summary));
+        outln!(
             "review with `cargo insta review`, or take them all with `allocasm snapshot --accept`"
         );
         Ok(Status::Failed)
     } else {
         if !ui.quiet {
-            println!("{}", ui.green(&summary));
+            outln!("{}", ui.green(&summary));
         }
         Ok(Status::Ok)
     }

@@ -1,5 +1,6 @@
 //! Terminal output: colors (`--color`), notes (`--quiet`, `--verbose`) and
-//! the build progress bar.
+//! the build progress: a bar on a terminal, and in a log (stderr not a
+//! terminal, as in CI) one line per finished step instead.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -19,6 +20,8 @@ pub struct Ui {
     pub verbose: bool,
     /// `--targets-dir`: where the profiles are.
     pub targets_dir: PathBuf,
+    /// stderr is a terminal: the progress bar shows there.
+    stderr_tty: bool,
 }
 
 impl Ui {
@@ -36,7 +39,15 @@ impl Ui {
             quiet,
             verbose,
             targets_dir,
+            stderr_tty: std::io::stderr().is_terminal(),
         }
+    }
+
+    /// Progress goes to a log, not a terminal (and not `--quiet`): no bar,
+    /// but one line per finished build with its time, so a log shows what
+    /// a long run did and how long each part took.
+    pub fn logs_progress(&self) -> bool {
+        !self.quiet && !self.stderr_tty
     }
 
     fn paint(&self, code: &str, s: &str) -> String {
@@ -80,7 +91,7 @@ impl Ui {
     /// A note on stderr, unless `--quiet`.
     pub fn note(&self, s: &str) {
         if !self.quiet {
-            eprintln!("{s}");
+            errln!("{s}");
         }
     }
 
@@ -88,7 +99,7 @@ impl Ui {
     /// stderr is not a terminal.
     pub fn progress(&self, len: u64, prefix: &str) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-        if self.quiet || !std::io::stderr().is_terminal() {
+        if self.quiet || !self.stderr_tty {
             bar.set_draw_target(ProgressDrawTarget::hidden());
         }
         bar.set_style(
@@ -117,7 +128,7 @@ impl Progress {
     /// Prints a line to stderr above the bar (unless `--quiet`).
     pub fn println(&self, s: &str) {
         if !self.quiet {
-            self.bar.suspend(|| eprintln!("{s}"));
+            self.bar.suspend(|| errln!("{s}"));
         }
     }
 

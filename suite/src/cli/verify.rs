@@ -73,7 +73,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
     let cargo_asm = session::build_all(ui, &profiles, &[opts], Backend::CargoShowAsm)?
         .pop()
         .expect("one toolchain");
-    println!(
+    outln!(
         "{}",
         ui.bold(&format!(
             "built-in extractor vs cargo-show-asm ({}), both with {}",
@@ -87,7 +87,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
             continue;
         };
         let d = default.get(&profile.name);
-        println!("\n{}", ui.bold(&profile.name));
+        outln!("\n{}", ui.bold(&profile.name));
         for probe in probes() {
             let (la, lb) = (instructions(a, probe.name), instructions(b, probe.name));
             let default_text = d.and_then(|d| instructions(d, probe.name));
@@ -120,7 +120,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
                         .listings
                         .listing(probe.name)
                         .map_or(0, |l| l.instructions().count());
-                    println!(
+                    outln!(
                         "  {} {:32} {n} instructions{cgu_note}",
                         ui.green("same     "),
                         probe.name
@@ -128,7 +128,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
                 }
                 (Some(x), Some(y)) => {
                     different += 1;
-                    println!("  {} {}", ui.red("DIFFERENT"), probe.name);
+                    outln!("  {} {}", ui.red("DIFFERENT"), probe.name);
                     let diff = TextDiff::from_lines(&x, &y);
                     let text = diff
                         .unified_diff()
@@ -136,12 +136,12 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
                         .header("built-in", "cargo-show-asm")
                         .to_string();
                     for l in text.lines() {
-                        println!("      {l}");
+                        outln!("      {l}");
                     }
                 }
                 (None, None) => {
                     missing += 1;
-                    println!(
+                    outln!(
                         "  {} {:32} missing under both",
                         ui.yellow("missing  "),
                         probe.name
@@ -149,7 +149,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
                 }
                 (x, _) => {
                     different += 1;
-                    println!(
+                    outln!(
                         "  {} {} found only by {}",
                         ui.red("DIFFERENT"),
                         probe.name,
@@ -169,7 +169,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
     let summary = format!(
         "{same} same, {different} different, {missing} missing under both; {cgu_effect} listing(s) of the default build differ from the build with cargo-show-asm's flags (cause above)"
     );
-    println!(
+    outln!(
         "\n{}",
         if different == 0 {
             ui.green(&summary)

@@ -959,8 +959,10 @@ impl Profile {
         if let Some(p) = profiles.iter().find(|p| p.name == name) {
             return Ok(p);
         }
-        let mut names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
-        names.sort_by_key(|n| edit_distance(n, name));
+        let names: Vec<&str> = by_likeness(name, profiles.iter().map(|p| p.name.as_str()))
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
         bail!(
             "unknown profile {name:?}; known profiles (nearest first): {}",
             names.join(", ")
@@ -1004,8 +1006,10 @@ impl Profile {
     pub fn validate(&self, registry: &[Probe]) -> anyhow::Result<()> {
         for name in self.expect.keys() {
             if !registry.iter().any(|p| p.name == name) {
-                let mut names: Vec<&str> = registry.iter().map(|p| p.name).collect();
-                names.sort_by_key(|n| edit_distance(n, name));
+                let names: Vec<&str> = by_likeness(name, registry.iter().map(|p| p.name))
+                    .into_iter()
+                    .map(|(_, n)| n)
+                    .collect();
                 bail!(
                     "{}: [probe.{name}] names no probe of the registry; nearest: {}",
                     self.path.display(),
@@ -1061,17 +1065,18 @@ impl Profile {
     }
 }
 
-/// Levenshtein distance, for "did you mean" lists.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+/// `candidates` ordered by how alike they are to `name`, most alike first,
+/// each with its likeness: strsim's normalized Damerau–Levenshtein
+/// similarity (1.0 the same text, 0.0 nothing in common; a swap of two
+/// neighbouring letters is one edit). Ties keep the order given.
+pub fn by_likeness<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Vec<(f64, &'a str)> {
+    let mut all: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .map(|c| (strsim::normalized_damerau_levenshtein(name, c), c))
+        .collect();
+    all.sort_by(|a, b| b.0.total_cmp(&a.0));
+    all
 }

@@ -4,10 +4,12 @@
 
 mod any_crate;
 mod cli;
+mod cli_output;
 mod codegen;
 mod cross;
 mod executed;
 mod linked;
+mod pipe;
 mod probes;
 mod report_html;
 mod rustup;
