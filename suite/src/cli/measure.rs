@@ -14,7 +14,7 @@ use allocasm_suite::codegen::build::{BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::executed::{self, MeasureOptions};
 use allocasm_suite::codegen::linked::{self, Lto};
 use allocasm_suite::codegen::project::{self, probes};
-use allocasm_suite::codegen::{ProbeListings, Profile, mca};
+use allocasm_suite::codegen::{ProbeListings, Profile, cache, mca};
 
 use super::Ui;
 use super::session::build_error_message;
@@ -124,6 +124,7 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                     let name = t.profile.name.clone();
                     let started = std::time::Instant::now();
                     let mut library_hot_paths = BTreeMap::new();
+                    let mut from_cache = false;
                     let executed = match exec_reason {
                         Some(why) => Err(why.clone()),
                         None => {
@@ -136,6 +137,7 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                             });
                             if !traced.load(std::sync::atomic::Ordering::Relaxed) {
                                 progress.inc();
+                                from_cache = r.is_ok();
                             }
                             progress.inc();
                             r.map(|(set, hot)| {
@@ -157,8 +159,13 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                     set_step(&name, None);
                     if ui.logs_progress() && (exec_reason.is_none() || mca_reason.is_none()) {
                         progress.println(&format!(
-                            "measured {name} in {:.1} s",
-                            started.elapsed().as_secs_f64()
+                            "measured {name} in {:.1} s{}",
+                            started.elapsed().as_secs_f64(),
+                            if from_cache {
+                                " (executed counts from the cache)"
+                            } else {
+                                ""
+                            }
                         ));
                     }
                     Measurement {
@@ -198,7 +205,7 @@ fn measure_one(
             errln!("{}: {command}", profile.name);
         }
     };
-    let driver = executed::build_driver(profile, opts, Lto::Off, &verbose).map_err(|e| {
+    let describe = |e: BuildError| {
         let fix = if linked::missing_tools(&e) {
             format!(
                 "; install the cross tools with `{}` (or run scripts/setup)",
@@ -217,9 +224,24 @@ fn measure_one(
             e => build_error_message(e).trim_end().to_string(),
         };
         format!("not measured: the probe driver did not build{fix}: {what}")
-    })?;
+    };
+    let files =
+        executed::build_driver_files(profile, opts, Lto::Off, &verbose).map_err(describe)?;
+    let options = MeasureOptions::default();
+    // The same driver, qemu, options and probes give the same counts: a
+    // warm report reads them back (codegen::cache) without disassembling
+    // or running anything.
+    let cache = cache::Cache::of_project();
+    let key = executed_key(profile, &files, &options);
+    if let Some(key) = &key
+        && let Some(hit) =
+            cache.get::<(executed::ExecutedSet, BTreeMap<String, usize>)>("executed", key)
+    {
+        return Ok(hit);
+    }
+    let driver = executed::disassemble_driver(profile, files).map_err(describe)?;
     step("tracing under qemu");
-    let set = executed::measure(profile, &driver, probes(), &MeasureOptions::default())
+    let set = executed::measure(profile, &driver, probes(), &options)
         .map_err(|e| format!("not measured: the traced run failed: {e:#}"))?;
     let mut hot = BTreeMap::new();
     if driver.library.is_some() {
@@ -230,7 +252,42 @@ fn measure_one(
             }
         }
     }
-    Ok((set, hot))
+    let measured = (set, hot);
+    if let Some(key) = &key {
+        cache.put("executed", key, &measured);
+    }
+    Ok(measured)
+}
+
+/// What a profile's executed counts depend on: the driver's and the probe
+/// library's bytes, the qemu that runs them (its `--version`) and its
+/// sysroot, the options and the probes. `None` when a file cannot be read
+/// (then nothing is cached).
+fn executed_key(
+    profile: &Profile,
+    driver: &executed::DriverFiles,
+    options: &MeasureOptions,
+) -> Option<cache::Key> {
+    let (qemu, sysroot) = executed::runner(profile)?;
+    let mut key = cache::Key::new("executed");
+    key.text(&profile.name)
+        .text(&profile.triple)
+        .text(&driver.lto.to_string())
+        .text(&qemu)
+        .text(&cache::tool_version(&qemu))
+        .text(&format!("{sysroot:?}"))
+        .text(&format!(
+            "calls {} warmup {} cpu {:?}",
+            options.calls, options.warmup, options.cpu
+        ));
+    for p in probes() {
+        key.text(p.name);
+    }
+    key.file(&driver.executable).ok()?;
+    if let Some(lib) = &driver.library {
+        key.file(lib).ok()?;
+    }
+    Some(key)
 }
 
 /// llvm-mca per CPU on each probe's hot path (of the `.s` listing).
@@ -244,11 +301,27 @@ fn predict(
         let Some(hot) = listings.hot_path(profile, probe.name) else {
             continue;
         };
+        let cache = cache::Cache::of_project();
+        let version = mca::llvm_mca()
+            .map(|m| cache::tool_version(&m))
+            .unwrap_or_default();
         let r: Result<Vec<mca::Mca>, String> = mca::cpus(&arch)
             .iter()
             .map(|cpu| {
-                mca::analyze(&hot.lines, &profile.triple, &arch, cpu)
-                    .map_err(|e| format!("not predicted: llvm-mca -mcpu={cpu}: {e:#}"))
+                // The same hot path, CPU model and llvm-mca predict the same.
+                let mut key = cache::Key::new("mca");
+                key.text(&profile.triple)
+                    .text(&format!("{arch:?}"))
+                    .text(cpu)
+                    .text(&version)
+                    .text(&hot.lines.join("\n"));
+                if let Some(hit) = cache.get::<mca::Mca>("mca", &key) {
+                    return Ok(hit);
+                }
+                let m = mca::analyze(&hot.lines, &profile.triple, &arch, cpu)
+                    .map_err(|e| format!("not predicted: llvm-mca -mcpu={cpu}: {e:#}"))?;
+                cache.put("mca", &key, &m);
+                Ok(m)
             })
             .collect();
         out.insert(probe.name.to_string(), r);

@@ -39,6 +39,11 @@ pub struct ReportArgs {
     /// qemu-user (Linux profiles) and llvm-mca's cycles per CPU for its hot path
     #[arg(long)]
     pub no_executed: bool,
+    /// Measure the executed counts and llvm-mca's predictions again instead of reading them
+    /// from the cache (target/allocasm-asm/cache/, keyed by the driver's bytes and the tools'
+    /// versions, so a rebuilt driver or another qemu or llvm-mca is measured anyway)
+    #[arg(long)]
+    pub no_cache: bool,
     /// Build options
     #[command(flatten)]
     pub build: BuildArgs,
@@ -56,6 +61,9 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     // The README's main command must work on a fresh machine where
     // RUSTUP_AUTO_INSTALL=0: `report` installs missing targets itself.
     let install = !args.no_install;
+    if args.no_cache {
+        allocasm_suite::codegen::cache::measure_again();
+    }
     // Linked views and executed counts come from allocasm's own examples
     // (`linked_probes`, `probe_driver`); another project's report has the
     // listings, their hot paths and llvm-mca's predictions.

@@ -293,8 +293,32 @@ pub fn build_driver(
     lto: Lto,
     progress: &dyn Fn(BuildEvent),
 ) -> Result<Driver, BuildError> {
+    disassemble_driver(profile, build_driver_files(profile, opts, lto, progress)?)
+}
+
+/// What [`build_driver_files`] built: the files a [`Driver`] is read from.
+#[derive(Debug, Clone)]
+pub struct DriverFiles {
+    /// The build.
+    pub lto: Lto,
+    /// The executable.
+    pub executable: PathBuf,
+    /// A shared-library profile's cdylib of the probes.
+    pub library: Option<PathBuf>,
+}
+
+/// Builds the probe driver (and a shared-library profile's cdylib) without
+/// disassembling them: enough to tell, by their bytes, whether a cached
+/// measurement still holds.
+pub fn build_driver_files(
+    profile: &Profile,
+    opts: &BuildOptions,
+    lto: Lto,
+    progress: &dyn Fn(BuildEvent),
+) -> Result<DriverFiles, BuildError> {
     let (toolchain, _) = build::prepare(profile, opts, progress)?;
-    let objdump = linked::objdump_for(profile)?;
+    // The disassembler is needed on a miss: say it is missing before building.
+    linked::objdump_for(profile)?;
     let dir = linked::target_dir(opts, &toolchain, profile, lto);
     let flags = driver_flags(profile);
     let crate_dir = opts
@@ -351,6 +375,21 @@ pub fn build_driver(
         fresh,
         elapsed: start.elapsed(),
     });
+    Ok(DriverFiles {
+        lto,
+        executable,
+        library,
+    })
+}
+
+/// Disassembles what [`build_driver_files`] built.
+pub fn disassemble_driver(profile: &Profile, files: DriverFiles) -> Result<Driver, BuildError> {
+    let DriverFiles {
+        lto,
+        executable,
+        library,
+    } = files;
+    let objdump = linked::objdump_for(profile)?;
     let mut args = vec!["-d", "--no-show-raw-insn"];
     if profile.arch() == Arch::X86_64 {
         args.extend(["-M", "intel"]);

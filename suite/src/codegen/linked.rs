@@ -492,6 +492,27 @@ pub fn build_all_linked(
 }
 
 fn run_objdump(objdump: &str, args: &[String], exe: &Path) -> Result<String, BuildError> {
+    // The same executable and objdump print the same: a warm report reads
+    // the text back (codegen::cache) instead of disassembling again.
+    let cache = super::cache::Cache::of_project();
+    let mut key = super::cache::Key::new("objdump");
+    key.text(objdump)
+        .text(&super::cache::tool_version(objdump))
+        .text(&args.join(" "));
+    let key = key.file(exe).ok().cloned();
+    if let Some(key) = &key
+        && let Some(text) = cache.get::<String>("objdump", key)
+    {
+        return Ok(text);
+    }
+    let text = run_objdump_uncached(objdump, args, exe)?;
+    if let Some(key) = &key {
+        cache.put("objdump", key, &text);
+    }
+    Ok(text)
+}
+
+fn run_objdump_uncached(objdump: &str, args: &[String], exe: &Path) -> Result<String, BuildError> {
     let out = Command::new(objdump)
         .args(args)
         .arg(exe)

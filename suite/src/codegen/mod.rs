@@ -63,6 +63,7 @@
 
 pub mod artifacts;
 pub mod build;
+pub mod cache;
 pub mod cfg;
 pub mod executed;
 pub mod expect;

@@ -1251,3 +1251,60 @@ fn bisect_of_a_toolchain_with_itself_has_nothing_to_bisect() {
         stderr(&o)
     );
 }
+
+/// A warm report reads the executed counts and llvm-mca's predictions from
+/// the cache instead of running qemu again, and reports the same figures;
+/// `--no-cache` measures again.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_warm_report_reads_its_measurements_from_the_cache() {
+    if Command::new("qemu-x86_64")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no qemu-x86_64");
+        return;
+    }
+    let report = |out: &str, extra: &[&str]| {
+        let dir = scratch(out);
+        let mut args = vec![
+            "report",
+            "--out",
+            dir.to_str().unwrap(),
+            "-p",
+            "x86_64-linux",
+            "--no-linked",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let o = allocasm(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
+                .unwrap();
+        (stderr(&o), json)
+    };
+    let measured = |j: &serde_json::Value| j["executed"].to_string();
+    // The first run fills the cache (or finds it filled).
+    let (_, first) = report("cache-first", &[]);
+    let (log, warm) = report("cache-warm", &[]);
+    assert!(
+        log.contains("measured x86_64-linux in")
+            && log.contains("(executed counts from the cache)"),
+        "{log}"
+    );
+    assert_eq!(measured(&first), measured(&warm));
+    assert!(
+        measured(&warm).contains("probe_linear_alloc"),
+        "the report has executed counts: {}",
+        measured(&warm)
+    );
+    let (log, again) = report("cache-again", &["--no-cache"]);
+    assert!(
+        log.contains("measured x86_64-linux in") && !log.contains("from the cache"),
+        "{log}"
+    );
+    assert_eq!(measured(&again), measured(&warm));
+}
