@@ -317,8 +317,21 @@ pub fn build_driver_files(
     progress: &dyn Fn(BuildEvent),
 ) -> Result<DriverFiles, BuildError> {
     let (toolchain, _) = build::prepare(profile, opts, progress)?;
-    // The disassembler is needed on a miss: say it is missing before building.
-    linked::objdump_for(profile)?;
+    // The disassembler is needed on a miss (and a cached count is no
+    // reason to hide that it is missing): say so before building.
+    let objdump = linked::objdump_for(profile)?;
+    if Command::new(&objdump)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_err()
+    {
+        return Err(BuildError::ToolMissing {
+            program: objdump,
+            error: "not found".to_string(),
+        });
+    }
     let dir = linked::target_dir(opts, &toolchain, profile, lto);
     let flags = driver_flags(profile);
     let crate_dir = opts

@@ -107,8 +107,8 @@ ul.notes li { margin: 3px 0; color: #33404d; }
 .absent-text { color: var(--absent); }
 .status { font-weight: 700; }
 td.pass, td.fail { white-space: nowrap; }
-table.summary { font-size: 12px; }
-table.summary th, table.summary td { padding: 2px 4px; }
+table.summary { font-size: 11px; }
+table.summary th, table.summary td { padding: 2px 3px; }
 table.summary th { font-weight: 600; }
 table.summary td.n { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 table.summary td.missing { color: var(--fail); } table.summary td.none { color: var(--muted); }
