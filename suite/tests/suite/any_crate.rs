@@ -37,12 +37,21 @@ fn installed() -> &'static Path {
     BIN.get_or_init(|| {
         let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("any-crate-install");
         let out = Command::new(env!("CARGO"))
-            .args(["install", "--locked", "--offline", "--quiet", "--path"])
+            // --debug: the dev profile `cargo test` already built the
+            // binary with, so the install reuses it instead of a release
+            // build of the whole suite.
+            .args([
+                "install",
+                "--debug",
+                "--locked",
+                "--offline",
+                "--quiet",
+                "--path",
+            ])
             .arg(repo_root().join("suite"))
             .arg("--root")
             .arg(&root)
-            // The workspace's target dir: the release build the README's
-            // commands made is reused, not built again.
+            // The workspace's target dir, where that build is.
             .arg("--target-dir")
             .arg(repo_root().join("target"))
             .env_remove("CARGO_TARGET_DIR")
