@@ -432,8 +432,18 @@ fn free_list_large_alignment_keeps_the_gap() {
     let small = list.alloc(8, 8).unwrap();
     let aligned = list.alloc(100, 1024).unwrap();
     assert_eq!(aligned.as_ptr() as usize % 1024, 0);
-    // The gap between the two allocations stays on the list.
-    assert!(list.stats().free_blocks >= 2);
+    // The gap between the two allocations stays on the list when it can
+    // hold a free block (two 32-byte minimum blocks certainly can, headers
+    // included); where the buffer lands puts the aligned block right after
+    // the small one in some runs (Miri places allocations at random), and
+    // then only the tail is free.
+    let gap = aligned.as_ptr() as usize - (small.as_ptr() as usize + 8);
+    let expected = if gap >= 64 { 2 } else { 1 };
+    assert!(
+        list.stats().free_blocks >= expected,
+        "gap {gap}: {:?}",
+        list.stats()
+    );
     // SAFETY: live blocks of `list`.
     unsafe {
         list.free(aligned).unwrap();
