@@ -9,7 +9,8 @@ use std::process::{Command, Output};
 
 use allocasm::probes::PROBES;
 
-fn allocasm(args: &[&str]) -> Output {
+/// Runs the binary (shared by the other command-line test modules).
+pub(crate) fn allocasm(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_allocasm"))
         .args(args)
         .env_remove("RUSTFLAGS")
@@ -18,24 +19,30 @@ fn allocasm(args: &[&str]) -> Output {
         .expect("run the allocasm binary")
 }
 
-fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn code(o: &Output) -> i32 {
+pub(crate) fn code(o: &Output) -> i32 {
     o.status.code().expect("exit code")
 }
 
 /// A fresh directory under the crate's `target/`.
 fn scratch(name: &str) -> PathBuf {
+    scratch_dir("cli", name)
+}
+
+/// A fresh directory `target/tmp/<module>-<name>-<pid>` (each test module
+/// its own `module`, so their names never meet).
+pub(crate) fn scratch_dir(module: &str, name: &str) -> PathBuf {
     let dir = allocasm_suite::codegen::manifest_dir()
         .join("target")
         .join("tmp")
-        .join(format!("cli-{name}-{}", std::process::id()));
+        .join(format!("{module}-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir

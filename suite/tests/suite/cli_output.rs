@@ -8,38 +8,13 @@
 //! (they spawn processes).
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn allocasm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_allocasm"))
-        .args(args)
-        .env_remove("RUSTFLAGS")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run the allocasm binary")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exit code")
-}
+use super::cli::{allocasm, code, stderr, stdout};
 
 /// A fresh directory under the crate's `target/`.
 fn scratch(name: &str) -> PathBuf {
-    let dir = allocasm_suite::codegen::manifest_dir()
-        .join("target")
-        .join("tmp")
-        .join(format!("cli-output-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+    super::cli::scratch_dir("cli-output", name)
 }
 
 #[test]

@@ -47,13 +47,7 @@ fn piped(args: &[&str], sink: &str, stderr_too: bool) -> (i32, String) {
 
 /// A fresh directory under the crate's `target/`.
 fn scratch(name: &str) -> PathBuf {
-    let dir = allocasm_suite::codegen::manifest_dir()
-        .join("target")
-        .join("tmp")
-        .join(format!("pipe-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+    super::cli::scratch_dir("pipe", name)
 }
 
 /// The profiles with x86_64-linux alone, its probe_packed_alloc_relaxed
