@@ -1,0 +1,369 @@
+//! SegregatedFit as a drop-in `malloc`: this shared library exports the C
+//! allocation functions (`malloc`, `free`, `calloc`, `realloc`,
+//! `reallocarray`, `posix_memalign`, `aligned_alloc`, `memalign`, `valloc`,
+//! `pvalloc`, `malloc_usable_size`) on one process-wide
+//! [`SegregatedFit`], so that `LD_PRELOAD=liballocasm_malloc.so program`
+//! runs an unmodified C, C++ or Rust program on it, the way jemalloc,
+//! tcmalloc and mimalloc are compared (`scripts/bench --programs`).
+//!
+//! **The header.** SegregatedFit frees *sized* (the class is recomputed
+//! from the layout), and `free(p)` has no size. So every block carries its
+//! layout in the two words before the pointer handed out: the block's whole
+//! size and its alignment, which is also the pointer's offset in the block.
+//! `malloc(n)` allocates `n + 16` bytes aligned to 16 and returns the block
+//! plus 16; `memalign(a, n)` with `a > 16` allocates `n + a` aligned to `a`
+//! and returns the block plus `a` (the header sits in the last 16 bytes of
+//! that offset). `free` reads the two words and gives the block back with
+//! that layout. The cost is 16 bytes per block: glibc's chunk header is 8,
+//! and both round to 16-byte multiples (a `malloc(24)` takes a 48-byte class
+//! here, a 32-byte chunk in glibc; a `malloc(100)`, 128 and 112).
+//!
+//! **glibc's semantics**, which the tests compare against glibc itself:
+//! `malloc(0)` and `calloc(0, n)` return a unique pointer; a request that
+//! cannot be met returns null with `errno` `ENOMEM` (a size near `SIZE_MAX`,
+//! a `calloc`/`reallocarray` product that overflows); `realloc(NULL, n)` is
+//! `malloc(n)`, `realloc(p, 0)` frees `p` and returns null, and a failed
+//! `realloc` leaves the block as it was; `free(NULL)` does nothing;
+//! `posix_memalign` returns `EINVAL` for an alignment that is not a power of
+//! two times the pointer size and leaves `*memptr` alone; `aligned_alloc` and
+//! `memalign` round an alignment that is not a power of two up to one (as
+//! glibc 2.36 does) and refuse one above `SIZE_MAX / 2 + 1` with `EINVAL`;
+//! `valloc` aligns to the page, `pvalloc` also rounds the size up to pages;
+//! `malloc_usable_size(NULL)` is 0.
+//!
+//! **Start-up and fork.** Nothing runs before the first call: the
+//! allocator is a `const` static that maps its heap on the first
+//! allocation (which the dynamic loader makes, once libc is relocated and
+//! TLS is set up, before any constructor). SegregatedFit never allocates
+//! through `malloc` itself (its memory comes from `mmap`, its locks are spin
+//! locks, its thread-exit hook is a pthread key), so no call recurses into
+//! this library. Its `pthread_atfork` handlers keep a child forked while
+//! another thread held one of its locks able to allocate.
+
+#![cfg(all(target_os = "linux", not(loom)))]
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::ffi::{c_int, c_void};
+use core::ptr;
+
+use allocasm::SegregatedFit;
+
+/// The process's allocator.
+static HEAP: SegregatedFit = SegregatedFit::new();
+
+/// What `malloc` aligns to, and the bytes of the header: glibc's
+/// `MALLOC_ALIGNMENT` on 64-bit targets.
+const MIN_ALIGN: usize = 16;
+
+/// The largest alignment `memalign` accepts (glibc: `SIZE_MAX / 2 + 1`).
+const MAX_ALIGN: usize = usize::MAX / 2 + 1;
+
+// The header's two words fit in the smallest offset.
+const _: () = assert!(2 * size_of::<usize>() <= MIN_ALIGN);
+
+fn set_errno(code: c_int) {
+    // SAFETY: `__errno_location` returns the calling thread's errno slot,
+    // valid for the thread's lifetime.
+    unsafe { *libc::__errno_location() = code };
+}
+
+fn enomem() -> *mut c_void {
+    set_errno(libc::ENOMEM);
+    ptr::null_mut()
+}
+
+/// The block's layout for `size` bytes at `align` (a power of two, at least
+/// [`MIN_ALIGN`]): `size + align` bytes, the header in the offset. `None`
+/// when that overflows or exceeds what a `Layout` can describe.
+#[inline(always)]
+fn block_layout(size: usize, align: usize) -> Option<Layout> {
+    Layout::from_size_align(size.checked_add(align)?, align).ok()
+}
+
+/// The two header words of the block behind `user`.
+///
+/// # Safety
+///
+/// `user` was returned by this library and is not freed.
+#[inline(always)]
+unsafe fn header(user: *mut c_void) -> *mut usize {
+    // SAFETY: the caller's contract: the header is the 16 bytes before it.
+    unsafe { user.cast::<usize>().sub(2) }
+}
+
+/// The block behind `user` and its layout.
+///
+/// # Safety
+///
+/// As for [`header`].
+#[inline(always)]
+unsafe fn block_of(user: *mut c_void) -> (*mut u8, Layout) {
+    // SAFETY: the caller's contract; the header holds the layout the block
+    // was allocated with (`allocate`), and the block starts `align` bytes
+    // before the pointer.
+    unsafe {
+        let h = header(user);
+        let (size, align) = (h.read(), h.add(1).read());
+        (
+            user.cast::<u8>().sub(align),
+            Layout::from_size_align_unchecked(size, align),
+        )
+    }
+}
+
+/// Writes the header of `block` (allocated with `layout`) and returns the
+/// pointer to hand out.
+///
+/// # Safety
+///
+/// `block` is a live block of at least `layout.size()` bytes, aligned to
+/// `layout.align()`, and `layout.size() > layout.align()`.
+#[inline(always)]
+unsafe fn finish(block: *mut u8, layout: Layout) -> *mut c_void {
+    // SAFETY: `align <= size` bytes into the block; the two words before
+    // it are in the block and aligned (the offset is a multiple of 16).
+    unsafe {
+        let user = block.add(layout.align()).cast::<c_void>();
+        let h = header(user);
+        h.write(layout.size());
+        h.add(1).write(layout.align());
+        user
+    }
+}
+
+/// `size` bytes aligned to `align` (a power of two, at least 16), zeroed
+/// when asked; null with `ENOMEM` when refused.
+#[inline(always)]
+fn allocate(size: usize, align: usize, zeroed: bool) -> *mut c_void {
+    let Some(layout) = block_layout(size, align) else {
+        return enomem();
+    };
+    // SAFETY: the layout's size is non-zero (at least `align`).
+    let block = unsafe {
+        if zeroed {
+            GlobalAlloc::alloc_zeroed(&HEAP, layout)
+        } else {
+            GlobalAlloc::alloc(&HEAP, layout)
+        }
+    };
+    if block.is_null() {
+        return enomem();
+    }
+    // SAFETY: a fresh block of `layout`; `size + align > align`.
+    unsafe { finish(block, layout) }
+}
+
+/// `memalign`'s and `aligned_alloc`'s rules (glibc 2.36): an alignment up to
+/// 16 is `malloc`'s, one that is not a power of two is rounded up to one,
+/// one above `SIZE_MAX / 2 + 1` is `EINVAL`.
+fn allocate_aligned(align: usize, size: usize) -> *mut c_void {
+    if align > MAX_ALIGN {
+        set_errno(libc::EINVAL);
+        return ptr::null_mut();
+    }
+    allocate(size, align.next_power_of_two().max(MIN_ALIGN), false)
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).unwrap_or(4096)
+}
+
+/// Allocates `size` bytes aligned to 16.
+///
+/// # Safety
+///
+/// None beyond C's: the result is freed with this library's `free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    allocate(size, MIN_ALIGN, false)
+}
+
+/// Frees a block of this library (null: nothing).
+///
+/// # Safety
+///
+/// `p` is null or a live pointer returned by this library's functions.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract: a live block of ours, given back with
+    // the layout it was allocated with.
+    unsafe {
+        let (block, layout) = block_of(p);
+        GlobalAlloc::dealloc(&HEAP, block, layout);
+    }
+}
+
+/// Allocates `n * size` zeroed bytes; null with `ENOMEM` when the product
+/// overflows.
+///
+/// # Safety
+///
+/// As for [`malloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    match n.checked_mul(size) {
+        Some(total) => allocate(total, MIN_ALIGN, true),
+        None => enomem(),
+    }
+}
+
+/// Resizes a block: `realloc(NULL, n)` is `malloc(n)`, `realloc(p, 0)`
+/// frees `p` and returns null; on failure the block stays as it was.
+///
+/// # Safety
+///
+/// `p` is null or a live pointer returned by this library's functions; on
+/// success it is no longer valid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    if p.is_null() {
+        return allocate(size, MIN_ALIGN, false);
+    }
+    if size == 0 {
+        // SAFETY: forwarded contract.
+        unsafe { free(p) };
+        return ptr::null_mut();
+    }
+    // SAFETY: forwarded contract.
+    let (block, layout) = unsafe { block_of(p) };
+    if layout.align() == MIN_ALIGN {
+        let Some(new) = block_layout(size, MIN_ALIGN) else {
+            return enomem();
+        };
+        // SAFETY: a live block of `layout`; the new size is non-zero and,
+        // with its alignment, a valid layout (`block_layout`).
+        let moved = unsafe { GlobalAlloc::realloc(&HEAP, block, layout, new.size()) };
+        if moved.is_null() {
+            return enomem();
+        }
+        // SAFETY: a live block of `new`; the header moved with the data and
+        // gets the new size.
+        return unsafe { finish(moved, new) };
+    }
+    // An over-aligned block (memalign): a new block at malloc's alignment,
+    // as glibc does, with what fits copied.
+    let fresh = allocate(size, MIN_ALIGN, false);
+    if fresh.is_null() {
+        return fresh;
+    }
+    let old = layout.size() - layout.align();
+    // SAFETY: both are live and distinct; `old` and `size` bytes are theirs.
+    unsafe {
+        ptr::copy_nonoverlapping(p.cast::<u8>(), fresh.cast::<u8>(), old.min(size));
+        free(p);
+    }
+    fresh
+}
+
+/// `realloc(p, n * size)`, null with `ENOMEM` (the block untouched) when
+/// the product overflows.
+///
+/// # Safety
+///
+/// As for [`realloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_void {
+    match n.checked_mul(size) {
+        // SAFETY: forwarded contract.
+        Some(total) => unsafe { realloc(p, total) },
+        None => enomem(),
+    }
+}
+
+/// Stores in `*memptr` a block of `size` bytes aligned to `align`; returns
+/// `EINVAL` (leaving `*memptr`) unless `align` is a power of two and a
+/// multiple of the pointer size, `ENOMEM` when refused, else 0.
+///
+/// # Safety
+///
+/// `memptr` is valid for a pointer write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn posix_memalign(
+    memptr: *mut *mut c_void,
+    align: usize,
+    size: usize,
+) -> c_int {
+    if !align.is_power_of_two() || !align.is_multiple_of(size_of::<*mut c_void>()) {
+        return libc::EINVAL;
+    }
+    // posix_memalign reports through its result: errno stays as it was.
+    // SAFETY: `__errno_location` is the calling thread's errno slot.
+    let saved = unsafe { *libc::__errno_location() };
+    let p = allocate(size, align.max(MIN_ALIGN), false);
+    set_errno(saved);
+    if p.is_null() {
+        return libc::ENOMEM;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { memptr.write(p) };
+    0
+}
+
+/// `size` bytes aligned to `align` (C11; glibc's rules: see [`memalign`]).
+///
+/// # Safety
+///
+/// As for [`malloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    allocate_aligned(align, size)
+}
+
+/// `size` bytes aligned to `align`, rounded up to a power of two; null with
+/// `EINVAL` above `SIZE_MAX / 2 + 1`.
+///
+/// # Safety
+///
+/// As for [`malloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+    allocate_aligned(align, size)
+}
+
+/// `size` bytes aligned to the page.
+///
+/// # Safety
+///
+/// As for [`malloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+    allocate_aligned(page_size(), size)
+}
+
+/// `size` rounded up to whole pages, aligned to the page; null with
+/// `ENOMEM` when the rounding overflows.
+///
+/// # Safety
+///
+/// As for [`malloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
+    let page = page_size();
+    match size.checked_next_multiple_of(page) {
+        Some(rounded) => allocate_aligned(page, rounded),
+        None => enomem(),
+    }
+}
+
+/// The bytes a block of this library can hold (at least what was asked),
+/// 0 for null.
+///
+/// # Safety
+///
+/// `p` is null or a live pointer returned by this library's functions.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    let (_, layout) = unsafe { block_of(p) };
+    let block = SegregatedFit::size_class(layout.size(), layout.align())
+        .map_or(layout.size(), |c| c.block_size());
+    block - layout.align()
+}

@@ -1,0 +1,216 @@
+//! The drop-in malloc under real processes: C programs and Debian's
+//! programs run with `LD_PRELOAD=liballocasm_malloc.so` (the debug build
+//! cargo made for this test, whose SegregatedFit checks every free for a
+//! foreign pointer or a double free) and without it, and their outputs are
+//! compared.
+
+#![cfg(target_os = "linux")]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The library cargo built for this test run: beside the test binary's
+/// `deps/` directory.
+fn library() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe.parent().expect("deps/");
+    for dir in [deps, deps.parent().expect("the profile directory")] {
+        let so = dir.join("liballocasm_malloc.so");
+        if so.is_file() {
+            return so;
+        }
+    }
+    panic!(
+        "liballocasm_malloc.so is not in {} or its parent: cargo builds it with the test \
+         (cargo test -p allocasm-malloc)",
+        deps.display()
+    );
+}
+
+/// A scratch directory of this test run.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("allocasm-malloc-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Compiles one of `tests/c/` into `dir`.
+fn compile(source: &str, dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(source);
+    let exe = dir.join(source.trim_end_matches(".c"));
+    let out = Command::new("cc")
+        .args(["-O1", "-pthread", "-Wno-use-after-free", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-ldl")
+        .output()
+        .expect("cc (a C compiler on PATH; scripts/setup installs gcc)");
+    assert!(
+        out.status.success(),
+        "cc {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// What a process printed and how it ended.
+struct Run {
+    status: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `cmd` (under the library when `preload`), killed after `limit`.
+fn run(mut cmd: Command, preload: bool, limit: Duration) -> Run {
+    if preload {
+        cmd.env("LD_PRELOAD", library());
+    } else {
+        cmd.env_remove("LD_PRELOAD");
+    }
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{what} (preload {preload}) did not finish in {limit:?}: {}",
+                err_reader.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        status: status.code(),
+        stdout: reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    }
+}
+
+/// Runs `cmd` with glibc and with the library; both must exit 0 with the
+/// same output (the library's run also names it as malloc's home when the
+/// program says where malloc came from).
+fn same_under_both(make: impl Fn() -> Command, limit: Duration) -> (String, String) {
+    let glibc = run(make(), false, limit);
+    let ours = run(make(), true, limit);
+    for (who, r) in [("glibc", &glibc), ("allocasm-malloc", &ours)] {
+        assert_eq!(
+            r.status,
+            Some(0),
+            "{:?} under {who} failed:\n{}{}",
+            make(),
+            r.stdout,
+            r.stderr
+        );
+    }
+    (glibc.stdout, ours.stdout)
+}
+
+#[test]
+fn the_c_allocation_functions_behave_as_glibcs() {
+    let dir = scratch("semantics");
+    let exe = compile("semantics.c", &dir);
+    let (glibc, ours) = same_under_both(|| Command::new(&exe), Duration::from_secs(60));
+    let (g_first, g_rest) = glibc.split_once('\n').expect("output");
+    let (o_first, o_rest) = ours.split_once('\n').expect("output");
+    assert_eq!(g_first, "malloc from libc.so.6");
+    assert_eq!(
+        o_first, "malloc from liballocasm_malloc.so",
+        "the preloaded library did not replace malloc"
+    );
+    assert!(!g_rest.contains("FAILED"), "glibc itself:\n{g_rest}");
+    let diff = similar::TextDiff::from_lines(g_rest, o_rest)
+        .unified_diff()
+        .header("glibc", "allocasm-malloc")
+        .to_string();
+    assert!(
+        g_rest == o_rest,
+        "the library's semantics differ from glibc's:\n{diff}"
+    );
+    assert!(g_rest.lines().count() > 30, "too little checked:\n{g_rest}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_child_forked_beside_allocating_threads_can_allocate() {
+    let dir = scratch("fork");
+    let exe = compile("fork_threads.c", &dir);
+    let r = run(Command::new(&exe), true, Duration::from_secs(240));
+    assert_eq!(
+        r.status,
+        Some(0),
+        "forked children hung or failed under the library:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains(": 0 hung, 0 failed"),
+        "unexpected output: {}",
+        r.stdout
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Python allocates millions of objects of every size through malloc
+/// (those above 512 bytes directly, its small-object arenas through mmap),
+/// spawns a child (fork + exec) and uses threads.
+#[test]
+fn python_runs_on_the_library_with_the_same_output() {
+    let script = r#"
+import json, subprocess, sys, threading, zlib
+data = [{"k%d" % i: [str(j) * (i % 50) for j in range(i % 20)]} for i in range(20000)]
+text = json.dumps(data, sort_keys=True)
+assert json.loads(text) == data
+big = [bytes(range(256)) * (1 + i % 300) for i in range(3000)]
+crc = zlib.crc32(b"".join(big))
+out = []
+def work(n):
+    out.append(sum(len(str(x)) for x in range(n)))
+ts = [threading.Thread(target=work, args=(50000 + i,)) for i in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+child = subprocess.run([sys.executable, "-c", "print(sorted({i % 97 for i in range(10**5)})[-1])"],
+                       capture_output=True, text=True, check=True).stdout.strip()
+print(len(text), crc, sorted(out), child)
+"#;
+    let (glibc, ours) = same_under_both(
+        || {
+            let mut c = Command::new("python3");
+            c.args(["-c", script]);
+            c
+        },
+        Duration::from_secs(300),
+    );
+    assert_eq!(
+        glibc, ours,
+        "python printed something else under the library"
+    );
+    assert!(glibc.contains(" 96"), "{glibc}");
+}

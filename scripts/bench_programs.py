@@ -1,0 +1,435 @@
+#!/usr/bin/env python3
+"""Real programs under five mallocs, side by side (scripts/bench --programs).
+
+Each program of Debian's runs under glibc's malloc and, through LD_PRELOAD,
+under jemalloc, tcmalloc, mimalloc and SegregatedFit (liballocasm_malloc.so,
+the `malloc/` crate), in one run, rounds interleaved so that a burst of load
+on a shared machine falls on every allocator alike. For each run it records
+the wall time and the peak RSS (`/usr/bin/time -f '%e %M'`, the largest
+resident set of the process tree) and checks the result against glibc's
+(the same stdout, the same object file, the same test verdicts). A run that
+crashes, hangs (past --timeout) or differs is a failure: the script exits 1.
+
+Writes <work>/programs.json and <work>/programs.md (the report's section).
+Only the standard library: Debian's python3 is enough.
+"""
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# The Debian packages the comparison needs, by what is looked for.
+PACKAGES = {
+    "jemalloc": "libjemalloc2",
+    "tcmalloc": "libtcmalloc-minimal4",
+    "mimalloc": "libmimalloc2.0",
+    "python3 test suite": "libpython3.11-testsuite",
+    "sqlite3": "sqlite3",
+    "lua5.4": "lua5.4",
+    "zstd": "zstd",
+    "gcc": "gcc",
+    "/usr/bin/time": "time",
+}
+
+# Allocation-heavy modules of CPython's own test suite: containers, text,
+# serialisation, regular expressions. Each runs in a few seconds.
+PY_TESTS = ["test_dict", "test_set", "test_list", "test_json", "test_re", "test_pickle",
+            "test_collections", "test_unicode", "test_bytes", "test_sort"]
+PY_TESTS_QUICK = ["test_dict", "test_json"]
+
+
+def say(msg):
+    print(f"[programs] {msg}", file=sys.stderr, flush=True)
+
+
+def library_dirs():
+    dirs = []
+    try:
+        arch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
+        if arch:
+            dirs += [f"/usr/lib/{arch}", f"/lib/{arch}"]
+    except OSError:
+        pass
+    return dirs + ["/usr/lib", "/usr/lib64", "/usr/local/lib"]
+
+
+def find_lib(names):
+    for d in library_dirs():
+        for n in names:
+            p = Path(d) / n
+            if p.exists():
+                return str(p)
+    return None
+
+
+def allocators(ours):
+    return [
+        ("glibc", None),
+        ("jemalloc", find_lib(["libjemalloc.so.2"])),
+        ("tcmalloc", find_lib(["libtcmalloc_minimal.so.4"])),
+        ("mimalloc", find_lib(["libmimalloc.so.2", "libmimalloc.so.2.0"])),
+        ("SegregatedFit", ours),
+    ]
+
+
+# ---------------------------------------------------------------- workloads
+
+def gen_sqlite(path, rows):
+    """One million single-row inserts (in one transaction), two indexes, a
+    grouped table and joins over them."""
+    rnd = random.Random(7)
+    with open(path, "w") as f:
+        f.write("CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, c REAL);\nBEGIN;\n")
+        for i in range(1, rows + 1):
+            f.write(f"INSERT INTO t VALUES({i},{rnd.randrange(100003)},'row-{i:x}-{rnd.getrandbits(40):x}',{i / 3:.4f});\n")
+        f.write("COMMIT;\n"
+                "CREATE INDEX t_a ON t(a);\nCREATE INDEX t_b ON t(b);\n"
+                "CREATE TABLE u AS SELECT a, count(*) AS n, sum(c) AS s FROM t GROUP BY a;\n"
+                "CREATE INDEX u_a ON u(a);\n"
+                "SELECT count(*), sum(u.n), round(sum(t.c), 2) FROM t JOIN u ON t.a = u.a WHERE t.id % 10 = 0;\n"
+                "SELECT b FROM t ORDER BY b DESC LIMIT 3;\n"
+                "SELECT a, n FROM u ORDER BY n DESC, a LIMIT 5;\n"
+                "SELECT count(*) FROM t AS x JOIN t AS y ON x.a = y.a AND x.id < y.id;\n"
+                "SELECT group_concat(b, ',') IS NOT NULL, length(group_concat(b, ',')) FROM t WHERE a < 500;\n")
+
+
+LUA = r"""
+-- Allocation-heavy Lua: binary trees (the classic benchmark), strings built
+-- and split, tables of tables, closures. Prints checksums only.
+local depth = tonumber(arg[1])
+local function bottom_up(d)
+  if d == 0 then return {} end
+  d = d - 1
+  return { bottom_up(d), bottom_up(d) }
+end
+local function check(t)
+  if t[1] then return 1 + check(t[1]) + check(t[2]) end
+  return 1
+end
+local long_lived = bottom_up(depth)
+local total = 0
+for d = 4, depth, 2 do
+  local iters = 1 << (depth - d + 4)
+  for _ = 1, iters do total = total + check(bottom_up(d)) end
+end
+print("trees", total, check(long_lived))
+local parts = {}
+for i = 1, 200000 do parts[#parts + 1] = string.format("%d:%x", i, i * 2654435761 % 4294967296) end
+local s = table.concat(parts, ",")
+local n, sum = 0, 0
+for field in s:gmatch("[^,]+") do n = n + 1; sum = (sum + #field) % 1000000007 end
+print("strings", #s, n, sum, #s:gsub("%d", "x"))
+local rows = {}
+for i = 1, 100000 do rows[i] = { id = i, name = "n" .. i, tags = { i % 7, i % 11, tostring(i % 13) } } end
+table.sort(rows, function(a, b) return a.name < b.name end)
+local acc = 0
+for i = 1, #rows, 97 do acc = acc + rows[i].id + #rows[i].tags end
+local fs = {}
+for i = 1, 100000 do fs[i] = function() return i * 2 end end
+local c = 0
+for i = 1, #fs, 3 do c = c + fs[i]() end
+print("tables", acc, c, collectgarbage("count") > 0)
+"""
+
+
+def gen_c(path, functions):
+    """A large C file: structs, switches, loops and string tables, so that
+    cc1 builds big trees and runs every -O2 pass over them."""
+    rnd = random.Random(11)
+    out = ["#include <stddef.h>", "#include <string.h>",
+           "struct rec { int a, b; double c; char name[24]; struct rec *next; };"]
+    for i in range(functions):
+        cases = "\n".join(f"    case {k}: acc += (x * {rnd.randrange(1, 999)}) ^ {rnd.getrandbits(16)}; break;"
+                          for k in range(rnd.randrange(8, 24)))
+        out.append(f"""
+static const char *names_{i}[] = {{ {", ".join(f'"n{i}_{k}_{rnd.getrandbits(20):x}"' for k in range(12))} }};
+int f{i}(struct rec *r, int n, int x) {{
+  long acc = {i};
+  for (int j = 0; j < n; j++) {{
+    struct rec *p = r + j;
+    switch ((x + j) % {rnd.randrange(5, 30)}) {{
+{cases}
+    default: acc -= p->a * {rnd.randrange(2, 50)} + (long)p->c; break;
+    }}
+    if (p->next && strcmp(p->name, names_{i}[j % 12]) == 0) acc += f{max(i - 1, 0)}(p->next, n / 2, x + 1);
+    for (int k = 0; k < {rnd.randrange(2, 9)}; k++) acc = acc * 31 + p->b * k;
+  }}
+  return (int)(acc ^ (acc >> 17));
+}}""")
+    Path(path).write_text("\n".join(out) + "\n")
+
+
+def gen_corpus(path, mib):
+    """Text-like bytes: words from a Zipf-ish vocabulary, lines, numbers."""
+    rnd = random.Random(3)
+    vocab = ["".join(rnd.choice("etaoinshrdlucmfwypvbgkjqxz") for _ in range(rnd.randrange(2, 11)))
+             for _ in range(20000)]
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    want = mib << 20
+    with open(path, "w") as f:
+        written = 0
+        while written < want:
+            words = rnd.choices(vocab, weights, k=4096)
+            line = " ".join(words) + f" {rnd.getrandbits(32)}\n"
+            f.write(line)
+            written += len(line)
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def python_verdict(stdout):
+    """What CPython's test runner concluded, without its timings: the final
+    result and the tests named in each outcome group."""
+    keep = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if line.startswith("Tests result:") or re.match(r"^(All )?\d+ tests? (OK|failed|skipped)", line) \
+                or re.match(r"^test_\w+( test_\w+)*$", line):
+            keep.append(re.sub(r"\s+", " ", line))
+    return "\n".join(keep)
+
+
+def programs(work, quick):
+    """(name, what it does, argv, result(stdout) -> text) for each program."""
+    work.mkdir(parents=True, exist_ok=True)
+    rows = 100_000 if quick else 1_000_000
+    sql = work / f"sqlite-{rows}.sql"
+    if not sql.exists():
+        say(f"generating {sql} ({rows} inserts)")
+        gen_sqlite(sql, rows)
+    lua = work / "alloc.lua"
+    lua.write_text(LUA)
+    depth = 12 if quick else 16
+    nfun = 300 if quick else 3000
+    csrc = work / f"big-{nfun}.c"
+    if not csrc.exists():
+        say(f"generating {csrc} ({nfun} functions)")
+        gen_c(csrc, nfun)
+    mib = 16 if quick else 128
+    corpus = work / f"corpus-{mib}MiB.txt"
+    if not corpus.exists():
+        say(f"generating {corpus}")
+        gen_corpus(corpus, mib)
+    obj = work / "big.o"
+    zst = work / "corpus.zst"
+    tests = PY_TESTS_QUICK if quick else PY_TESTS
+    return [
+        ("python3 -m test", f"CPython's own tests: {' '.join(tests)}",
+         ["python3", "-m", "test", "-j1", *tests], lambda out: python_verdict(out)),
+        ("sqlite3", f"{rows:,} inserts, 2 indexes, a GROUP BY table, joins (in memory)",
+         ["sh", "-c", f"sqlite3 :memory: < {sql}"], lambda out: out),
+        ("lua5.4", f"binary trees to depth {depth}, 200k strings, 100k tables and closures",
+         ["lua5.4", str(lua), str(depth)], lambda out: out),
+        ("gcc -O2 -c", f"a generated C file of {nfun:,} functions ({csrc.stat().st_size >> 10} KiB)",
+         ["gcc", "-O2", "-c", "-o", str(obj), str(csrc)], lambda out: out + f"object {sha256(obj)}"),
+        ("zstd -T2", f"compress {mib} MiB of text at level 3 on 2 threads, then decompress",
+         ["sh", "-c", f"zstd -q -f -T2 -3 -c {corpus} > {zst} && zstd -q -d -c {zst} | sha256sum"],
+         lambda out: out + f"compressed {sha256(zst)}"),
+    ]
+
+
+# ---------------------------------------------------------------- running
+
+def run_once(argv, lib, timeout, work):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env["PYTHONHASHSEED"] = "0"
+    if lib:
+        env["LD_PRELOAD"] = lib
+    tfile = work / "time.txt"
+    cmd = ["/usr/bin/time", "-f", "%e %M", "-o", str(tfile)] + argv
+    start = time.monotonic()
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=work)
+    except subprocess.TimeoutExpired:
+        return {"status": "hung", "why": f"still running after {timeout} s"}
+    wall = time.monotonic() - start
+    fields = tfile.read_text().split() if tfile.exists() else []
+    if p.returncode != 0:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+        return {"status": "crashed", "why": f"exit {p.returncode}: " + " / ".join(tail)}
+    try:
+        secs, kib = float(fields[-2]), int(fields[-1])
+    except (IndexError, ValueError):
+        secs, kib = wall, 0
+    return {"status": "ok", "seconds": secs, "rss_kib": kib, "stdout": p.stdout}
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", required=True, help="liballocasm_malloc.so (cargo build --release -p allocasm-malloc)")
+    ap.add_argument("--work", default="target/bench/programs", help="scratch directory (inputs are kept there)")
+    ap.add_argument("--quick", action="store_true", help="small inputs, one round: a check, not figures to quote")
+    ap.add_argument("--rounds", type=int, help="rounds per program and allocator (default 3, quick 1)")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds before a run counts as hung")
+    ap.add_argument("--only", help="comma-separated program names (python3,sqlite3,lua5.4,gcc,zstd)")
+    a = ap.parse_args()
+    work = Path(a.work).resolve()
+    lib = str(Path(a.lib).resolve())
+    rounds = a.rounds or (1 if a.quick else 3)
+
+    missing = []
+    allocs = allocators(lib)
+    for name, path in allocs[1:4]:
+        if path is None:
+            missing.append(PACKAGES[name])
+    if not Path(lib).is_file():
+        say(f"{lib} not found: build it with `cargo build --release -p allocasm-malloc`")
+        return 2
+    for prog in ["sqlite3", "lua5.4", "zstd", "gcc"]:
+        if shutil.which(prog) is None:
+            missing.append(PACKAGES[prog])
+    if not Path("/usr/bin/time").exists():
+        missing.append("time")
+    if subprocess.run(["python3", "-c", "import test.test_dict"], capture_output=True).returncode != 0:
+        missing.append(PACKAGES["python3 test suite"])
+    if missing:
+        say("missing: " + ", ".join(missing))
+        say(f"install them with: sudo apt-get install {' '.join(missing)} (scripts/setup --steps programs)")
+        return 2
+
+    progs = programs(work, a.quick)
+    if a.only:
+        wanted = [w.strip() for w in a.only.split(",")]
+        progs = [p for p in progs if any(p[0].startswith(w) for w in wanted)]
+    results = {p[0]: {n: [] for n, _ in allocs} for p in progs}
+    total = len(progs) * len(allocs) * rounds
+    done = 0
+    t0 = time.monotonic()
+    for r in range(rounds):
+        for pname, _, argv, _ in progs:
+            for aname, path in allocs:
+                done += 1
+                say(f"[{done}/{total}] round {r + 1}: {pname} under {aname}")
+                results[pname][aname].append(run_once(argv, path, a.timeout, work))
+    say(f"{total} runs in {time.monotonic() - t0:.0f} s")
+
+    failures = []
+    table = {}
+    for pname, what, argv, result in progs:
+        glibc_runs = results[pname]["glibc"]
+        ref = None
+        for g in glibc_runs:
+            if g["status"] == "ok":
+                ref = result(g["stdout"])
+                break
+        row = {"what": what, "command": " ".join(argv), "allocators": {}}
+        for aname, _ in allocs:
+            runs = results[pname][aname]
+            bad = [x for x in runs if x["status"] != "ok"]
+            cell = {}
+            if bad:
+                cell = {"status": bad[0]["status"], "why": bad[0]["why"]}
+                failures.append(f"{pname} under {aname}: {bad[0]['status']} ({bad[0]['why']})")
+            else:
+                outs = {result(x["stdout"]) for x in runs}
+                same = ref is not None and outs == {ref}
+                cell = {"status": "ok" if same else "differs",
+                        "seconds": statistics.median(x["seconds"] for x in runs),
+                        "rss_kib": max(x["rss_kib"] for x in runs)}
+                if not same:
+                    failures.append(f"{pname} under {aname}: its result differs from glibc's")
+                    cell["why"] = "result differs from glibc's"
+            row["allocators"][aname] = cell
+        row["reference"] = ref
+        table[pname] = row
+
+    names = [n for n, _ in allocs]
+    summary = {}
+    for aname in names:
+        t = [table[p]["allocators"][aname].get("seconds") for p in table]
+        g = [table[p]["allocators"]["glibc"].get("seconds") for p in table]
+        m = [table[p]["allocators"][aname].get("rss_kib") for p in table]
+        gm = [table[p]["allocators"]["glibc"].get("rss_kib") for p in table]
+        ok = all(x is not None for x in t + g)
+        summary[aname] = {
+            "time_geomean_s": geomean(t) if ok else None,
+            "time_vs_glibc": geomean([x / y for x, y in zip(t, g)]) if ok else None,
+            "rss_vs_glibc": geomean([x / y for x, y in zip(m, gm) if x and y]) if ok else None,
+        }
+    doc = {"quick": a.quick, "rounds": rounds, "library": lib, "allocators": dict(allocs),
+           "programs": table, "summary": summary, "failures": failures}
+    (work / "programs.json").write_text(json.dumps(doc, indent=1))
+    (work / "programs.md").write_text(render(doc))
+    print(render(doc))
+    if failures:
+        say(f"{len(failures)} failure(s):")
+        for f in failures:
+            say("  " + f)
+        return 1
+    return 0
+
+
+def render(doc):
+    names = list(doc["allocators"])
+    md = ["## 7. Real programs under each malloc (boundary: global, via LD_PRELOAD)", ""]
+    if doc["quick"]:
+        md += ["**Quick mode**: small inputs, one round; a check that every program runs and agrees, "
+               "not figures to quote.", ""]
+    md += ["Each program of Debian's, unmodified, with glibc's malloc and with each other allocator "
+           "through `LD_PRELOAD` (SegregatedFit: `liballocasm_malloc.so`, the `malloc/` crate, a "
+           "16-byte header per block for the size `free` is not told), in one run, rounds interleaved. "
+           f"Time: the median wall time of {doc['rounds']} round(s); RSS: the largest peak resident set "
+           "of the process tree (`/usr/bin/time -f '%e %M'`). Every result is checked against glibc's "
+           "(stdout, the object file, the compressed bytes, the test verdicts): `DIFFERS`, `crashed` "
+           "or `hung` would fail the run.", ""]
+    head = ["program", "workload"] + [f"{n}: s / MiB" for n in names]
+    rows = []
+    for pname, row in doc["programs"].items():
+        cells = [f"`{pname}`", row["what"]]
+        for n in names:
+            c = row["allocators"][n]
+            if c["status"] in ("ok", "differs"):
+                text = f"{c['seconds']:.2f} / {c['rss_kib'] / 1024:.0f}"
+                if c["status"] == "differs":
+                    text += " DIFFERS"
+                cells.append(text)
+            else:
+                cells.append(f"{c['status']}: {c['why']}")
+        rows.append(cells)
+    md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    md += ["| " + " | ".join(r) + " |" for r in rows]
+    md += ["", "| | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
+    s = doc["summary"]
+
+    def cell(v, fmt):
+        return "–" if v is None else fmt.format(v)
+    md.append("| time, geometric mean vs glibc | " + " | ".join(cell(s[n]["time_vs_glibc"], "{:.3f}x") for n in names) + " |")
+    md.append("| peak RSS, geometric mean vs glibc | " + " | ".join(cell(s[n]["rss_vs_glibc"], "{:.3f}x") for n in names) + " |")
+    seg, je = s.get("SegregatedFit", {}), s.get("jemalloc", {})
+    md.append("")
+    if seg.get("time_vs_glibc") and je.get("time_vs_glibc"):
+        t_ok = seg["time_vs_glibc"] <= je["time_vs_glibc"]
+        r_ok = seg["rss_vs_glibc"] is not None and seg["rss_vs_glibc"] <= 1.2
+        md.append(f"Goals: SegregatedFit's geometric-mean time at most jemalloc's: "
+                  f"{seg['time_vs_glibc']:.3f}x vs {je['time_vs_glibc']:.3f}x, **{'met' if t_ok else 'missed'}**; "
+                  f"its peak RSS at most 1.2x glibc's: {seg['rss_vs_glibc']:.3f}x, **{'met' if r_ok else 'missed'}**.")
+    if doc["failures"]:
+        md += ["", "**Failures:**", ""] + [f"- {f}" for f in doc["failures"]]
+    md.append("")
+    return "\n".join(md)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
