@@ -109,9 +109,10 @@ pub fn install_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
     ui.note(&format!(
         "running `rustup toolchain install {toolchain} --profile minimal`"
     ));
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run rustup: {e}"))?;
+    let out = cmd.output();
+    // The toolchain list changed (or may have, on a failure).
+    build::forget_queries();
+    let out = out.map_err(|e| format!("cannot run rustup: {e}"))?;
     if out.status.success() {
         return Ok(());
     }
@@ -134,8 +135,9 @@ pub fn uninstall_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
     ui.note(&format!("running `rustup toolchain uninstall {toolchain}`"));
     let out = Command::new("rustup")
         .args(["toolchain", "uninstall", toolchain])
-        .output()
-        .map_err(|e| format!("cannot run rustup: {e}"))?;
+        .output();
+    build::forget_queries();
+    let out = out.map_err(|e| format!("cannot run rustup: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {

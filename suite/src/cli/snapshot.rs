@@ -16,10 +16,10 @@
 //! allocasm snapshot -p x86_64-linux # one profile
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use allocasm_suite::codegen::project::{self, probes};
-use allocasm_suite::codegen::{self, AsmOutput, Profile};
+use allocasm_suite::codegen::{self, AsmOutput, Profile, cache};
 use clap::Args;
 use similar::TextDiff;
 
@@ -135,16 +135,10 @@ fn remove_if_there(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Writes through a temporary file and a rename: an interrupted run leaves
-/// the old file or the new one, never half of one.
+/// Writes through a temporary file and a rename (the suite's one way to
+/// write a file others read: [`cache::write_atomically`]).
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let tmp: PathBuf = path.with_extension(format!(
-        "{}.tmp{}",
-        path.extension().and_then(|e| e.to_str()).unwrap_or(""),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    cache::write_atomically(path, text.as_bytes())
 }
 
 /// Builds the selected profiles and compares every listing with its
@@ -257,7 +251,7 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> PathBuf {
+    fn tmp(name: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("allocasm-snap-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d

@@ -19,7 +19,7 @@
 //! the profile's back (`RUSTFLAGS`, `CARGO_TARGET_DIR`, a clippy or miri
 //! wrapper, an outer jobserver).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -350,6 +350,46 @@ fn output_of(cmd: &mut Command) -> Result<std::process::Output, BuildError> {
     })
 }
 
+/// What a read-only rustup or rustc query printed, by program and
+/// arguments, for the rest of the process: a report asked `rustup target
+/// list --installed`, `rustup show active-toolchain` and `rustc -vV` once
+/// per profile and again per linked build and per probe driver (some 90
+/// processes of 30 to 60 ms each, serialised under the rustup lock, before
+/// any cargo ran). Only successful answers are kept, and every install
+/// ([`forget_queries`]) drops them all.
+static QUERIES: Mutex<Vec<(Vec<OsString>, std::process::Output)>> = Mutex::new(Vec::new());
+
+/// The output of `cmd`, a query whose answer only an install changes, from
+/// [`QUERIES`] when this process asked it before.
+fn query(cmd: &mut Command) -> Result<std::process::Output, BuildError> {
+    let mut key = vec![cmd.get_program().to_os_string()];
+    key.extend(cmd.get_args().map(OsStr::to_os_string));
+    if let Some(dir) = cmd.get_current_dir() {
+        key.push(dir.as_os_str().to_os_string());
+    }
+    let known = |q: &Vec<(Vec<OsString>, std::process::Output)>| {
+        q.iter().find(|(k, _)| *k == key).map(|(_, o)| o.clone())
+    };
+    if let Some(out) = known(&QUERIES.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(out);
+    }
+    let out = output_of(cmd)?;
+    if out.status.success() {
+        QUERIES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((key, out.clone()));
+    }
+    Ok(out)
+}
+
+/// Drops every remembered query: after installing a toolchain or a target
+/// (their lists change), and for tests whose stand-in rustup changes its
+/// answers.
+pub fn forget_queries() {
+    QUERIES.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
 fn has_rustup() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
     *HAS.get_or_init(|| {
@@ -380,7 +420,7 @@ fn strip_host(name: &str) -> String {
 
 /// Installed rustup toolchains, host suffix stripped.
 pub fn installed_toolchains() -> Result<Vec<String>, BuildError> {
-    let out = output_of(Command::new("rustup").args(["toolchain", "list"]))?;
+    let out = query(Command::new("rustup").args(["toolchain", "list"]))?;
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().next())
@@ -401,7 +441,7 @@ pub fn resolve_toolchain(opts: &BuildOptions) -> Result<String, BuildError> {
         Some(tc) => {
             let installed = installed_toolchains()?;
             let full: Vec<String> = {
-                let out = output_of(Command::new("rustup").args(["toolchain", "list"]))?;
+                let out = query(Command::new("rustup").args(["toolchain", "list"]))?;
                 String::from_utf8_lossy(&out.stdout)
                     .lines()
                     .filter_map(|l| l.split_whitespace().next().map(str::to_string))
@@ -420,7 +460,7 @@ pub fn resolve_toolchain(opts: &BuildOptions) -> Result<String, BuildError> {
             let dir = opts.manifest_path.parent().unwrap_or(Path::new("."));
             let mut cmd = Command::new("rustup");
             cmd.args(["show", "active-toolchain"]).current_dir(dir);
-            let out = output_of(&mut cmd)?;
+            let out = query(&mut cmd)?;
             if !out.status.success() {
                 return Err(BuildError::Command {
                     command: command_line(&cmd),
@@ -450,7 +490,7 @@ pub(crate) fn tool(toolchain: &str, program: &str) -> Command {
 pub fn rustc_version(toolchain: &str) -> Result<String, BuildError> {
     let mut cmd = tool(toolchain, "rustc");
     cmd.arg("-vV");
-    let out = output_of(&mut cmd)?;
+    let out = query(&mut cmd)?;
     if !out.status.success() {
         return Err(BuildError::Command {
             command: command_line(&cmd),
@@ -539,7 +579,7 @@ pub fn ensure_target_with(
 ) -> Result<(), BuildError> {
     let _guard = rustup_guard();
     let installed = |rustup: &OsStr| -> Result<Option<bool>, BuildError> {
-        let out = output_of(Command::new(rustup).args([
+        let out = query(Command::new(rustup).args([
             "target",
             "list",
             "--installed",
@@ -577,7 +617,9 @@ pub fn ensure_target_with(
         profile: profile.to_string(),
         command: command_line(&cmd),
     });
-    let out = output_of(&mut cmd)?;
+    let out = output_of(&mut cmd);
+    forget_queries();
+    let out = out?;
     if out.status.success() {
         return Ok(());
     }
@@ -606,7 +648,7 @@ pub fn ensure_target_with(
 /// out). When the list cannot be read, the target counts as offered and the
 /// install says what is wrong.
 fn offered(rustup: &OsStr, toolchain: &str, triple: &str) -> Result<bool, BuildError> {
-    let out = output_of(Command::new(rustup).args(["target", "list", "--toolchain", toolchain]))?;
+    let out = query(Command::new(rustup).args(["target", "list", "--toolchain", toolchain]))?;
     if !out.status.success() {
         return Ok(true);
     }
@@ -724,7 +766,9 @@ fn install_toolchain(
         profile: profile.to_string(),
         command: command_line(&cmd),
     });
-    let out = output_of(&mut cmd)?;
+    let out = output_of(&mut cmd);
+    forget_queries();
+    let out = out?;
     if out.status.success() {
         return Ok(());
     }
@@ -886,6 +930,59 @@ pub fn build_profile(
 
     let start = Instant::now();
     let started_at = SystemTime::now();
+    let stamp = super::fresh::Stamp::of(&cmd, &dir, workspace_of(opts), &rustc_version);
+    let replayed = stamp.replay();
+    let ran_cargo = replayed.is_none();
+    let json = match replayed {
+        Some(json) => json,
+        None => run_streaming(&mut cmd, profile, &command, &dir, progress)?,
+    };
+
+    let outputs = Artifacts::parse(&json)
+        .library(&project.lib_name)
+        .ok_or_else(|| BuildError::NoAsm {
+            profile: profile.name.clone(),
+            dir: dir.clone(),
+        })?;
+    let fresh = outputs.fresh;
+    let files = read_asm_files(&outputs, started_at)?;
+    if files.is_empty() {
+        return Err(BuildError::NoAsm {
+            profile: profile.name.clone(),
+            dir: outputs.dir,
+        });
+    }
+    if ran_cargo {
+        let listed: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
+        stamp.record(&json, &listed);
+    }
+    progress(BuildEvent::Finished {
+        profile: profile.name.clone(),
+        fresh,
+        elapsed: start.elapsed(),
+    });
+    Ok(AsmOutput {
+        profile: profile.name.clone(),
+        triple: profile.triple.clone(),
+        toolchain,
+        rustc_version,
+        flags,
+        command,
+        target_dir: dir,
+        files,
+        fresh,
+    })
+}
+
+/// Runs a cargo build with piped output, passing each stderr line to
+/// `progress` as it comes; returns cargo's stdout (its JSON messages).
+fn run_streaming(
+    cmd: &mut Command,
+    profile: &Profile,
+    command: &str,
+    dir: &Path,
+    progress: &dyn Fn(BuildEvent),
+) -> Result<String, BuildError> {
     let mut child = cmd.spawn().map_err(|e| BuildError::ToolMissing {
         program: "cargo".into(),
         error: e.to_string(),
@@ -910,47 +1007,54 @@ pub fn build_profile(
         (text, reader.join().unwrap_or_default())
     });
     let status = child.wait().map_err(|e| BuildError::Io {
-        path: dir.clone(),
+        path: dir.to_path_buf(),
         error: e.to_string(),
     })?;
     if !status.success() {
         return Err(BuildError::Cargo {
             profile: profile.name.clone(),
-            command,
+            command: command.to_string(),
             stderr: stderr_text,
         });
     }
+    Ok(json)
+}
 
-    let outputs = Artifacts::parse(&json)
-        .library(&project.lib_name)
-        .ok_or_else(|| BuildError::NoAsm {
+/// Runs a cargo build that prints JSON messages and returns them (stdout),
+/// or replays the last run's when its stamp says nothing it read has
+/// changed ([`super::fresh`]); a failed build is [`BuildError::Cargo`] with
+/// its stderr.
+pub(crate) fn run_cargo(
+    cmd: &mut Command,
+    profile: &Profile,
+    command: &str,
+    dir: &Path,
+    opts: &BuildOptions,
+    rustc_vv: &str,
+) -> Result<String, BuildError> {
+    let stamp = super::fresh::Stamp::of(cmd, dir, workspace_of(opts), rustc_vv);
+    if let Some(json) = stamp.replay() {
+        return Ok(json);
+    }
+    let out = cmd.output().map_err(|e| BuildError::ToolMissing {
+        program: "cargo".into(),
+        error: e.to_string(),
+    })?;
+    if !out.status.success() {
+        return Err(BuildError::Cargo {
             profile: profile.name.clone(),
-            dir: dir.clone(),
-        })?;
-    let fresh = outputs.fresh;
-    let files = read_asm_files(&outputs, started_at)?;
-    if files.is_empty() {
-        return Err(BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: outputs.dir,
+            command: command.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         });
     }
-    progress(BuildEvent::Finished {
-        profile: profile.name.clone(),
-        fresh,
-        elapsed: start.elapsed(),
-    });
-    Ok(AsmOutput {
-        profile: profile.name.clone(),
-        triple: profile.triple.clone(),
-        toolchain,
-        rustc_version,
-        flags,
-        command,
-        target_dir: dir,
-        files,
-        fresh,
-    })
+    let json = String::from_utf8_lossy(&out.stdout).into_owned();
+    stamp.record(&json, &[]);
+    Ok(json)
+}
+
+/// The workspace root the options build in (the manifest's directory).
+pub(crate) fn workspace_of(opts: &BuildOptions) -> &Path {
+    opts.manifest_path.parent().unwrap_or(Path::new("."))
 }
 
 /// Every `.s` of the library's crate and hash, in the directory cargo's

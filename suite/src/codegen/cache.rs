@@ -150,15 +150,28 @@ impl Cache {
         let Ok(json) = serde_json::to_string(&entry) else {
             return;
         };
-        if let Some(dir) = path.parent()
-            && std::fs::create_dir_all(dir).is_ok()
-        {
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            if std::fs::write(&tmp, json).is_ok() && std::fs::rename(&tmp, &path).is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-        }
+        // A failure to write only costs the next run a measurement.
+        let _ = write_atomically(&path, json.as_bytes());
     }
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it and a
+/// rename, creating the directory: a reader (or an interrupted run) sees
+/// the old file or the new one, never half of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!(
+        "{}.tmp{}",
+        path.extension().and_then(|e| e.to_str()).unwrap_or(""),
+        std::process::id()
+    ));
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Hits and misses of every cache since the process started.

@@ -265,27 +265,6 @@ pub fn runner(profile: &Profile) -> Option<(String, Option<PathBuf>)> {
     ))
 }
 
-/// Runs a `cargo build --message-format json` command line (`command`, for
-/// the error) and returns its stdout, the JSON messages.
-fn run_cargo(
-    cmd: &mut std::process::Command,
-    profile: &Profile,
-    command: String,
-) -> Result<String, BuildError> {
-    let out = cmd.output().map_err(|e| BuildError::ToolMissing {
-        program: "cargo".into(),
-        error: e.to_string(),
-    })?;
-    if !out.status.success() {
-        return Err(BuildError::Cargo {
-            profile: profile.name.clone(),
-            command,
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// Builds `examples/probe_driver.rs` for a profile and disassembles it.
 pub fn build_driver(
     profile: &Profile,
@@ -316,7 +295,7 @@ pub fn build_driver_files(
     lto: Lto,
     progress: &dyn Fn(BuildEvent),
 ) -> Result<DriverFiles, BuildError> {
-    let (toolchain, _) = build::prepare(profile, opts, progress)?;
+    let (toolchain, rustc_vv) = build::prepare(profile, opts, progress)?;
     // The disassembler is needed on a miss (and a cached count is no
     // reason to hide that it is missing): say so before building.
     let objdump = linked::objdump_for(profile)?;
@@ -349,7 +328,7 @@ pub fn build_driver_files(
         command: command.clone(),
     });
     let start = std::time::Instant::now();
-    let json = run_cargo(&mut cmd, profile, command)?;
+    let json = build::run_cargo(&mut cmd, profile, &command, &dir, opts, &rustc_vv)?;
     let artifacts = Artifacts::parse(&json);
     let executable = artifacts
         .executable(DRIVER)
@@ -372,7 +351,7 @@ pub fn build_driver_files(
             &crate_dir,
         );
         let command = build::command_line(&cmd);
-        let json = run_cargo(&mut cmd, profile, command)?;
+        let json = build::run_cargo(&mut cmd, profile, &command, &dir, opts, &rustc_vv)?;
         let artifacts = Artifacts::parse(&json);
         fresh &= artifacts.all_fresh();
         let so = artifacts.cdylib("so").ok_or_else(|| BuildError::NoAsm {

@@ -392,19 +392,7 @@ pub fn build_linked(
         command: command.clone(),
     });
     let start = Instant::now();
-    let out = cmd.output().map_err(|e| BuildError::ToolMissing {
-        program: "cargo".into(),
-        error: e.to_string(),
-    })?;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    if !out.status.success() {
-        return Err(BuildError::Cargo {
-            profile: profile.name.clone(),
-            command,
-            stderr,
-        });
-    }
-    let json = String::from_utf8_lossy(&out.stdout);
+    let json = build::run_cargo(&mut cmd, profile, &command, &dir, opts, &rustc_version)?;
     let artifacts = Artifacts::parse(&json);
     let executable = artifacts
         .executable(EXAMPLE)

@@ -67,6 +67,7 @@ pub mod cache;
 pub mod cfg;
 pub mod executed;
 pub mod expect;
+pub mod fresh;
 pub mod linked;
 pub mod listing;
 pub mod mca;

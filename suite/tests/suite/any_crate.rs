@@ -249,3 +249,109 @@ fn outside_a_workspace_it_says_where_to_point_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A stand-in `rustup` first on the PATH that logs each call to `log` and
+/// hands it to the real one: what allocasm ran, without changing it.
+fn rustup_spy(dir: &Path, log: &Path) -> String {
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("rustup"))
+        .find(|p| p.is_file())
+        .expect("rustup on PATH");
+    let bin = dir.join("spy-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("rustup");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$*\" >>'{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = vec![bin];
+    dirs.extend(std::env::split_paths(&path));
+    std::env::join_paths(dirs)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A report run again with nothing changed starts no cargo at all (each
+/// build's stamp says nothing it read has changed) and reports the same
+/// listings; an edited source runs cargo again, and the new code is in the
+/// report.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_report_with_nothing_changed_runs_no_cargo() {
+    if !has_rustup() {
+        eprintln!("skipped: no rustup");
+        return;
+    }
+    let dir = fixture("fresh");
+    let log = dir.join("rustup.log");
+    let path = rustup_spy(&dir, &log);
+    let report = |name: &str| {
+        let _ = std::fs::remove_file(&log);
+        let out = dir.join(name);
+        let o = Command::new(installed())
+            .args(["report", "--format", "json", "-p", "x86_64-linux", "--out"])
+            .arg(&out)
+            .current_dir(&dir)
+            .env("NO_COLOR", "1")
+            .env("PATH", &path)
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CARGO_MANIFEST_DIR")
+            .output()
+            .expect("the installed allocasm runs");
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let calls = std::fs::read_to_string(&log).unwrap_or_default();
+        let json = std::fs::read_to_string(out.join("report.json")).unwrap();
+        let cargo: Vec<String> = calls
+            .lines()
+            .filter(|l| l.contains(" cargo "))
+            .map(str::to_string)
+            .collect();
+        (cargo, json)
+    };
+    let listing = |json: &str| {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        v["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "bumpfix_alloc")
+            .map(|p| p["results"][0]["lines"].to_string())
+            .expect("bumpfix_alloc in the report")
+    };
+    let (_, first) = report("first");
+    let (cargo, warm) = report("warm");
+    assert!(
+        cargo.is_empty(),
+        "nothing changed, yet cargo ran: {cargo:?}"
+    );
+    assert_eq!(listing(&first), listing(&warm));
+
+    // An edit: cargo runs, and the listing is the new code's.
+    let lib = dir.join("src/lib.rs");
+    let src = std::fs::read_to_string(&lib).unwrap();
+    let edited = src.replacen("+ 7) & !7", "+ 15) & !15", 1);
+    assert_ne!(
+        edited, src,
+        "the fixture's bump rounds up to 8 with `+ 7) & !7`"
+    );
+    std::fs::write(&lib, edited).unwrap();
+    let (cargo, after) = report("edited");
+    assert!(
+        cargo.iter().any(|c| c.contains("cargo rustc")),
+        "a source changed, and cargo did not run: {cargo:?}"
+    );
+    assert_ne!(
+        listing(&after),
+        listing(&warm),
+        "the report kept the old listing"
+    );
+}
