@@ -294,7 +294,7 @@ def pair_by_target(path):
                      f"{sh_['instructions'] - pr['instructions']:+d}"])
     return ["## 2b. The pair per target, in instructions and mca cycles", "",
             "What one allocation executes on every Linux profile, counted under qemu-user in the "
-            "linked executable (`examples/probe_driver.rs`, the codegen suite's `executed` module: "
+            "linked executable (`suite/probe-bins/probe_driver.rs`, the codegen suite's `executed` module: "
             f"`{method}`), one warm fast-path call of `PackedArena::alloc` (the shared word, "
             f"`{SHARED}`) and of `ThreadCursorArena::alloc` (the per-thread cursor, `{PRIVATE}`), "
             "helpers included; and llvm-mca 22's block reciprocal throughput (predicted cycles per "
@@ -606,6 +606,16 @@ def main():
         goal("SegregatedFit metadata per 64-byte allocation", meta.get("SegregatedFit"), "≤ 2%", 2.0, "%",
              absent),
     ]
+    # Persistent over SegregatedFit, both inlined: its default (no leak
+    # counting in a release build) against the allocator it wraps, and
+    # with counting on for reference.
+    pst = div(get("alloc-free64", "Persistent"), get("alloc-free64", "SegregatedFit"))
+    grows.append(goal("Persistent (over SegregatedFit, default: no leak counting in release) alloc+free / "
+                      "SegregatedFit's, **inlined** both", pst, "≤ 1.5x", 1.5, "x", absent))
+    pstc = div(get("alloc-free64", "Persistent, leak detection on"), get("alloc-free64", "SegregatedFit"))
+    if pstc:
+        grows.append(["(for reference) the same with leak detection on (two shared read-modify-writes "
+                      "each way)", ratio(pstc), "", ""])
     # SegregatedFit v2 (issue 13): its pair against mimalloc, its scaling and
     # producer/consumer scores, its L1 misses and instructions per op.
     sfm_call = div(get("alloc-free64", "SegregatedFit:call"), get("alloc-free64", "mimalloc"))

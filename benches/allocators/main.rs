@@ -620,6 +620,7 @@ const ALLOC_FREE64: &[&str] = &[
     "SegregatedFit",
     "Pool",
     "Persistent",
+    subjects::PERSISTENT_COUNTING,
     "PackedArena",
 ];
 

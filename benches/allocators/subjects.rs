@@ -556,6 +556,18 @@ fn persistent() -> Raw<allocasm::Persistent<allocasm::SegregatedFit>> {
     ))
 }
 
+/// `Persistent` with leak detection on whatever the build (its default is
+/// off in release builds, as Unity's player builds count nothing): what
+/// the two shared counters cost.
+pub const PERSISTENT_COUNTING: &str = "Persistent, leak detection on";
+
+fn persistent_counting() -> Raw<allocasm::Persistent<allocasm::SegregatedFit>> {
+    Raw::freeing(allocasm::Persistent::with_leak_detection(
+        allocasm::SegregatedFit::new(),
+        allocasm::LeakDetection::Enabled,
+    ))
+}
+
 /// Calls `v` with the subject named `name` (one of [`names`] or
 /// [`CHAPTER_EXTRA`]) built for `cfg`; `None` for an unknown name.
 pub fn with_subject<V: Visit>(name: &str, cfg: Config, v: V) -> Option<V::Out> {
@@ -594,6 +606,7 @@ pub fn with_subject<V: Visit>(name: &str, cfg: Config, v: V) -> Option<V::Out> {
         }),
         "TempJob" => v.visit(temp_job(cfg)),
         "Persistent" => v.visit(persistent()),
+        PERSISTENT_COUNTING => v.visit(persistent_counting()),
         "Rewindable" => v.visit(rewindable(cfg)),
         "PageAllocator" => v.visit(Raw::freeing(PageAllocator::new())),
         "PackedArena" => v.visit(packed()),

@@ -4,7 +4,7 @@
 //!
 //! The `#[unsafe(no_mangle)] extern "C"` probes of `allocasm::probes` are
 //! exported as they are (a cdylib exports its dependencies' C symbols); the
-//! probe driver (`examples/probe_driver.rs`) dlopens this library and calls
+//! probe driver (`suite/probe-bins/probe_driver.rs`) dlopens this library and calls
 //! them through `dlsym`'s pointers. The functions below are the driver's
 //! set-up for the per-thread cache probes: the cache is a thread-local of
 //! *this* library, so filling it, and telling it a heap is gone (`Drop`),

@@ -35,7 +35,7 @@ pub fn on_path(program: &str) -> bool {
 }
 
 /// Why a project other than allocasm has no executed counts: they come
-/// from allocasm's own probe driver (`examples/probe_driver.rs`).
+/// from allocasm's own probe driver (`suite/probe-bins/probe_driver.rs`).
 pub const NO_DRIVER: &str = "not measured: the project has no probe driver";
 
 /// Why `profile`'s executed counts cannot be taken here, or `None` when

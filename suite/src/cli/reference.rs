@@ -89,13 +89,13 @@ cargo run --release -- verify-extractor             # needs `cargo install cargo
 `--no-install` turns that off); the other commands stop with the `rustup target add` line to run,
 or do it with `--install`. Builds live in `target/allocasm-asm/<toolchain>/<profile>/`; a second
 run reuses them (about a second). `report` (unless `--no-linked`) and `show --linked` also link
-`examples/linked_probes.rs` for each profile with a `[linked]` table, with the release profile and
+`suite/probe-bins/linked_probes.rs` for each profile with a `[linked]` table, with the release profile and
 with fat LTO (in `<profile>-linked/` and `<profile>-linked-lto/`, warm the same way), and
 disassemble it with `<triple>-objdump` (Debian's binutils for the cross targets): the listing
 next to what the linker made of it. A missing disassembler or a failed linked build is shown in
 place of that listing, with the fix; `report` warns about it and still exits 0 (the `.s` report
 is its job), `show --linked` exits 3. `report` (unless `--no-executed`) then measures what the
-CPU executes on the Linux profiles: it builds `examples/probe_driver.rs` in the linked view's
+CPU executes on the Linux profiles: it builds `suite/probe-bins/probe_driver.rs` in the linked view's
 `<profile>-linked/` (reusing that build; for `x86_64-linux-dylib` also the probes' cdylib
 `suite/dylib-probes`, which the driver dlopens), runs it once per profile under
 `qemu-<arch> -singlestep -d exec,nochain`, and puts each probe's executed instructions per call

@@ -1,9 +1,9 @@
 //! What the CPU executes: instructions per call of every probe, counted in a
 //! linked executable under qemu-user.
 //!
-//! `examples/probe_driver.rs` calls every probe in its warm fast case many
+//! `suite/probe-bins/probe_driver.rs` calls every probe in its warm fast case many
 //! times. It is built like the linked view (`cargo build --release
-//! --features probes --example probe_driver --target <triple>`, the
+//! -p allocasm-probe-bins --bin probe_driver --target <triple>`, the
 //! profile's `[linked]` rustflags, or its own rustflags where it has no
 //! `[linked]` table; release or fat LTO) into the linked view's target dir,
 //! so the two share their dependencies' builds, and run as
@@ -76,7 +76,7 @@ use super::profile::{Arch, Profile};
 use super::{ProbeListings, normalize};
 use allocasm::probes::Probe;
 
-/// The example that drives every probe.
+/// The executable that drives every probe (`suite/probe-bins/probe_driver.rs`).
 pub const DRIVER: &str = "probe_driver";
 
 /// The workspace package whose cdylib holds the probes of a shared-library
@@ -84,7 +84,7 @@ pub const DRIVER: &str = "probe_driver";
 pub const DYLIB_PACKAGE: &str = "allocasm-dylib-probes";
 
 /// The environment variable that makes the driver dlopen a shared library
-/// and call its probes (`examples/probe_driver.rs`).
+/// and call its probes (`suite/probe-bins/probe_driver.rs`).
 pub const DYLIB_ENV: &str = "ALLOCASM_PROBE_DYLIB";
 
 /// How many instructions one helper (a callee of the probe) executed per
@@ -265,7 +265,7 @@ pub fn runner(profile: &Profile) -> Option<(String, Option<PathBuf>)> {
     ))
 }
 
-/// Builds `examples/probe_driver.rs` for a profile and disassembles it.
+/// Builds `suite/probe-bins/probe_driver.rs` for a profile and disassembles it.
 pub fn build_driver(
     profile: &Profile,
     opts: &BuildOptions,

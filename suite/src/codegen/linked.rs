@@ -8,13 +8,13 @@
 //! table (see [`LinkedConfig`](super::profile::LinkedConfig)):
 //!
 //! ```text
-//! cargo build --release --features probes --example linked_probes --target <triple>
+//! cargo build --release -p allocasm-probe-bins --bin linked_probes --target <triple>
 //!     --target-dir <root>/<toolchain>/<profile>-linked[-lto]
 //!     (CARGO_PROFILE_RELEASE_LTO=false | fat, CARGO_ENCODED_RUSTFLAGS = [linked] rustflags)
 //! <objdump> -d --no-show-raw-insn [-M intel] <exe>    and   <objdump> -t <exe>
 //! ```
 //!
-//! `examples/linked_probes.rs` keeps every probe alive through a `#[used]`
+//! `suite/probe-bins/linked_probes.rs` keeps every probe alive through a `#[used]`
 //! array read by `main`. [`parse_objdump`] cuts each probe out of the
 //! disassembly (its extent from the symbol table, so the padding after it is
 //! not included), turns branch targets inside the function into local labels
@@ -49,8 +49,15 @@ use super::profile::{Arch, ObjectFormat, Profile};
 use super::{ProbeListing, ProbeListings, normalize};
 use allocasm::probes::Probe;
 
-/// The example that links every probe.
+/// The executable that links every probe (`suite/probe-bins/linked_probes.rs`).
 pub const EXAMPLE: &str = "linked_probes";
+
+/// The workspace package of the suite's executables of the probes
+/// (`suite/probe-bins`): the linked view's and the probe driver. A package
+/// of its own, so that building them builds only the library, not the
+/// dev-dependencies an example of `allocasm` would (criterion, proptest,
+/// mimalloc's C sources…) for every profile and LTO setting.
+pub const BIN_PACKAGE: &str = "allocasm-probe-bins";
 
 /// How the executable is optimized across crates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -263,7 +270,7 @@ pub fn target_dir(opts: &BuildOptions, toolchain: &str, profile: &Profile, lto: 
         .join(format!("{}-{suffix}", profile.name))
 }
 
-/// `cargo build --release --features probes --example <example>` for a
+/// `cargo build --release -p allocasm-probe-bins --bin <example>` for a
 /// profile's target, in its own target dir, with the release profile's LTO
 /// set to `lto` and exactly `flags` as RUSTFLAGS (the environment scrubbed of
 /// what would change the build): the linked view's build and the executed
@@ -283,7 +290,7 @@ pub(crate) fn example_build(
         toolchain,
         profile,
         opts,
-        &["--features", "probes", "--example", example],
+        &["-p", BIN_PACKAGE, "--bin", example],
         dir,
         lto,
         flags,
@@ -358,7 +365,7 @@ fn cargo_build(
     cmd
 }
 
-/// Builds `examples/linked_probes.rs` for a profile and disassembles it.
+/// Builds `suite/probe-bins/linked_probes.rs` for a profile and disassembles it.
 ///
 /// The profile must have a `[linked]` table; a foreign Linux target links
 /// with Debian's cross gcc ([`cross_env`]).

@@ -45,7 +45,7 @@
 //!   profiles across, instruction count and A/C/L marks per cell) with
 //!   [`summary::CrossProfile::markdown`].
 //! - [`linked`]: the linked view. [`linked::build_linked`] /
-//!   [`linked::build_all_linked`] link `examples/linked_probes.rs` for every
+//!   [`linked::build_all_linked`] link `suite/probe-bins/linked_probes.rs` for every
 //!   profile with a `[linked]` table, release and fat LTO ([`linked::Lto`]);
 //!   [`linked::extract_linked`] gives the same [`ProbeListings`] as
 //!   [`extract_probes`]; [`linked::side_by_side`] puts a `.s` listing and a

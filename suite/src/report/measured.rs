@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::{ProbeReport, Report};
 
 /// How the counts were taken, for the report's readers.
-pub const METHOD: &str = "Each Linux profile's probe driver (examples/probe_driver.rs, built like \
+pub const METHOD: &str = "Each Linux profile's probe driver (suite/probe-bins/probe_driver.rs, built like \
 the linked view: release profile, the profile's [linked] rustflags, or its own where it has no \
 [linked] table) calls every probe \
 in its warm fast case 48 times under qemu-user with `-singlestep -d exec,nochain` and `-dfilter` \

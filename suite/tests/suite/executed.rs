@@ -123,7 +123,7 @@ fn every_probe_executes_on_every_linux_profile() {
     for m in all {
         for probe in &m.set.missing {
             problems.push(format!(
-                "{probe}: no call measured on {} ({}): add a case to examples/probe_driver.rs",
+                "{probe}: no call measured on {} ({}): add a case to suite/probe-bins/probe_driver.rs",
                 m.profile.name,
                 m.driver.executable.display()
             ));

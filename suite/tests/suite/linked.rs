@@ -1,4 +1,4 @@
-//! The linked view: `examples/linked_probes.rs` linked for every profile with
+//! The linked view: `suite/probe-bins/linked_probes.rs` linked for every profile with
 //! a `[linked]` table, with the release profile and with fat LTO, each probe
 //! disassembled (objdump), normalized like the `.s` view and snapshotted in
 //! `snapshots/linked/<profile>/<release|release-lto>/<probe>.snap`.
@@ -98,7 +98,7 @@ fn every_linked_build_works_and_holds_every_probe() {
         for probe in &b.listings.missing {
             missing.push(format!(
                 "probe {probe} is not in the linked executable of {} ({}): add it to \
-                 examples/linked_probes.rs",
+                 suite/probe-bins/linked_probes.rs",
                 b.profile.name, b.output.lto
             ));
         }
