@@ -489,7 +489,7 @@ fn frame_allocation_survives_n_minus_1_frames<const N: usize>() {
         let other = frames.alloc(512, 8).unwrap();
         fill(other, 512, frame as u8);
         assert!(
-            bytes(kept, 128).iter().all(|&b| b == 0xA5),
+            crate::filled(&bytes(kept, 128), 0xA5),
             "frame 0's data changed in frame {frame} of N = {N}"
         );
     }
@@ -811,7 +811,7 @@ proptest! {
                     let start = *shadow.keys().nth(k % shadow.len()).unwrap();
                     let (p, end, tag) = shadow.remove(&start).unwrap();
                     // Contents survived until now.
-                    prop_assert!(bytes(p, end - start).iter().all(|&b| b == tag));
+                    prop_assert!(crate::filled(&bytes(p, end - start), tag));
                     // SAFETY: a live block of `list` (from the shadow map).
                     unsafe { list.free(p).unwrap() };
                     // SAFETY: freed just now; refused before anything changes.
@@ -824,7 +824,7 @@ proptest! {
             prop_assert_eq!(stats.free_bytes, list.free_bytes());
         }
         for (&start, &(p, end, tag)) in &shadow {
-            prop_assert!(bytes(p, end - start).iter().all(|&b| b == tag));
+            prop_assert!(crate::filled(&bytes(p, end - start), tag));
             // SAFETY: a live block of `list`.
             unsafe { list.free(p).unwrap() };
         }
@@ -852,7 +852,7 @@ proptest! {
                 },
                 HeapOp::Free(k) if !live.is_empty() => {
                     let (p, tag) = live.swap_remove(k % live.len());
-                    prop_assert!(bytes(p, 24).iter().all(|&b| b == tag));
+                    prop_assert!(crate::filled(&bytes(p, 24), tag));
                     // SAFETY: a live slot of `pool`.
                     unsafe { pool.free_checked(p).unwrap() };
                     freed.push(p);
@@ -947,7 +947,7 @@ proptest! {
             prop_assert_eq!(stack.used(), offset);
             // Blocks below the offset keep their contents.
             for &(p, _, size, tag) in &live {
-                prop_assert!(bytes(p, size).iter().all(|&b| b == tag));
+                prop_assert!(crate::filled(&bytes(p, size), tag));
             }
         }
     }

@@ -432,7 +432,7 @@ fn threads_allocate_disjoint(a: &PackedArena, free: bool) {
                         // SAFETY: still live, `size` bytes.
                         let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), size) };
                         assert!(
-                            bytes.iter().all(|&b| b == tag),
+                            crate::filled(bytes, tag),
                             "thread {t}: pattern overwritten at {p:p}"
                         );
                         mine.push((p.as_ptr() as usize, p.as_ptr() as usize + size));

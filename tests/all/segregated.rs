@@ -487,11 +487,11 @@ fn global_alloc_realloc_stays_in_place_within_a_class() {
         let r = GlobalAlloc::realloc(&a, q, layout(104, 8), 5000);
         assert_ne!(r, q);
         assert!(
-            std::slice::from_raw_parts(r, 100).iter().all(|&b| b == 7),
+            crate::filled(std::slice::from_raw_parts(r, 100), 7),
             "contents survive a move"
         );
         let s = GlobalAlloc::realloc(&a, r, layout(5000, 8), 200_000);
-        assert!(std::slice::from_raw_parts(s, 100).iter().all(|&b| b == 7));
+        assert!(crate::filled(std::slice::from_raw_parts(s, 100), 7));
         GlobalAlloc::dealloc(&a, s, layout(200_000, 8));
     }
 }
@@ -524,11 +524,7 @@ fn shrinking_a_large_block_gives_its_tail_back() {
             extent(small),
             "the tail past {small} bytes went back to the OS"
         );
-        assert!(
-            std::slice::from_raw_parts(q, small)
-                .iter()
-                .all(|&b| b == 0x5a)
-        );
+        assert!(crate::filled(std::slice::from_raw_parts(q, small), 0x5a));
         // A small shrink (a tail under 64 KiB) keeps the slack for growth.
         let r = GlobalAlloc::realloc(&a, q, layout(small, 8), small - 4096);
         assert_eq!(r, q);
@@ -536,11 +532,10 @@ fn shrinking_a_large_block_gives_its_tail_back() {
         // It grows again (in place within the slack, or by a move).
         let t = GlobalAlloc::realloc(&a, r, layout(small - 4096, 8), 1 << 20);
         assert!(!t.is_null());
-        assert!(
-            std::slice::from_raw_parts(t, small - 4096)
-                .iter()
-                .all(|&b| b == 0x5a)
-        );
+        assert!(crate::filled(
+            std::slice::from_raw_parts(t, small - 4096),
+            0x5a
+        ));
         t.add((1 << 20) - 1).write(2);
         assert_eq!(a.stats().large_bytes, extent(1 << 20));
         GlobalAlloc::dealloc(&a, t, layout(1 << 20, 8));
@@ -632,7 +627,7 @@ fn cross_thread_frees_under_miri() {
                 // SAFETY: a live block of `size` bytes handed over by its allocating thread.
                 let bytes = unsafe { std::slice::from_raw_parts(p.add(8), size - 8) };
                 assert!(
-                    bytes.iter().all(|&b| b == (addr % 251) as u8),
+                    crate::filled(bytes, (addr % 251) as u8),
                     "block {addr:#x} corrupted"
                 );
                 // SAFETY: allocated with this layout, freed once, here.
@@ -894,7 +889,7 @@ fn trim_gives_empty_spans_back_and_growth_reuses_them() {
     for (k, &p) in again.iter().enumerate() {
         // SAFETY: as above.
         let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), 1024) };
-        assert!(bytes.iter().all(|&b| b == k as u8));
+        assert!(crate::filled(bytes, k as u8));
     }
 }
 
@@ -912,14 +907,14 @@ fn alloc_zeroed_zeroes_reused_blocks() {
     assert_eq!(q, p, "the same block comes back (LIFO)");
     // SAFETY: ours.
     let bytes = unsafe { std::slice::from_raw_parts(q.as_ptr(), 300) };
-    assert!(bytes.iter().all(|&b| b == 0));
+    assert!(crate::filled(bytes, 0));
     let n = if cfg!(miri) { 1 << 17 } else { 3 << 20 };
     let big = layout(n, 8);
     // SAFETY: GlobalAlloc with a non-zero size; freed with its layout.
     unsafe {
         let z = GlobalAlloc::alloc_zeroed(&a, big);
         assert!(!z.is_null());
-        assert!(std::slice::from_raw_parts(z, n).iter().all(|&b| b == 0));
+        assert!(crate::filled(std::slice::from_raw_parts(z, n), 0));
         GlobalAlloc::dealloc(&a, z, big);
     }
 }
@@ -944,19 +939,11 @@ fn large_blocks_are_page_aligned_and_grow_without_copying() {
         let big = if cfg!(miri) { 1 << 20 } else { 50 << 20 };
         let r = GlobalAlloc::realloc(&a, q, layout(100_100, 8), big);
         assert!(!r.is_null());
-        assert!(
-            std::slice::from_raw_parts(r, 100_000)
-                .iter()
-                .all(|&b| b == 5)
-        );
+        assert!(crate::filled(std::slice::from_raw_parts(r, 100_000), 5));
         r.add(big - 1).write(1);
         let s = GlobalAlloc::realloc(&a, r, layout(big, 8), 70_000);
         assert_eq!(s, r, "shrinking stays in place");
-        assert!(
-            std::slice::from_raw_parts(s, 70_000)
-                .iter()
-                .all(|&b| b == 5)
-        );
+        assert!(crate::filled(std::slice::from_raw_parts(s, 70_000), 5));
         GlobalAlloc::dealloc(&a, s, layout(70_000, 8));
     }
     assert_eq!(a.stats().large_blocks, 0);

@@ -230,7 +230,7 @@ fn temp_scope_frees_what_the_job_made() {
         assert_eq!(temp.fallback_count(), 1);
         // SAFETY: `before` is still live: it predates the scope.
         let kept = unsafe { std::slice::from_raw_parts(before.as_ptr(), 64) };
-        assert!(kept.iter().all(|&b| b == 0x5A));
+        assert!(crate::filled(kept, 0x5A));
         let next = temp.alloc(64, 64).unwrap();
         assert_eq!(next.as_ptr() as usize, before.as_ptr() as usize + 64);
     }
