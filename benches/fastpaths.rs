@@ -22,7 +22,7 @@
 //! functions through the library's inlined API, never through a probe, so
 //! nothing of it is counted.
 //!
-//! Run: `cargo bench --bench fastpaths` (needs valgrind and
+//! Run: `cargo bench -p allocasm-benches --features probes --bench fastpaths` (needs valgrind and
 //! `gungraun-runner` at the version of the `gungraun` crate; scripts/setup
 //! installs both). x86_64 Linux only; elsewhere the bench is an empty program.
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes reports/bench.md (and the scaling plot beside it) from what
 scripts/bench left in its work folder: criterion's estimates, the metadata
-and cachegrind lines of examples/bench_workload, and the per-target builds.
+and cachegrind lines of benches/examples/bench_workload, and the per-target builds.
 Called by scripts/bench; prints the headline ratio as its last line."""
 
 import argparse
@@ -449,7 +449,7 @@ def main():
         p = get(group, peer)
         return [[shown(fn), boundary(fn), ns(get(group, fn)), ratio(div(get(group, fn), p))] for fn in fns]
 
-    # The "global" boundary: examples/bench_global_*, the median of the runs'
+    # The "global" boundary: benches/examples/bench_global_*, the median of the runs'
     # medians per (allocator, loop).
     glob = {}
     for line in read_lines(work / "global.txt"):
@@ -479,7 +479,7 @@ def main():
            ""]
     if gmed:
         md += [f"Global: the same loop in one program per allocator, each with it as the "
-               f"`#[global_allocator]` (`examples/bench_global_*.rs`; median ns per pair of each run, the "
+               f"`#[global_allocator]` (`benches/examples/bench_global_*.rs`; median ns per pair of each run, the "
                f"median of {gruns} run(s) per allocator, interleaved; wall clock, not criterion):", "",
                table(["allocator", "boundary", "ns/pair", "vs system"], global_rows("alloc-free64")), ""]
     else:
@@ -553,7 +553,7 @@ def main():
     md += ["## 6. L1 data-cache misses on a random allocation pattern", "",
            "Counted with valgrind's cachegrind (`--cache-sim=yes`, simulated D1 = 32 KiB 8-way 64-byte "
            "lines, LL = 8 MiB 16-way, fixed so figures compare across machines) "
-           f"{('(' + vg.split(' ', 1)[1] + ')') if vg else ''}. Workload (examples/bench_workload.rs): 256 "
+           f"{('(' + vg.split(' ', 1)[1] + ')') if vg else ''}. Workload (benches/examples/bench_workload.rs): 256 "
            "slots; each operation picks one at random; an occupied slot is read and freed, an empty one "
            "gets a new 16..128-byte block which is written (about 128 blocks, 9 KiB, live: the live "
            "data fits in L1, so what misses is the allocator's metadata and its placement of blocks). The program runs twice: as is, and with "

@@ -1,6 +1,6 @@
 //! The bench's "global" boundary: the same two loops in one program per
 //! allocator, each with that allocator as its `#[global_allocator]`
-//! (`examples/bench_global_system.rs`, `bench_global_mimalloc.rs`,
+//! (`benches/examples/bench_global_system.rs`, `bench_global_mimalloc.rs`,
 //! `bench_global_segregated.rs`), so every allocation goes through
 //! `std::alloc::alloc`, i.e. `__rust_alloc`, as in any Rust program that
 //! installs it. `scripts/bench` runs the three in turn, in the same run as

@@ -27,7 +27,7 @@
 //! "mimalloc" and "SegregatedFit:call" are each behind an `#[inline(never)]`
 //! `GlobalAlloc` call ([`subjects::Call`]), the boundary a
 //! `#[global_allocator]` program reaches them through. The third boundary,
-//! the global allocator itself, is `examples/bench_global_*.rs`.
+//! the global allocator itself, is `benches/examples/bench_global_*.rs`.
 //!
 //! Environment: `ALLOCASM_BENCH_THREADS` caps the thread counts (default:
 //! the machine's parallelism, at most 16; 2 is always measured).

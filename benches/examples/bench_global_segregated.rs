@@ -2,7 +2,7 @@
 //! `SegregatedFit` as this program's `#[global_allocator]`, the loops of
 //! `benches/allocators/global.rs` (run by `scripts/bench`).
 
-#[path = "../benches/allocators/global.rs"]
+#[path = "../allocators/global.rs"]
 mod global;
 
 #[global_allocator]

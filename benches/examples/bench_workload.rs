@@ -23,7 +23,7 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 
 #[allow(dead_code)]
-#[path = "../benches/allocators/subjects.rs"]
+#[path = "../allocators/subjects.rs"]
 mod subjects;
 
 use subjects::{Config, LocalAlloc, Subject, Visit};

@@ -5,7 +5,7 @@
 //! says so.
 
 #[cfg(not(allocasm_no_mimalloc))]
-#[path = "../benches/allocators/global.rs"]
+#[path = "../allocators/global.rs"]
 mod global;
 
 #[cfg(not(allocasm_no_mimalloc))]
