@@ -84,14 +84,19 @@ fn fixture(name: &str) -> PathBuf {
         dir.join("rust-toolchain.toml"),
     )
     .unwrap();
-    // Share one target dir between the copies: each has its own
-    // allocasm-asm/ builds otherwise, compiled from nothing.
+    // A target dir per copy, outside it: the copies are one package at
+    // one version, so in a shared target dir they wrote the same
+    // `bumpfix-<hash>.s` and one test's edited source showed up in
+    // another's listing. (The fixture has no dependencies: a build from
+    // nothing takes a second per profile.)
     std::fs::create_dir_all(dir.join(".cargo")).unwrap();
     std::fs::write(
         dir.join(".cargo/config.toml"),
         format!(
             "[build]\ntarget-dir = {:?}\n",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("any-crate-target")
+            Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join("any-crate-target")
+                .join(name)
         ),
     )
     .unwrap();
