@@ -18,7 +18,10 @@
 //! toolchain, another flag or variable, a deleted artifact, a stamp that
 //! cannot be read) runs cargo as before, and cargo decides.
 //!
-//! `ALLOCASM_NO_FRESH=1` always runs cargo.
+//! No stamp is written when a build script of a workspace package names no
+//! `rerun-if-changed` file (cargo then reruns it on a change to any file of
+//! its package, which no dep-info lists). `ALLOCASM_NO_FRESH=1` always runs
+//! cargo.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -157,7 +160,7 @@ impl Stamp {
     pub fn record(&self, json: &str, also: &[PathBuf]) {
         let (dep_infos, mut outputs) = artifacts(json);
         outputs.extend(also.iter().cloned());
-        if dep_infos.is_empty() {
+        if dep_infos.is_empty() || !build_scripts_say_what_they_read(json) {
             let _ = std::fs::remove_file(&self.path);
             return;
         }
@@ -242,6 +245,47 @@ fn artifacts(json: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
         }
     }
     (deps, outputs)
+}
+
+/// Whether every build script of a path package (the workspace's, which
+/// can change; a registry package cannot) said what it reads: one
+/// without a `rerun-if-changed` line is rerun by cargo when any file of
+/// its package changes, files no dep-info lists, so a stamp could not
+/// tell. (allocasm's own says `rerun-if-changed=build.rs`.) The lines are
+/// in `output` beside the script's `out` dir.
+fn build_scripts_say_what_they_read(json: &str) -> bool {
+    for line in json.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v.get("reason").and_then(|r| r.as_str()) != Some("build-script-executed") {
+            continue;
+        }
+        let path_package = v
+            .get("package_id")
+            .and_then(|p| p.as_str())
+            .is_some_and(|p| p.starts_with("path+"));
+        if !path_package {
+            continue;
+        }
+        let Some(out_dir) = v.get("out_dir").and_then(|o| o.as_str()) else {
+            return false;
+        };
+        let output = Path::new(out_dir)
+            .parent()
+            .map(|d| d.join("output"))
+            .and_then(|o| std::fs::read_to_string(o).ok());
+        let says = output.is_some_and(|text| {
+            text.lines().any(|l| {
+                l.starts_with("cargo:rerun-if-changed=")
+                    || l.starts_with("cargo::rerun-if-changed=")
+            })
+        });
+        if !says {
+            return false;
+        }
+    }
+    true
 }
 
 /// The prerequisites of every rule of a Makefile-style dep-info file
@@ -331,6 +375,31 @@ mod tests {
                 PathBuf::from("/w/src/rel.rs"),
             ]
         );
+    }
+
+    #[test]
+    fn a_workspace_build_script_that_names_no_input_prevents_a_stamp() {
+        let dir = std::env::temp_dir().join(format!("allocasm-fresh-bs-{}", std::process::id()));
+        let out = dir.join("build/pkg-1/out");
+        std::fs::create_dir_all(&out).unwrap();
+        let msg = |id: &str| {
+            format!(
+                "{{\"reason\":\"build-script-executed\",\"package_id\":\"{id}\",\"out_dir\":{:?}}}\n",
+                out.display().to_string()
+            )
+        };
+        let local = msg("path+file:///w#pkg@0.1.0");
+        let registry = msg("registry+https://github.com/rust-lang/crates.io-index#libc@0.2.1");
+        std::fs::write(dir.join("build/pkg-1/output"), "cargo:rustc-cfg=x\n").unwrap();
+        assert!(!build_scripts_say_what_they_read(&local));
+        assert!(build_scripts_say_what_they_read(&registry));
+        std::fs::write(
+            dir.join("build/pkg-1/output"),
+            "cargo::rerun-if-changed=build.rs\n",
+        )
+        .unwrap();
+        assert!(build_scripts_say_what_they_read(&local));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
