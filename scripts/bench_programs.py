@@ -208,24 +208,21 @@ def python_verdict(stdout):
 def programs(work, quick):
     """(name, what it does, argv, result(stdout) -> text) for each program."""
     work.mkdir(parents=True, exist_ok=True)
+    def generated(path, what, gen, *args):
+        if not path.exists():
+            say(f"generating {path} ({what})")
+            gen(path, *args)
+        return path
+
     rows = 100_000 if quick else 1_000_000
-    sql = work / f"sqlite-{rows}.sql"
-    if not sql.exists():
-        say(f"generating {sql} ({rows} inserts)")
-        gen_sqlite(sql, rows)
+    sql = generated(work / f"sqlite-{rows}.sql", f"{rows} inserts", gen_sqlite, rows)
     lua = work / "alloc.lua"
     lua.write_text(LUA)
     depth = 12 if quick else 16
     nfun = 200 if quick else 1000
-    csrc = work / f"big-{nfun}.c"
-    if not csrc.exists():
-        say(f"generating {csrc} ({nfun} functions)")
-        gen_c(csrc, nfun)
+    csrc = generated(work / f"big-{nfun}.c", f"{nfun} functions", gen_c, nfun)
     mib = 16 if quick else 96
-    corpus = work / f"corpus-{mib}MiB.txt"
-    if not corpus.exists():
-        say(f"generating {corpus}")
-        gen_corpus(corpus, mib)
+    corpus = generated(work / f"corpus-{mib}MiB.txt", f"{mib} MiB of text", gen_corpus, mib)
     obj = work / "big.o"
     zst = work / "corpus.zst"
     tests = PY_TESTS_QUICK if quick else PY_TESTS
@@ -254,12 +251,10 @@ def run_once(argv, lib, timeout, work):
         env["LD_PRELOAD"] = lib
     tfile = work / "time.txt"
     cmd = ["/usr/bin/time", "-f", "%e %M", "-o", str(tfile)] + argv
-    start = time.monotonic()
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=work)
     except subprocess.TimeoutExpired:
         return {"status": "hung", "why": f"still running after {timeout} s"}
-    wall = time.monotonic() - start
     fields = tfile.read_text().split() if tfile.exists() else []
     if p.returncode != 0:
         tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
@@ -267,7 +262,8 @@ def run_once(argv, lib, timeout, work):
     try:
         secs, kib = float(fields[-2]), int(fields[-1])
     except (IndexError, ValueError):
-        secs, kib = wall, 0
+        # No figure is made up: a run /usr/bin/time did not measure fails.
+        return {"status": "crashed", "why": f"/usr/bin/time wrote no '%e %M' line: {fields!r}"}
     return {"status": "ok", "seconds": secs, "rss_kib": kib, "stdout": p.stdout}
 
 

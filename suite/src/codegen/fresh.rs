@@ -158,49 +158,42 @@ impl Stamp {
     /// files). Without any dep-info to list its inputs, nothing is recorded
     /// (and the next run runs cargo).
     pub fn record(&self, json: &str, also: &[PathBuf]) {
+        let text = self
+            .record_of(json, also)
+            .and_then(|r| serde_json::to_string(&r).ok());
+        match text {
+            // Unwritten, the next run runs cargo: nothing is lost.
+            Some(text) => drop(super::cache::write_atomically(&self.path, text.as_bytes())),
+            // Nothing provable: an older stamp must not be replayed either.
+            None => drop(std::fs::remove_file(&self.path)),
+        }
+    }
+
+    /// What [`record`](Self::record) writes, or `None` when the run cannot
+    /// be stamped: no dep-info, a build script that names no input, or a
+    /// listed file already gone (cargo says why next time).
+    fn record_of(&self, json: &str, also: &[PathBuf]) -> Option<Record> {
         let (dep_infos, mut outputs) = artifacts(json);
         outputs.extend(also.iter().cloned());
         if dep_infos.is_empty() || !build_scripts_say_what_they_read(json) {
-            let _ = std::fs::remove_file(&self.path);
-            return;
+            return None;
         }
         let mut inputs = std::collections::BTreeSet::new();
         for d in &dep_infos {
-            let Ok(text) = std::fs::read_to_string(d) else {
-                let _ = std::fs::remove_file(&self.path);
-                return;
-            };
+            let text = std::fs::read_to_string(d).ok()?;
             inputs.extend(dep_info_paths(&text, &self.workspace));
         }
         inputs.extend(workspace_files(&self.workspace));
-        let Some(inputs) = inputs
-            .iter()
-            .map(|p| Seen::now(p))
-            .collect::<Option<Vec<_>>>()
-        else {
-            // A listed input is gone already: cargo will say why next time.
-            let _ = std::fs::remove_file(&self.path);
-            return;
+        let seen = |paths: &mut dyn Iterator<Item = &PathBuf>| {
+            paths.map(|p| Seen::now(p)).collect::<Option<Vec<_>>>()
         };
-        let Some(outputs) = outputs
-            .iter()
-            .map(|p| Seen::now(p))
-            .collect::<Option<Vec<_>>>()
-        else {
-            let _ = std::fs::remove_file(&self.path);
-            return;
-        };
-        let r = Record {
+        Some(Record {
             format: FORMAT.to_string(),
             key: self.key.clone(),
-            inputs,
-            outputs,
+            inputs: seen(&mut inputs.iter())?,
+            outputs: seen(&mut outputs.iter())?,
             json: json.to_string(),
-        };
-        if let Ok(text) = serde_json::to_string(&r) {
-            // Unwritten, the next run runs cargo: nothing is lost.
-            let _ = super::cache::write_atomically(&self.path, text.as_bytes());
-        }
+        })
     }
 }
 

@@ -104,14 +104,21 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn run_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(installed())
-        .args(args)
+    run_with_path(dir, args, None)
+}
+
+/// [`run_in`] with `PATH` set to `path` when given.
+fn run_with_path(dir: &Path, args: &[&str], path: Option<&str>) -> Output {
+    let mut cmd = Command::new(installed());
+    cmd.args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_MANIFEST_DIR")
-        .output()
-        .expect("the installed allocasm runs")
+        .env_remove("CARGO_MANIFEST_DIR");
+    if let Some(path) = path {
+        cmd.env("PATH", path);
+    }
+    cmd.output().expect("the installed allocasm runs")
 }
 
 fn text(o: &Output) -> String {
@@ -302,16 +309,19 @@ fn a_report_with_nothing_changed_runs_no_cargo() {
     let report = |name: &str| {
         let _ = std::fs::remove_file(&log);
         let out = dir.join(name);
-        let o = Command::new(installed())
-            .args(["report", "--format", "json", "-p", "x86_64-linux", "--out"])
-            .arg(&out)
-            .current_dir(&dir)
-            .env("NO_COLOR", "1")
-            .env("PATH", &path)
-            .env_remove("CARGO_TARGET_DIR")
-            .env_remove("CARGO_MANIFEST_DIR")
-            .output()
-            .expect("the installed allocasm runs");
+        let o = run_with_path(
+            &dir,
+            &[
+                "report",
+                "--format",
+                "json",
+                "-p",
+                "x86_64-linux",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            Some(&path),
+        );
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         let calls = std::fs::read_to_string(&log).unwrap_or_default();
         let json = std::fs::read_to_string(out.join("report.json")).unwrap();
