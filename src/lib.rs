@@ -58,8 +58,9 @@
 //! breach of `dealloc`'s contract that it detects aborts with a message
 //! rather than unwinding (debug builds also panic on foreign pointers and
 //! double frees). What it costs: 32 GiB of address space reserved at the
-//! first allocation of a small block (nothing committed until used), 33 KiB
-//! of heap state, per thread two 1.4 KiB caches plus up to about
+//! first allocation of a small block (nothing committed until used, but for
+//! the 2 MiB class map, whose pages are touched one per 64 MiB of spans),
+//! 44 KiB of heap state, per thread two 1.4 KiB caches plus up to about
 //! 16 KiB of cached blocks per size class (given back when the thread
 //! exits), one `mmap`/`munmap` per allocation above 64 KiB, and below 1/8
 //! of a block lost to rounding above 128 bytes. Freed memory stays with the allocator until

@@ -259,8 +259,11 @@ pub(crate) fn refill(
         if n > 1 {
             // SAFETY: the run is ours; `first`'s link names its second block.
             let second = unsafe { link(first) }.load(Ordering::Relaxed);
-            // SAFETY: as above; terminate the list at `last`.
-            unsafe { link(last) }.store(ptr::null_mut(), Ordering::Relaxed);
+            if let Some(last) = last {
+                // SAFETY: as above; terminate the list at `last` (a run from
+                // the run stack is terminated already).
+                unsafe { link(last) }.store(ptr::null_mut(), Ordering::Relaxed);
+            }
             bin.head.store(second, Ordering::Relaxed);
             bin.count.store((n - 1) as u32, Ordering::Relaxed);
         }
@@ -316,6 +319,15 @@ fn flush_bin(t: &ThreadCache, heap: &Heap, index: usize, n: usize) {
         Ordering::Relaxed,
     );
     let class = SizeClass::from_index(index).expect("class index");
+    if k == batch(index) && super::uses_runs(class) {
+        // A full batch goes back whole, for a refill to take without
+        // walking it.
+        // SAFETY: `last` is ours; the run ends there.
+        unsafe { link(last) }.store(ptr::null_mut(), Ordering::Relaxed);
+        // SAFETY: a null-terminated run of `k` blocks of this class of
+        // `heap`, ours, `k` its batch.
+        return unsafe { heap.give_run(class, first, k) };
+    }
     // SAFETY: a chain of `k` blocks of this class of `heap`, ours, linked
     // through their first words.
     unsafe { heap.give(class, first, last, k) };

@@ -53,6 +53,9 @@ pub const MAX_CLASS_ALIGN: usize = 4096;
 /// How many size classes there are.
 pub const CLASS_COUNT: usize = index_of_granules(MAX_CLASS_SIZE >> GRANULE_SHIFT) + 1;
 
+// Every class has a non-zero byte in the class map (`SizeClass::tag`).
+const _: () = assert!(CLASS_COUNT < u8::MAX as usize);
+
 /// The class index of a request of `units` granules (`units >= 1`).
 #[inline(always)]
 const fn index_of_granules(units: usize) -> usize {
@@ -179,6 +182,20 @@ impl SizeClass {
     #[inline(always)]
     pub const fn index(self) -> usize {
         self.0 as usize
+    }
+
+    /// The class's byte in the span region's class map: its index plus one
+    /// (0 is "no span").
+    #[inline(always)]
+    pub(crate) const fn tag(self) -> u8 {
+        self.0 + 1
+    }
+
+    /// The class a non-zero map byte names.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) const fn from_tag(tag: u8) -> Option<SizeClass> {
+        Self::from_index(tag.wrapping_sub(1) as usize)
     }
 
     /// The size of every block of this class, in bytes.

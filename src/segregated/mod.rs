@@ -7,8 +7,12 @@
 //! given the layout (or, through the `Allocator` trait, any size between the
 //! request and the returned length) the block was allocated with, because the
 //! class is recomputed from it by the same [`size_class`] function allocation
-//! used. There is no per-allocation header and no side table: a live block is
-//! all the caller's, a free block's first word is its list link. Dropping
+//! used. There is no per-allocation header: a live block is all the
+//! caller's, a free block's first word is its list link. For callers that
+//! do not keep the layout (a drop-in `free(p)`), the span region's *class
+//! map*, a byte per 16 KiB written when a span is carved, names a block's
+//! class from its address ([`class_of`], then [`dealloc_in`]; 64-bit
+//! targets). Dropping
 //! the allocator releases every span and every large block (blocks still in
 //! use dangle). The allocator itself is one pointer to its heap (the class
 //! state, mapped at the first allocation), so it may be moved freely.
@@ -37,9 +41,16 @@
 //! library, the TLV thunk call on macOS). A block freed by another thread
 //! joins that thread's list.
 //!
-//! **Shared level: the class queue** (`queue.rs` has the full protocol).
-//! Misses refill `cap/2` blocks from the class queue with one
-//! compare-exchange and flush `cap/2` with one publish. The queue is
+//! **Shared level: the run stacks and the class queues** (`runs.rs`,
+//! `queue.rs` have the full protocols). A full cache flushes `cap/2`
+//! blocks as one *run* onto the class's run stack (one compare-exchange),
+//! and an empty one refills by taking a run back whole (two loads, one
+//! compare-exchange, no walk: refilling through the queue reads every
+//! link, one dependent cache miss per block once the blocks have gone
+//! cold). Everything else goes through the class queue: partial flushes
+//! (thread exit), the shared paths, a new span's blocks, and refills when
+//! no run is free, which take up to `cap/2` blocks with one
+//! compare-exchange. The queue is
 //! intrusive (a free block's first word is an `AtomicPtr` to the next) with
 //! a *sequenced front*: a 32-bit generation beside a 32-bit block handle
 //! (offset from the heap's span region, in granules), so a stale snapshot
@@ -64,10 +75,11 @@
 //! [`dealloc_batch`] publishes a caller-linked chain with one exchange.
 //!
 //! **Statistics and trimming.** [`stats`](SegregatedFit::stats) reports per
-//! class the spans, the blocks free in the queue, those held in thread
-//! caches and those in use; [`trim`](SegregatedFit::trim) flushes the
-//! calling thread's cache, drains each queue, purges the pages of every span
-//! whose blocks were all free (the pages stay mapped: stale queue readers may
+//! class the spans, the blocks free in the queue and the runs, those held
+//! in thread caches and those in use; [`trim`](SegregatedFit::trim) flushes
+//! the calling thread's cache, drains each class's runs and queue, purges
+//! the pages of every span whose blocks were all free (the pages stay
+//! mapped: stale queue readers may
 //! still read them) and keeps the span for the next growth.
 //!
 //! **Fork.** On Unix, `pthread_atfork` handlers (`fork.rs`, registered when
@@ -77,8 +89,10 @@
 //! on the large path, binding a thread cache) can allocate. A child
 //! inherits the parent's other threads' cached blocks as leaks.
 //!
-//! **Costs.** Metadata: 48 bytes per span, 33 KiB of heap (three 128-byte
-//! lines per class: front, back, growth state), 1.4 KiB per thread plus the
+//! **Costs.** Metadata: 48 bytes per span, 44 KiB of heap (four 128-byte
+//! lines per class: front, back, run stack, growth state), the class map
+//! (2 MiB committed at the start of the span region, a page of it touched
+//! per 64 MiB of spans), 1.4 KiB per thread plus the
 //! cached blocks. Waste: below 1/8 of the block above 128 bytes, plus each
 //! span's tail remainder. Failures: `ZeroSize`, `Os` / `OutOfMemory` when the
 //! OS refuses a span or a large block or the 32 GiB span region is full,
@@ -92,6 +106,8 @@
 //! contract says).
 //!
 //! [`size_class`]: SegregatedFit::size_class
+//! [`class_of`]: SegregatedFit::class_of
+//! [`dealloc_in`]: SegregatedFit::dealloc_in
 //! [`try_alloc`]: SegregatedFit::try_alloc
 //! [`dealloc_batch`]: SegregatedFit::dealloc_batch
 
@@ -104,6 +120,7 @@ mod large;
 mod lock;
 mod queue;
 mod region;
+mod runs;
 mod span;
 
 use core::alloc::{GlobalAlloc, Layout};
@@ -117,6 +134,9 @@ use large::LargeBlocks;
 use lock::SpinLock;
 use queue::ClassQueue;
 use region::Region;
+use runs::RunStack;
+#[cfg(not(loom))]
+use runs::MIN_RUN_BLOCK;
 use span::SpanHeader;
 
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
@@ -127,6 +147,10 @@ use crate::{AllocError, RawAllocator, sys};
 struct Class {
     /// The free blocks of this class.
     queue: ClassQueue,
+    /// The full runs the thread caches flushed, taken back whole by their
+    /// refills (classes of at least [`MIN_RUN_BLOCK`] bytes), on their own
+    /// line.
+    runs: CachePadded<RunStack>,
     /// The growth lock, the span list and the counters, on their own line.
     growth: CachePadded<Growth>,
 }
@@ -186,14 +210,18 @@ impl Heap {
         self.region.base()
     }
 
-    /// Takes up to `max` blocks of `class` from its queue, growing the
-    /// class if the queue is empty: a run `first..=last` of `n >= 1`
-    /// blocks linked in queue order (`last`'s link is stale).
+    /// Takes up to `max` blocks of `class`, growing the class if it has
+    /// none free: `(first, last, n)`, a chain of `n >= 1` blocks linked
+    /// through their first words. When `max` is the thread caches' batch for
+    /// the class, a run flushed whole comes first (`RunStack`): `last` is
+    /// then `None` and the chain is null-terminated, `n == max`; from the
+    /// queue `last` is the chain's last block and its link is stale.
+    #[allow(clippy::type_complexity)]
     pub(crate) fn take(
         &self,
         class: SizeClass,
         max: usize,
-    ) -> Result<(NonNull<u8>, NonNull<u8>, usize), AllocError> {
+    ) -> Result<(NonNull<u8>, Option<NonNull<u8>>, usize), AllocError> {
         let c = self.class(class);
         let mut spins = 0;
         loop {
@@ -201,15 +229,23 @@ impl Heap {
             // a base read here, before the first growth, would be 0.
             #[cfg(all(test, not(loom)))]
             hooks::before_pop();
-            if max > 1
-                && let Some(run) = c.queue.pop_batch(&self.region, max)
+            #[cfg(not(loom))]
+            if max == cache::batch(class.index())
+                && uses_runs(class)
+                && let Some(first) = c.runs.pop(&self.region)
             {
-                c.growth.free.fetch_sub(run.2, Ordering::Relaxed);
-                return Ok(run);
+                c.growth.free.fetch_sub(max, Ordering::Relaxed);
+                return Ok((first, None, max));
+            }
+            if max > 1
+                && let Some((first, last, n)) = c.queue.pop_batch(&self.region, max)
+            {
+                c.growth.free.fetch_sub(n, Ordering::Relaxed);
+                return Ok((first, Some(last), n));
             }
             if let Some(p) = c.queue.pop(&self.region) {
                 c.growth.free.fetch_sub(1, Ordering::Relaxed);
-                return Ok((p, p, 1));
+                return Ok((p, Some(p), 1));
             }
             self.grow_or_wait(class, &mut spins)?;
         }
@@ -224,6 +260,18 @@ impl Heap {
         let c = self.class(class);
         {
             let _guard = c.growth.lock.lock();
+            if c.queue.is_empty()
+                && let Some(first) = c.runs.pop(self.base())
+            {
+                // No growth while runs are free: a caller that takes from
+                // the queue alone (`alloc_shared`, a refill of another
+                // length) gets one of them through the queue.
+                // SAFETY: a run we popped: ours, null-terminated.
+                let last = unsafe { run_last(first) };
+                // SAFETY: a chain of this class's blocks, ours, in the region.
+                unsafe { c.queue.push(self.base(), first, last) };
+                return Ok(());
+            }
             if c.queue.is_empty() {
                 // A full region names the span's length; what was asked
                 // for is a block of the class (`alloc_miss` narrows it to
@@ -233,6 +281,7 @@ impl Heap {
                     &c.growth.spans,
                     &c.growth.trimmed,
                     class.block_size(),
+                    class.tag(),
                 )
                 .map_err(|e| for_request(e, class.block_size()))?;
                 c.growth.free.fetch_add(grown.blocks, Ordering::Relaxed);
@@ -272,6 +321,24 @@ impl Heap {
         c.growth.free.fetch_add(n, Ordering::Relaxed);
         // SAFETY: the caller's chain.
         unsafe { c.queue.push(self.base(), first, last) };
+    }
+
+    /// Publishes the null-terminated run of `n` blocks of `class` starting
+    /// at `first` whole (a thread cache's flush of its batch), for a refill
+    /// to take back without walking it.
+    ///
+    /// # Safety
+    ///
+    /// As for [`give`](Self::give); `class` [`uses_runs`], and `n` is the
+    /// caches' batch for it.
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) unsafe fn give_run(&self, class: SizeClass, first: NonNull<u8>, n: usize) {
+        debug_assert!(uses_runs(class) && n == cache::batch(class.index()));
+        let c = self.class(class);
+        c.growth.free.fetch_add(n, Ordering::Relaxed);
+        // SAFETY: the caller's run.
+        unsafe { c.runs.push(self.base(), first) };
     }
 
     /// One block of `class` from the queue, growing if it is empty; `None`
@@ -379,7 +446,7 @@ pub struct ClassStats {
     pub trimmed_spans: usize,
     /// Blocks in untrimmed spans.
     pub blocks: usize,
-    /// Blocks free in the class queue.
+    /// Blocks free in the class queue and its run stack.
     pub free: usize,
     /// Blocks held in thread caches.
     pub cached: usize,
@@ -670,7 +737,21 @@ impl SegregatedFit {
         }
         let heap = self.heap().ok_or(empty)?;
         let c = heap.class(class);
-        let p = c.queue.pop(&heap.region).ok_or(empty)?;
+        let p = match c.queue.pop(&heap.region) {
+            Some(p) => p,
+            None => {
+                // The free blocks may all be in flushed runs: take one, keep
+                // its first block, queue the rest.
+                let first = c.runs.pop(&heap.region).ok_or(empty)?;
+                // SAFETY: a run we popped: ours, null-terminated.
+                let second = unsafe { queue::link(first) }.load(Ordering::Relaxed);
+                if let Some(second) = NonNull::new(second) {
+                    // SAFETY: the rest of our run: blocks of this class.
+                    unsafe { c.queue.push(heap.base(), second, run_last(second)) };
+                }
+                first
+            }
+        };
         c.growth.free.fetch_sub(1, Ordering::Relaxed);
         #[cfg(debug_assertions)]
         self.debug_check_alloc(class, p, layout);
@@ -707,6 +788,22 @@ impl SegregatedFit {
             // so `ptr` came from `alloc_large`.
             return unsafe { self.dealloc_large(ptr, layout) };
         };
+        // SAFETY: forwarded contract; `class` is the one `layout` maps to.
+        unsafe { self.dealloc_in(ptr, class) }
+    }
+
+    /// [`dealloc`](Self::dealloc) once the class is known: the *unsized*
+    /// free, with the class from [`class_of`](Self::class_of) (as a
+    /// drop-in `free(p)` does).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a live block of `class` allocated by this allocator, not
+    /// freed twice and not used afterwards.
+    ///
+    /// Debug builds panic as `dealloc`'s do.
+    #[inline(always)]
+    pub unsafe fn dealloc_in(&self, ptr: NonNull<u8>, class: SizeClass) {
         #[cfg(debug_assertions)]
         self.debug_check_free(class, ptr);
         #[cfg(not(loom))]
@@ -714,6 +811,38 @@ impl SegregatedFit {
             return;
         }
         self.dealloc_miss(class, ptr);
+    }
+
+    /// The size class of the span `ptr` lies in, or `None` when it lies in
+    /// none of this allocator's spans (a large block, another allocator's
+    /// memory, null, or nothing allocated yet). For a block of a class this
+    /// is its class, whatever layout it was allocated with: with
+    /// [`dealloc_in`](Self::dealloc_in) it frees a block without its
+    /// layout, and [`SizeClass::block_size`] is the block's usable size.
+    ///
+    /// O(1): a range check and a byte load from the region's class map (a
+    /// byte per 16 KiB of spans, written when a span is carved). 64-bit
+    /// targets only (32-bit ones map each span on its own and keep no map).
+    ///
+    /// ```
+    /// use allocasm::SegregatedFit;
+    /// use core::alloc::Layout;
+    ///
+    /// let heap = SegregatedFit::new();
+    /// let layout = Layout::from_size_align(100, 16).unwrap();
+    /// let p = heap.alloc(layout).unwrap();
+    /// let class = heap.class_of(p.as_ptr()).unwrap();
+    /// assert_eq!(Some(class), SegregatedFit::size_class(100, 16));
+    /// assert!(class.block_size() >= 100);
+    /// assert_eq!(heap.class_of(core::ptr::null()), None);
+    /// // SAFETY: a live block of that class, freed once.
+    /// unsafe { heap.dealloc_in(p, class) };
+    /// ```
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub fn class_of(&self, ptr: *const u8) -> Option<SizeClass> {
+        let heap = self.heap()?;
+        SizeClass::from_tag(heap.region.tag_of(ptr.addr()))
     }
 
     /// The cache was full (or serves another allocator, or there is none).
@@ -1024,6 +1153,28 @@ fn breach(msg: &[u8]) -> ! {
     std::process::abort()
 }
 
+/// Whether `class`'s blocks can form runs (`RunStack`: two words each).
+#[cfg(not(loom))]
+#[inline(always)]
+fn uses_runs(class: SizeClass) -> bool {
+    class.block_size() >= MIN_RUN_BLOCK
+}
+
+/// The last block of the null-terminated chain starting at `first` (walks
+/// it: cold paths only).
+///
+/// # Safety
+///
+/// The chain is the caller's: blocks linked through their first words.
+unsafe fn run_last(first: NonNull<u8>) -> NonNull<u8> {
+    let mut last = first;
+    // SAFETY: the caller's chain.
+    while let Some(next) = NonNull::new(unsafe { queue::link(last) }.load(Ordering::Relaxed)) {
+        last = next;
+    }
+    last
+}
+
 /// `e` as the refusal of a request of `requested` bytes: an `OutOfMemory`
 /// names it (whatever length the level that refused asked the OS for);
 /// other errors are as they are.
@@ -1060,7 +1211,12 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
     let _guard = c.growth.lock.lock();
     let g = span::geometry(class.block_size());
     let base = heap.base();
-    // 1. Drain the queue into a private chain, counting per span.
+    // 1. Drain the runs and the queue into a private chain, counting per
+    // span. (Runs go to the queue first: the same loop then counts them.)
+    while let Some(first) = c.runs.pop(base) {
+        // SAFETY: a run we popped: ours, null-terminated, of this class.
+        unsafe { c.queue.push(base, first, run_last(first)) };
+    }
     let mut chain: *mut u8 = ptr::null_mut();
     let mut drained = 0usize;
     while let Some(b) = c.queue.pop(base) {
@@ -1316,6 +1472,73 @@ mod tests {
         while !RESUME.load(Ordering::SeqCst) {
             std::thread::yield_now();
         }
+    }
+
+    /// A thread cache that overflows flushes its batch as one run, and the
+    /// next refill takes a run back whole, the newest first (`RunStack`),
+    /// with no walk of the queue; the queue keeps only what growth put
+    /// there. Before, every flush went to the queue and every refill walked
+    /// it block by block.
+    #[test]
+    fn a_full_flush_goes_back_whole_and_a_refill_takes_it() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(64, 8).unwrap();
+        let class = SegregatedFit::size_class(64, 8).unwrap();
+        let batch = cache::batch(class.index());
+        assert!(batch > 1 && uses_runs(class));
+        // A fresh thread: its cache starts empty and serves `a` alone.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let blocks: Vec<_> = (0..4 * batch).map(|_| a.alloc(l).unwrap()).collect();
+                for &p in &blocks {
+                    // SAFETY: allocated above with `l`.
+                    unsafe { a.dealloc(p, l) };
+                }
+                let heap = a.heap().unwrap();
+                let c = heap.class(class);
+                // The list takes `2 * batch` (its cap); past that, each
+                // flush of `batch` makes room: at least two runs.
+                let mut runs = Vec::new();
+                while let Some(first) = c.runs.pop(heap.base()) {
+                    let mut run = vec![first];
+                    loop {
+                        // SAFETY: a run we popped: ours, null-terminated.
+                        let next = unsafe { queue::link(*run.last().unwrap()) };
+                        match NonNull::new(next.load(Ordering::Relaxed)) {
+                            Some(n) => run.push(n),
+                            None => break,
+                        }
+                    }
+                    runs.push(run);
+                }
+                assert!(runs.len() >= 2, "{} runs", runs.len());
+                assert!(runs.iter().all(|r| r.len() == batch), "each run whole");
+                let mut seen: Vec<_> = runs.iter().flatten().copied().collect();
+                seen.sort_unstable();
+                seen.dedup();
+                assert_eq!(seen.len(), runs.len() * batch, "no block twice");
+                assert!(seen.iter().all(|p| blocks.contains(p)), "our blocks");
+                // Back on the stack (newest last), then a refill's take
+                // returns the newest run whole: no last block to terminate.
+                for r in runs.iter().rev() {
+                    // SAFETY: our run, as popped.
+                    unsafe { heap.give_run(class, r[0], batch) };
+                }
+                let (first, last, n) = heap.take(class, batch).unwrap();
+                assert_eq!((first, last, n), (runs[0][0], None, batch));
+                // A take of another length (the shared pop's one block)
+                // never sees runs directly; with the queue drained it gets
+                // one through the queue instead of growing.
+                // SAFETY: as above.
+                unsafe { heap.give_run(class, first, batch) };
+                while c.queue.pop(heap.base()).is_some() {}
+                let spans = a.span_count(class);
+                let (p, _, one) = heap.take(class, 1).unwrap();
+                assert_eq!(one, 1);
+                assert!(seen.contains(&p), "a block of a run, not a new span");
+                assert_eq!(a.span_count(class), spans, "no growth while runs are free");
+            });
+        });
     }
 
     /// Fault 1: a freer preempted between its swap of the back pointer and

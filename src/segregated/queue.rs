@@ -28,8 +28,8 @@
 //!   keeps the CAS a plain `lock cmpxchg` / `casal`: no 128-bit CAS, which is
 //!   an indirect call on the default x86_64 and arm64 Linux targets. Handle 0
 //!   means "no front available": the queue is empty, or an empty transition
-//!   is in flight (the handle base itself is never a block: the region keeps
-//!   its first span slot unused).
+//!   is in flight (the handle base itself is never a block: the region's
+//!   class map sits there).
 //! - `back`, the last block published, or null when empty. Producers swap it.
 //!
 //! **Push** (one block or a pre-linked chain `first..=last`): store null in
@@ -117,7 +117,7 @@ pub(crate) unsafe fn link<'a>(block: NonNull<u8>) -> &'a AtomicPtr<u8> {
 
 /// The block a `front` word names, if any.
 #[inline(always)]
-fn front_block(word: u64, base: usize) -> Option<NonNull<u8>> {
+pub(super) fn front_block(word: u64, base: usize) -> Option<NonNull<u8>> {
     let handle = word >> HANDLE_SHIFT;
     if handle == 0 {
         return None;
@@ -163,7 +163,7 @@ fn generation(word: u64) -> u64 {
 /// then only compared against, never stored, because the compare-exchange
 /// fails on the generation.
 #[inline(always)]
-fn next_front(word: u64, block: Option<NonNull<u8>>, base: usize) -> u64 {
+pub(super) fn next_front(word: u64, block: Option<NonNull<u8>>, base: usize) -> u64 {
     // The generation is the low half: a 32-bit add (wrapping within its
     // bits); the handle the high half: the offset shifted up by 32 - 3 (a
     // block is 8-aligned, so its low three bits are zero and the shift

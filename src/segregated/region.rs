@@ -15,6 +15,16 @@
 //! per span, which is what sizing spans to the page size did when each span
 //! was its own reservation.
 //!
+//! **The class map** (64-bit). The reservation's first [`MAP_LEN`] bytes
+//! (2 MiB; 4 KiB under Miri) are a byte per [`SPAN_MIN`] (16 KiB) of the
+//! reservation, committed with it: the tag of the span that covers those
+//! 16 KiB (its class index plus one), 0 where no span is. Spans start past
+//! the map. `carve` writes the span's bytes before any of its blocks exists,
+//! so [`tag_of`](Region::tag_of) names the class of any block from its
+//! address alone: an unsized free (`SegregatedFit::class_of`) is a range
+//! check and a byte load. Spans never change class (a trimmed span is reused
+//! by its own class), so a byte is written once.
+//!
 //! **32-bit targets.** Every address fits a handle: the base is 0 and each
 //! span is its own aligned mapping, sized to the allocation granularity of
 //! the base allocator ([`sys::granularity`]), released one by one on drop.
@@ -27,8 +37,14 @@ use core::ptr::NonNull;
 
 use super::lock::SpinLock;
 use super::queue::HandleBase;
+#[cfg(target_pointer_width = "64")]
+use super::span::SPAN_MIN;
+// Plain core atomics, also under loom: the map lives in OS memory, is
+// written once per span under the region lock, and is outside the model.
 use crate::sync::{AtomicUsize, Ordering};
 use crate::{AllocError, sys};
+#[cfg(target_pointer_width = "64")]
+use core::sync::atomic::AtomicU8;
 
 /// The address space one allocator reserves for its spans.
 #[cfg(all(target_pointer_width = "64", not(miri)))]
@@ -37,6 +53,12 @@ pub(crate) const REGION_LEN: usize = 1 << 35;
 /// stand-in backs the whole reservation with heap memory).
 #[cfg(all(target_pointer_width = "64", miri))]
 pub(crate) const REGION_LEN: usize = 64 << 20;
+
+/// The bytes of the class map at the reservation's start: one per
+/// [`SPAN_MIN`] of the reservation (the smallest span, aligned to its
+/// length, so no 16 KiB holds two spans).
+#[cfg(target_pointer_width = "64")]
+pub(crate) const MAP_LEN: usize = REGION_LEN / SPAN_MIN;
 
 /// Where one allocator's spans come from. See the [module docs](self).
 /// Its initial state is all-zero bytes (it lives in the zeroed heap).
@@ -91,9 +113,11 @@ impl Region {
     }
 
     /// A fresh span of `len` bytes (a power of two, a multiple of the page
-    /// size), aligned to `len`, committed, zeroed.
+    /// size, at least [`SPAN_MIN`]), aligned to `len`, committed, zeroed,
+    /// its bytes of the class map set to `tag` (non-zero).
     #[cfg(target_pointer_width = "64")]
-    pub(crate) fn carve(&self, len: usize) -> Result<NonNull<u8>, AllocError> {
+    pub(crate) fn carve(&self, len: usize, tag: u8) -> Result<NonNull<u8>, AllocError> {
+        debug_assert!(len >= SPAN_MIN && tag != 0);
         let oom = AllocError::OutOfMemory {
             requested: len,
             available: 0,
@@ -108,10 +132,18 @@ impl Region {
             let len = REGION_LEN.next_multiple_of(sys::granularity());
             // Exposed: spans are made from addresses in the reservation
             // (`with_exposed_provenance_mut` below).
-            base = sys::reserve(len)?.as_ptr().expose_provenance();
-            // The first slot stays unused: a block at the base would have
-            // handle 0.
-            self.next.store(base + 1, Ordering::Relaxed);
+            let reserved = sys::reserve(len)?;
+            // SAFETY: the map is the reservation's first MAP_LEN bytes (a
+            // page multiple: REGION_LEN / SPAN_MIN, both powers of two).
+            if let Err(e) = unsafe { sys::commit(reserved, MAP_LEN) } {
+                // SAFETY: the reservation just made; nobody has seen it.
+                let _ = unsafe { sys::release(reserved, len) };
+                return Err(e);
+            }
+            base = reserved.as_ptr().expose_provenance();
+            // Spans start past the map (so no block sits at the base, whose
+            // handle would be 0).
+            self.next.store(base + MAP_LEN, Ordering::Relaxed);
             // ORDERING: Release pairs with the Acquire of `contains`; the
             // queues read it Relaxed (see `base`).
             self.base.store(base, Ordering::Release);
@@ -127,15 +159,53 @@ impl Region {
         // page-aligned (len is a page multiple and so is the base), and no
         // span has been carved there.
         unsafe { sys::commit(span, len)? };
+        for i in (start - base) / SPAN_MIN..(end - base) / SPAN_MIN {
+            // ORDERING: Relaxed: a block of this span reaches another thread
+            // only through the queue's or a lock's release, which orders it
+            // after this store (see `tag_of`).
+            self.map_byte(base, i).store(tag, Ordering::Relaxed);
+        }
         self.next.store(end, Ordering::Relaxed);
         self.carved.fetch_add(len, Ordering::Relaxed);
         Ok(span)
     }
 
+    /// The class map's byte `i` of the reservation at `base`.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    fn map_byte(&self, base: usize, i: usize) -> &AtomicU8 {
+        debug_assert!(i < MAP_LEN);
+        // SAFETY: `base` is the live reservation's start (read from
+        // `self.base`, non-zero); its first MAP_LEN bytes are committed
+        // (`carve`) and only ever accessed as atomics; `i < MAP_LEN`.
+        unsafe { &*core::ptr::with_exposed_provenance::<AtomicU8>(base + i) }
+    }
+
+    /// The tag `carve` gave the span covering `addr`, or 0: `addr` is not in
+    /// a span of this region (or the region is not reserved yet).
+    ///
+    /// For the address of a block the caller got from this allocator, the
+    /// byte was written before the block was published, and the caller's
+    /// getting the block ordered it after that.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) fn tag_of(&self, addr: usize) -> u8 {
+        let base = self.base();
+        let offset = addr.wrapping_sub(base);
+        if base == 0 || offset >= REGION_LEN {
+            return 0;
+        }
+        // ORDERING: Relaxed: see the doc comment; any other address reads
+        // 0 or a span's tag, both of which it may.
+        self.map_byte(base, offset / SPAN_MIN)
+            .load(Ordering::Relaxed)
+    }
+
     /// A fresh span of `len` bytes (a power of two, a multiple of the
     /// granularity), aligned to `len`, committed, zeroed: its own mapping.
+    /// (32-bit targets keep no class map: `_tag` is unused.)
     #[cfg(not(target_pointer_width = "64"))]
-    pub(crate) fn carve(&self, len: usize) -> Result<NonNull<u8>, AllocError> {
+    pub(crate) fn carve(&self, len: usize, _tag: u8) -> Result<NonNull<u8>, AllocError> {
         #[cfg(all(test, not(loom)))]
         if hooks::CARVE_FAILS.with(core::cell::Cell::get) {
             return Err(AllocError::OutOfMemory {

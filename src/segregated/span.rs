@@ -168,7 +168,8 @@ const fn first_block(block_size: usize, blocks: usize) -> usize {
 /// Grows a class by one span: reuses a trimmed span if there is one (then
 /// `trimmed` is decremented), else carves a fresh one from the region; links
 /// its blocks in private memory, and (fresh) writes the tail header and
-/// pushes it onto `spans`.
+/// pushes it onto `spans`. `tag` is the class's byte in the region's class
+/// map (its index plus one).
 ///
 /// Must be called under the class's growth lock.
 pub(crate) fn grow(
@@ -176,6 +177,7 @@ pub(crate) fn grow(
     spans: &AtomicPtr<SpanHeader>,
     trimmed: &AtomicUsize,
     block_size: usize,
+    tag: u8,
 ) -> Result<Grown, AllocError> {
     let g = geometry(block_size);
     if trimmed.load(Ordering::Relaxed) > 0 {
@@ -195,7 +197,7 @@ pub(crate) fn grow(
             h = span.next;
         }
     }
-    let base = region.carve(g.len)?;
+    let base = region.carve(g.len, tag)?;
     // SAFETY: a fresh span, which only we can see.
     let grown = unsafe { link_all(base, g, block_size) };
     // SAFETY: the header's slot is the last HEADER bytes of the span: in

@@ -1024,3 +1024,69 @@ fn try_alloc_sees_the_secondary_cache() {
         .unwrap();
     });
 }
+
+/// `class_of` names a block's class from its address alone (interior
+/// addresses too, any alignment the class serves, after trimming and
+/// regrowth), and none for what is not in a span: null, a large block,
+/// another heap's block, memory of the stack, a heap that allocated
+/// nothing yet. `dealloc_in` then frees the block without its layout, and
+/// the next allocation of the class reuses it.
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn class_of_names_a_blocks_class_from_its_address() {
+    let a = SegregatedFit::new();
+    let local = 0u64;
+    let on_stack = std::ptr::from_ref(&local).cast::<u8>();
+    assert_eq!(a.class_of(std::ptr::null()), None);
+    assert_eq!(a.class_of(on_stack), None, "nothing allocated yet");
+    // Every class under the native test; every seventh under Miri.
+    let step = if cfg!(miri) { 7 } else { 1 };
+    for i in (0..SizeClass::COUNT).step_by(step) {
+        let class = SizeClass::from_index(i).unwrap();
+        let size = class.block_size();
+        // The largest alignment this size's class serves (a power of two
+        // dividing the block size, at most the class limit).
+        let align = (1 << size.trailing_zeros()).min(SegregatedFit::MAX_CLASS_ALIGN);
+        let l = layout(size, align);
+        assert_eq!(SegregatedFit::size_class(size, align), Some(class));
+        let p = a.alloc(l).unwrap();
+        assert_eq!(a.class_of(p.as_ptr()), Some(class), "class {i}, {l:?}");
+        // SAFETY: the last byte of the block.
+        let last = unsafe { p.as_ptr().add(size - 1) };
+        assert_eq!(a.class_of(last), Some(class), "class {i}: its last byte");
+        // SAFETY: a live block of `class`, freed once.
+        unsafe { a.dealloc_in(p, class) };
+        let again = a.alloc(l).unwrap();
+        assert_eq!(again, p, "class {i}: the freed block is reused (LIFO)");
+        // SAFETY: as above.
+        unsafe { a.dealloc(again, l) };
+    }
+    let big = layout(SegregatedFit::MAX_CLASS_SIZE + 1, 16);
+    let large = a.alloc(big).unwrap();
+    assert_eq!(a.class_of(large.as_ptr()), None, "a large block");
+    let b = SegregatedFit::new();
+    let other = b.alloc(layout(64, 8)).unwrap();
+    assert_eq!(a.class_of(other.as_ptr()), None, "another heap's block");
+    assert_eq!(a.class_of(on_stack), None, "the stack");
+    // SAFETY: allocated above with these layouts.
+    unsafe {
+        a.dealloc(large, big);
+        b.dealloc(other, layout(64, 8));
+    }
+    // A trimmed span keeps its class when growth takes it back.
+    let l = layout(512, 8);
+    let class = SegregatedFit::size_class(512, 8).unwrap();
+    let per = SegregatedFit::blocks_per_span(class);
+    let live: Vec<_> = (0..2 * per).map(|_| a.alloc(l).unwrap()).collect();
+    for &p in &live {
+        // SAFETY: allocated above with `l`.
+        unsafe { a.dealloc(p, l) };
+    }
+    assert!(a.trim() > 0, "a span was trimmed");
+    let back: Vec<_> = (0..2 * per).map(|_| a.alloc(l).unwrap()).collect();
+    assert!(back.iter().all(|p| a.class_of(p.as_ptr()) == Some(class)));
+    for &p in &back {
+        // SAFETY: as above.
+        unsafe { a.dealloc_in(p, class) };
+    }
+}
