@@ -384,8 +384,9 @@ def render(doc):
         md += ["**Quick mode**: small inputs, one round; a check that every program runs and agrees, "
                "not figures to quote.", ""]
     md += ["Each program of Debian's, unmodified, with glibc's malloc and with each other allocator "
-           "through `LD_PRELOAD` (SegregatedFit: `liballocasm_malloc.so`, the `malloc/` crate, a "
-           "16-byte header per block for the size `free` is not told), in one run, rounds interleaved. "
+           "through `LD_PRELOAD` (SegregatedFit: `liballocasm_malloc.so`, the `malloc/` crate: no "
+           "header on blocks up to 64 KiB, whose class `free` reads from the span region's class map; "
+           "16 bytes on larger ones), in one run, rounds interleaved. "
            f"Time: the median wall time of {doc['rounds']} round(s); RSS: the largest peak resident set "
            "of the process tree (`/usr/bin/time -f '%e %M'`). Every result is checked against glibc's "
            "(stdout, the object file, the compressed bytes, the test verdicts): `DIFFERS`, `crashed` "

@@ -6,17 +6,19 @@
 //! runs an unmodified C, C++ or Rust program on it, the way jemalloc,
 //! tcmalloc and mimalloc are compared (`scripts/bench --programs`).
 //!
-//! **The header.** SegregatedFit frees *sized* (the class is recomputed
-//! from the layout), and `free(p)` has no size. So every block carries its
-//! layout in the two words before the pointer handed out: the block's whole
-//! size and its alignment, which is also the pointer's offset in the block.
-//! `malloc(n)` allocates `n + 16` bytes aligned to 16 and returns the block
-//! plus 16; `memalign(a, n)` with `a > 16` allocates `n + a` aligned to `a`
-//! and returns the block plus `a` (the header sits in the last 16 bytes of
-//! that offset). `free` reads the two words and gives the block back with
-//! that layout. The cost is 16 bytes per block: glibc's chunk header is 8,
-//! and both round to 16-byte multiples (a `malloc(24)` takes a 48-byte class
-//! here, a 32-byte chunk in glibc; a `malloc(100)`, 128 and 112).
+//! **No header for class blocks.** SegregatedFit frees *sized*, and
+//! `free(p)` has no size; but every block of a size class lies in a span
+//! whose class the allocator's class map names from the address alone
+//! ([`SegregatedFit::class_of`]: a range check and a byte load). So
+//! `malloc(n)` up to 64 KiB hands out the class block itself, as
+//! `GlobalAlloc` would, and `free` looks its class up and gives it back
+//! with [`SegregatedFit::dealloc_in`]; `malloc_usable_size` is the class's
+//! block size, exactly. `malloc(24)` takes a 32-byte block (glibc: a 32-byte
+//! chunk), `malloc(100)` 112 (glibc: 112). Only the *large* blocks (above
+//! 64 KiB, or aligned above 4096), which lie outside the span region, carry
+//! their layout in a 16-byte header before the pointer: the block's whole
+//! size and its alignment, which is also the pointer's offset in the block
+//! (`n + 16` bytes aligned to 16, or `n + a` aligned to `a`).
 //!
 //! **glibc's semantics**, which the tests compare against glibc itself:
 //! `malloc(0)` and `calloc(0, n)` return a unique pointer; a request that
@@ -40,13 +42,14 @@
 //! this library. Its `pthread_atfork` handlers keep a child forked while
 //! another thread held one of its locks able to allocate.
 
-#![cfg(all(target_os = "linux", not(loom)))]
+#![cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::{c_int, c_void};
 use core::ptr;
 
 use allocasm::SegregatedFit;
+use allocasm::segregated::SizeClass;
 
 /// The process's allocator.
 static HEAP: SegregatedFit = SegregatedFit::new();
@@ -72,26 +75,26 @@ fn enomem() -> *mut c_void {
     ptr::null_mut()
 }
 
-/// The block's layout for `size` bytes at `align` (a power of two, at least
-/// [`MIN_ALIGN`]): `size + align` bytes, the header in the offset. `None`
-/// when that overflows or exceeds what a `Layout` can describe.
+/// A large block's layout for `size` bytes at `align` (a power of two, at
+/// least [`MIN_ALIGN`]): `size + align` bytes, the header in the offset.
+/// `None` when that overflows or exceeds what a `Layout` can describe.
 #[inline(always)]
 fn block_layout(size: usize, align: usize) -> Option<Layout> {
     Layout::from_size_align(size.checked_add(align)?, align).ok()
 }
 
-/// The two header words of the block behind `user`.
+/// The two header words of the large block behind `user`.
 ///
 /// # Safety
 ///
-/// `user` was returned by this library and is not freed.
+/// `user` is a live large block of this library (in no class's span).
 #[inline(always)]
 unsafe fn header(user: *mut c_void) -> *mut usize {
     // SAFETY: the caller's contract: the header is the 16 bytes before it.
     unsafe { user.cast::<usize>().sub(2) }
 }
 
-/// The block behind `user` and its layout.
+/// The large block behind `user` and its layout.
 ///
 /// # Safety
 ///
@@ -132,9 +135,33 @@ unsafe fn finish(block: *mut u8, layout: Layout) -> *mut c_void {
 }
 
 /// `size` bytes aligned to `align` (a power of two, at least 16), zeroed
-/// when asked; null with `ENOMEM` when refused.
+/// when asked; null with `ENOMEM` when refused. A class's block as it is
+/// (a zero size takes the smallest), else a large block with its header.
 #[inline(always)]
 fn allocate(size: usize, align: usize, zeroed: bool) -> *mut c_void {
+    let n = size.max(1);
+    if SegregatedFit::size_class(n, align).is_some() {
+        // SAFETY: `align` is a power of two and `n`, in a class, is at most
+        // 64 KiB: a valid layout, of non-zero size.
+        let block = unsafe {
+            let layout = Layout::from_size_align_unchecked(n, align);
+            if zeroed {
+                GlobalAlloc::alloc_zeroed(&HEAP, layout)
+            } else {
+                GlobalAlloc::alloc(&HEAP, layout)
+            }
+        };
+        if block.is_null() {
+            return enomem();
+        }
+        return block.cast();
+    }
+    allocate_large(size, align, zeroed)
+}
+
+/// A large block with its header, out of line (the class path stays short).
+#[inline(never)]
+fn allocate_large(size: usize, align: usize, zeroed: bool) -> *mut c_void {
     let Some(layout) = block_layout(size, align) else {
         return enomem();
     };
@@ -151,6 +178,12 @@ fn allocate(size: usize, align: usize, zeroed: bool) -> *mut c_void {
     }
     // SAFETY: a fresh block of `layout`; `size + align > align`.
     unsafe { finish(block, layout) }
+}
+
+/// The class of the block `p` (one of ours), or `None` for a large block.
+#[inline(always)]
+fn class_of(p: *mut c_void) -> Option<SizeClass> {
+    HEAP.class_of(p.cast::<u8>().cast_const())
 }
 
 /// `memalign`'s and `aligned_alloc`'s rules (glibc 2.36): an alignment up to
@@ -187,11 +220,16 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 /// `p` is null or a live pointer returned by this library's functions.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn free(p: *mut c_void) {
-    if p.is_null() {
+    let Some(block) = ptr::NonNull::new(p.cast::<u8>()) else {
         return;
+    };
+    if let Some(class) = class_of(p) {
+        // SAFETY: the caller's contract: a live block of ours, and its span
+        // says it is a block of `class`.
+        return unsafe { HEAP.dealloc_in(block, class) };
     }
-    // SAFETY: the caller's contract: a live block of ours, given back with
-    // the layout it was allocated with.
+    // SAFETY: the caller's contract: a live block of ours in no span, so a
+    // large one, given back with the layout in its header.
     unsafe {
         let (block, layout) = block_of(p);
         GlobalAlloc::dealloc(&HEAP, block, layout);
@@ -229,29 +267,40 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
         unsafe { free(p) };
         return ptr::null_mut();
     }
-    // SAFETY: forwarded contract.
-    let (block, layout) = unsafe { block_of(p) };
-    if layout.align() == MIN_ALIGN {
-        let Some(new) = block_layout(size, MIN_ALIGN) else {
-            return enomem();
-        };
-        // SAFETY: a live block of `layout`; the new size is non-zero and,
-        // with its alignment, a valid layout (`block_layout`).
-        let moved = unsafe { GlobalAlloc::realloc(&HEAP, block, layout, new.size()) };
-        if moved.is_null() {
-            return enomem();
+    let old = if let Some(class) = class_of(p) {
+        if SegregatedFit::size_class(size, MIN_ALIGN) == Some(class) {
+            // The block already holds `size` bytes (glibc also resizes in
+            // place where it can).
+            return p;
         }
-        // SAFETY: a live block of `new`; the header moved with the data and
-        // gets the new size.
-        return unsafe { finish(moved, new) };
-    }
-    // An over-aligned block (memalign): a new block at malloc's alignment,
-    // as glibc does, with what fits copied.
+        class.block_size()
+    } else {
+        // SAFETY: forwarded contract: a live large block.
+        let (block, layout) = unsafe { block_of(p) };
+        if layout.align() == MIN_ALIGN && SegregatedFit::size_class(size, MIN_ALIGN).is_none() {
+            let Some(new) = block_layout(size, MIN_ALIGN) else {
+                return enomem();
+            };
+            // SAFETY: a live block of `layout`; the new size is non-zero and,
+            // with its alignment, a valid layout (`block_layout`). Both map
+            // to no class, so the block stays a large one (the header moves
+            // with the data).
+            let moved = unsafe { GlobalAlloc::realloc(&HEAP, block, layout, new.size()) };
+            if moved.is_null() {
+                return enomem();
+            }
+            // SAFETY: a live block of `new`; the header gets the new size.
+            return unsafe { finish(moved, new) };
+        }
+        layout.size() - layout.align()
+    };
+    // Another class, or between a class and the large path, or an
+    // over-aligned large block (memalign): a new block at malloc's
+    // alignment, as glibc does, with what fits copied.
     let fresh = allocate(size, MIN_ALIGN, false);
     if fresh.is_null() {
         return fresh;
     }
-    let old = layout.size() - layout.align();
     // SAFETY: both are live and distinct; `old` and `size` bytes are theirs.
     unsafe {
         ptr::copy_nonoverlapping(p.cast::<u8>(), fresh.cast::<u8>(), old.min(size));
@@ -361,9 +410,10 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
     if p.is_null() {
         return 0;
     }
-    // SAFETY: the caller's contract.
+    if let Some(class) = class_of(p) {
+        return class.block_size();
+    }
+    // SAFETY: the caller's contract: a live large block.
     let (_, layout) = unsafe { block_of(p) };
-    let block = SegregatedFit::size_class(layout.size(), layout.align())
-        .map_or(layout.size(), |c| c.block_size());
-    block - layout.align()
+    layout.size() - layout.align()
 }

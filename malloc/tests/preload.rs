@@ -178,6 +178,50 @@ fn a_child_forked_beside_allocating_threads_can_allocate() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Blocks up to 64 KiB carry no header: `malloc(n)` takes the block of
+/// SegregatedFit's class for `n` at 16-byte alignment, and
+/// `malloc_usable_size` is that block's size; a million `malloc(48)` take
+/// 48 bytes each. Before, a 16-byte header sent each one a class up (64
+/// bytes for `malloc(48)`) and the usable size was the block less 16.
+/// Over-aligned blocks (`memalign`) free through the class map too, and
+/// `realloc` keeps the contents across the class and large paths.
+#[test]
+fn class_blocks_carry_no_header() {
+    use allocasm::SegregatedFit;
+    let dir = scratch("footprint");
+    let exe = compile("footprint.c", &dir);
+    let r = run(Command::new(&exe), true, Duration::from_secs(120));
+    assert_eq!(r.status, Some(0), "{}{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("FAILED"), "{}", r.stdout);
+    let mut usable = 0;
+    for line in r.stdout.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["usable", n, u] => {
+                let (n, u): (usize, usize) = (n.parse().unwrap(), u.parse().unwrap());
+                let want = match SegregatedFit::size_class(n.max(1), 16) {
+                    Some(class) => class.block_size(),
+                    None => n,
+                };
+                assert_eq!(u, want, "malloc_usable_size(malloc({n}))");
+                usable += 1;
+            }
+            ["per-block", b] => {
+                let b: usize = b.parse().unwrap();
+                assert!(
+                    (48..52).contains(&b),
+                    "a million malloc(48) took {b} resident bytes each (48 is the block)"
+                );
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(usable, 11, "every size reported:\n{}", r.stdout);
+    assert_eq!(r.stdout.matches(" ok\n").count(), 7, "{}", r.stdout);
+    assert!(r.stdout.contains("per-block"), "{}", r.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Python allocates millions of objects of every size through malloc
 /// (those above 512 bytes directly, its small-object arenas through mmap),
 /// spawns a child (fork + exec) and uses threads.
