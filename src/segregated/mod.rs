@@ -134,9 +134,9 @@ use large::LargeBlocks;
 use lock::SpinLock;
 use queue::ClassQueue;
 use region::Region;
-use runs::RunStack;
 #[cfg(not(loom))]
 use runs::MIN_RUN_BLOCK;
+use runs::RunStack;
 use span::SpanHeader;
 
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
