@@ -105,6 +105,28 @@ const fn floor_log2_by_float(x: usize) -> u32 {
     ((x as f32).to_bits() >> (f32::MANTISSA_DIGITS - 1)) - 127
 }
 
+/// The largest request [`SizeClass::small`] maps through [`SMALL`].
+const SMALL_MAX: usize = 1024;
+/// The largest alignment it does so for (`malloc`'s, and every smaller one).
+const SMALL_ALIGN: usize = 16;
+
+/// The class index of every request of up to [`SMALL_MAX`] bytes rounded
+/// up to a multiple of its alignment (at most [`SMALL_ALIGN`]), indexed by
+/// that rounded size in granules (entry 0 unused).
+/// What the arithmetic of [`index_of_granules`] computes, in a table: a
+/// caller whose layout is not a constant (a `#[global_allocator]`, `malloc`)
+/// loads a byte instead of running a dozen dependent instructions.
+/// (256 entries, the rest unused, so that a byte indexes it unchecked.)
+const SMALL: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i <= SMALL_MAX / GRANULE {
+        t[i] = index_of_granules(if i == 0 { 1 } else { i }) as u8;
+        i += 1;
+    }
+    t
+};
+
 /// The block size of class `index` (the inverse of the mapping on class
 /// boundaries).
 const fn block_size_of(index: usize) -> usize {
@@ -167,6 +189,30 @@ impl SizeClass {
         let rounded = (size + align - 1) & !(align - 1);
         debug_assert!(rounded <= MAX_CLASS_SIZE);
         Some(SizeClass(index_of_granules(rounded >> GRANULE_SHIFT) as u8))
+    }
+
+    /// [`of`](Self::of) for a request of at most 1024 bytes aligned to at
+    /// most 16, from a table: one byte load instead of the arithmetic (the
+    /// same class: the table is made by it); `None` for any other request.
+    /// For callers whose layout is not a constant (`GlobalAlloc`, which a
+    /// `#[global_allocator]` reaches through a call, and `malloc`): with a
+    /// constant layout both fold to the class.
+    #[inline(always)]
+    pub const fn small(size: usize, align: usize) -> Option<SizeClass> {
+        debug_assert!(align.is_power_of_two());
+        if size > SMALL_MAX || align > SMALL_ALIGN {
+            return None;
+        }
+        // The size rounded up to its alignment, in granules rounded up: for
+        // an alignment below a granule that is the size's granules, for 16
+        // an even number of them. At most 128 (1024 is a multiple of 16):
+        // as a byte, the index needs no bounds check against the 256-entry
+        // table. A zero size maps like one byte, as in `of` (entry 0 would
+        // be the 8-byte class, not aligned to 16).
+        let size = size + (size == 0) as usize;
+        let rounded = (size + align - 1) & !(align - 1);
+        let granules = (rounded + GRANULE - 1) >> GRANULE_SHIFT;
+        Some(SizeClass(SMALL[granules as u8 as usize]))
     }
 
     /// The class with this index, if `index < COUNT`.

@@ -623,6 +623,27 @@ impl SegregatedFit {
         }
     }
 
+    /// `GlobalAlloc::alloc` for a request above 1 KiB or aligned above 16:
+    /// out of line, so the small requests' path stays short.
+    #[cold]
+    #[inline(never)]
+    fn alloc_not_small(&self, layout: Layout) -> Option<NonNull<u8>> {
+        self.alloc_or_none(layout)
+    }
+
+    /// `GlobalAlloc::dealloc` for a request above 1 KiB or aligned above
+    /// 16, out of line.
+    ///
+    /// # Safety
+    ///
+    /// As for [`dealloc`](Self::dealloc).
+    #[cold]
+    #[inline(never)]
+    unsafe fn dealloc_not_small(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { self.dealloc(ptr, layout) }
+    }
+
     /// `alloc` once the class is known (`allocate` reports the class's block
     /// size as the length, so it computes the class only once too).
     ///
@@ -1368,9 +1389,14 @@ unsafe impl GlobalAlloc for SegregatedFit {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // The pointer path, not `alloc`'s `Result`: nothing to build on a
         // refusal, and a cache miss is a tail call (no frame on the hot
-        // path).
-        self.alloc_or_none(layout)
-            .map_or(ptr::null_mut(), NonNull::as_ptr)
+        // path). A global allocator's layouts are not constants: requests
+        // up to 1 KiB take their class from the table (`SizeClass::small`),
+        // the rest the arithmetic, out of line.
+        match SizeClass::small(layout.size(), layout.align()) {
+            Some(class) => self.alloc_in(class, layout),
+            None => self.alloc_not_small(layout),
+        }
+        .map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 
     #[inline]
@@ -1382,7 +1408,14 @@ unsafe impl GlobalAlloc for SegregatedFit {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `GlobalAlloc` guarantees `ptr` is a non-null block allocated
         // here with `layout`.
-        unsafe { SegregatedFit::dealloc(self, NonNull::new_unchecked(ptr), layout) }
+        let ptr = unsafe { NonNull::new_unchecked(ptr) };
+        match SizeClass::small(layout.size(), layout.align()) {
+            // SAFETY: the same class `alloc` computed for this layout
+            // (`small` and `of` agree).
+            Some(class) => unsafe { self.dealloc_in(ptr, class) },
+            // SAFETY: forwarded contract.
+            None => unsafe { self.dealloc_not_small(ptr, layout) },
+        }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {

@@ -1090,3 +1090,40 @@ fn class_of_names_a_blocks_class_from_its_address() {
         unsafe { a.dealloc_in(p, class) };
     }
 }
+
+/// `SizeClass::small`, the table `GlobalAlloc` reads for requests up to
+/// 1 KiB aligned to at most 16, names the class `SizeClass::of` computes for
+/// every such request (a zero size included), and declines every other.
+#[test]
+fn the_small_request_table_agrees_with_the_arithmetic() {
+    for align in [1, 2, 4, 8, 16] {
+        for size in 0..=1024 {
+            assert_eq!(
+                SizeClass::small(size, align),
+                SizeClass::of(size, align),
+                "size {size}, align {align}"
+            );
+        }
+        assert_eq!(SizeClass::small(1025, align), None);
+    }
+    for align in [32, 64, 4096] {
+        assert_eq!(SizeClass::small(8, align), None, "align {align}");
+    }
+    // Through `GlobalAlloc`, each side of the boundary: the block of the
+    // class, reused by the next allocation of the same layout.
+    let a = SegregatedFit::new();
+    for (size, align) in [(1024, 16), (1025, 16), (24, 32), (100, 8)] {
+        let l = layout(size, align);
+        // SAFETY: a non-zero layout.
+        let p = unsafe { GlobalAlloc::alloc(&a, l) };
+        assert!(!p.is_null() && (p as usize).is_multiple_of(align), "{l:?}");
+        assert!(a.owns(NonNull::new(p).unwrap(), l), "{l:?}");
+        // SAFETY: allocated above with `l`.
+        unsafe { GlobalAlloc::dealloc(&a, p, l) };
+        // SAFETY: as above.
+        let q = unsafe { GlobalAlloc::alloc(&a, l) };
+        assert_eq!(p, q, "{l:?}: the freed block comes back");
+        // SAFETY: as above.
+        unsafe { GlobalAlloc::dealloc(&a, q, l) };
+    }
+}
