@@ -16,6 +16,7 @@ Only the standard library: Debian's python3 is enough.
 
 import argparse
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -209,9 +210,15 @@ def programs(work, quick):
     """(name, what it does, argv, result(stdout) -> text) for each program."""
     work.mkdir(parents=True, exist_ok=True)
     def generated(path, what, gen, *args):
-        if not path.exists():
+        # Kept between runs, keyed by the generator's source and arguments:
+        # an edited generator makes its input again (the key is written
+        # last, so an interrupted generation is redone too).
+        key = hashlib.sha256((inspect.getsource(gen) + repr(args)).encode()).hexdigest()
+        stamp = path.with_name(path.name + ".key")
+        if not path.exists() or not stamp.exists() or stamp.read_text() != key:
             say(f"generating {path} ({what})")
             gen(path, *args)
+            stamp.write_text(key)
         return path
 
     rows = 100_000 if quick else 1_000_000
