@@ -32,13 +32,16 @@
 //! [`MAX_REQUEST`](SegregatedFit::MAX_REQUEST) are refused.
 //!
 //! **Fast path** (`cache.rs`). `alloc`: the class index (one `lzcnt`/`clz`,
-//! shifts), then pop the calling thread's LIFO list for the class: compare
-//! the cache's owner with the heap, load the head, load its link, store two
-//! words. `dealloc`: the class index, then push onto that list below its
-//! cap. No atomic read-modify-write, no lock, no call (the thread-local
-//! access is `fs:`/`TPIDR_EL0`-relative where the code is position-dependent
-//! or linked into an executable; a `__tls_get_addr`/TLSDESC call in a PIC
-//! library, the TLV thunk call on macOS). A block freed by another thread
+//! shifts; folded away for a constant layout; through `GlobalAlloc`, whose
+//! layouts are not constants, a byte of a 256-byte table for requests up to
+//! 1 KiB aligned to at most 16, [`SizeClass::small`]), then pop the calling
+//! thread's LIFO list for the class: compare the cache's owner with the
+//! heap, load the head, load its link, store two words. `dealloc`: the
+//! class index, then push onto that list below its cap. No atomic
+//! read-modify-write, no lock, no call (the thread-local access is
+//! `fs:`/`TPIDR_EL0`-relative where the code is position-dependent or linked
+//! into an executable; a `__tls_get_addr`/TLSDESC call in a PIC library, the
+//! TLV thunk call on macOS). A block freed by another thread
 //! joins that thread's list.
 //!
 //! **Shared level: the run stacks and the class queues** (`runs.rs`,
