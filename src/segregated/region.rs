@@ -18,7 +18,9 @@
 //! **The class map** (64-bit). The reservation's first [`MAP_LEN`] bytes
 //! (2 MiB; 4 KiB under Miri) are a byte per [`SPAN_MIN`] (16 KiB) of the
 //! reservation, committed with it: the tag of the span that covers those
-//! 16 KiB (its class index plus one), 0 where no span is. Spans start past
+//! 16 KiB (its class index plus one), 0 where no span is. The 16 KiB are
+//! counted on absolute 16 KiB boundaries, where spans start, not from the
+//! base, which is only page-aligned ([`granule`]). Spans start past
 //! the map. `carve` writes the span's bytes before any of its blocks exists,
 //! so [`tag_of`](Region::tag_of) names the class of any block from its
 //! address alone: an unsized free (`SegregatedFit::class_of`) is a range
@@ -53,6 +55,27 @@ pub(crate) const REGION_LEN: usize = 1 << 35;
 /// stand-in backs the whole reservation with heap memory).
 #[cfg(all(target_pointer_width = "64", miri))]
 pub(crate) const REGION_LEN: usize = 64 << 20;
+
+/// The class map's byte for `addr` in the reservation at `base`: the
+/// number of [`SPAN_MIN`] granules (aligned to their length, as spans are)
+/// between `base`'s and `addr`'s. The base is only page-aligned, so counting
+/// granules from the base itself would split a span that starts on a
+/// 16 KiB boundary between two bytes. Every address below the base's
+/// granule gives a huge value (wrapping); an address of the reservation at
+/// most `MAP_LEN`, and one of a span less (spans end within it on a granule
+/// boundary).
+#[cfg(target_pointer_width = "64")]
+#[inline(always)]
+fn granule(base: usize, addr: usize) -> usize {
+    (addr / SPAN_MIN).wrapping_sub(base / SPAN_MIN)
+}
+
+/// The class map's bytes of the span `start..end` (aligned to its length,
+/// at least [`SPAN_MIN`]) in the reservation at `base`.
+#[cfg(target_pointer_width = "64")]
+fn granules(base: usize, start: usize, end: usize) -> core::ops::Range<usize> {
+    granule(base, start)..granule(base, end)
+}
 
 /// The bytes of the class map at the reservation's start: one per
 /// [`SPAN_MIN`] of the reservation (the smallest span, aligned to its
@@ -159,7 +182,7 @@ impl Region {
         // page-aligned (len is a page multiple and so is the base), and no
         // span has been carved there.
         unsafe { sys::commit(span, len)? };
-        for i in (start - base) / SPAN_MIN..(end - base) / SPAN_MIN {
+        for i in granules(base, start, end) {
             // ORDERING: Relaxed: a block of this span reaches another thread
             // only through the queue's or a lock's release, which orders it
             // after this store (see `tag_of`).
@@ -191,14 +214,13 @@ impl Region {
     #[inline(always)]
     pub(crate) fn tag_of(&self, addr: usize) -> u8 {
         let base = self.base();
-        let offset = addr.wrapping_sub(base);
-        if base == 0 || offset >= REGION_LEN {
+        let i = granule(base, addr);
+        if base == 0 || i >= MAP_LEN {
             return 0;
         }
         // ORDERING: Relaxed: see the doc comment; any other address reads
         // 0 or a span's tag, both of which it may.
-        self.map_byte(base, offset / SPAN_MIN)
-            .load(Ordering::Relaxed)
+        self.map_byte(base, i).load(Ordering::Relaxed)
     }
 
     /// A fresh span of `len` bytes (a power of two, a multiple of the
@@ -302,5 +324,40 @@ pub(crate) mod hooks {
     std::thread_local! {
         /// `carve` on this thread fails with `OutOfMemory` while set.
         pub(crate) static CARVE_FAILS: Cell<bool> = const { Cell::new(false) };
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+
+    /// Every byte of a span, and no byte outside it, maps to one of the
+    /// class map bytes `carve` writes for it, wherever in its page the
+    /// reservation starts. Before: counting 16 KiB from a base 4 KiB past
+    /// a 16 KiB boundary put a span's last 4 KiB in its neighbour's byte
+    /// (`class_of` named no class for them under Miri, whose reservation
+    /// is page-aligned).
+    #[test]
+    fn a_spans_bytes_map_to_its_own_map_bytes_whatever_the_base() {
+        const PAGE: usize = 4096;
+        for base in (0..SPAN_MIN / PAGE).map(|k| (1 << 32) + k * PAGE) {
+            let mut next = base + MAP_LEN;
+            for len in [SPAN_MIN, SPAN_MIN, 2 * SPAN_MIN, 4 * SPAN_MIN, SPAN_MIN] {
+                let start = next.next_multiple_of(len);
+                let end = start + len;
+                let own = granules(base, start, end);
+                assert!(!own.is_empty() && own.end <= MAP_LEN, "{base:#x}: {own:?}");
+                for addr in (start..end).step_by(PAGE / 2).chain([end - 1]) {
+                    assert!(own.contains(&granule(base, addr)), "{base:#x}: {addr:#x}");
+                }
+                for addr in [start - 1, end] {
+                    assert!(!own.contains(&granule(base, addr)), "{base:#x}: {addr:#x}");
+                }
+                next = end;
+            }
+            assert_eq!(granule(base, base), 0);
+            assert!(granule(base, base - SPAN_MIN) >= MAP_LEN, "below the base");
+            assert!(granule(base, base + REGION_LEN - 1) <= MAP_LEN);
+        }
     }
 }
