@@ -15,6 +15,7 @@ use allocasm_suite::codegen::executed::{self, MeasureOptions};
 use allocasm_suite::codegen::linked::{self, Lto};
 use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{ProbeListings, Profile, cache, mca};
+use allocasm_suite::tools;
 
 use super::Ui;
 use super::session::build_error_message;
@@ -22,16 +23,7 @@ use crate::report::Measurement;
 
 /// Whether `program` is an executable file in a directory of `$PATH`.
 pub fn on_path(program: &str) -> bool {
-    let Some(path) = std::env::var_os("PATH") else {
-        return false;
-    };
-    std::env::split_paths(&path).any(|dir| {
-        let p = dir.join(program);
-        std::fs::metadata(&p).is_ok_and(|m| {
-            use std::os::unix::fs::PermissionsExt;
-            m.is_file() && m.permissions().mode() & 0o111 != 0
-        })
-    })
+    tools::which(program).is_some()
 }
 
 /// Why a project other than allocasm has no executed counts: they come
@@ -48,7 +40,8 @@ pub fn why_not_measured(profile: &Profile, found: &dyn Fn(&str) -> bool) -> Opti
     let (qemu, _) = executed::runner(profile)?;
     if !found(&qemu) {
         return Some(format!(
-            "not measured: {qemu} not found (scripts/setup installs it)"
+            "not measured: {qemu} not found (install: {})",
+            tools::Tool::Qemu(profile.arch()).install()
         ));
     }
     None
@@ -67,8 +60,8 @@ pub fn why_not_predicted(profile: &Profile, llvm_mca: Option<&str>) -> Option<St
     }
     if llvm_mca.is_none() {
         return Some(format!(
-            "not predicted: llvm-mca-{} not found (scripts/setup installs it)",
-            mca::LLVM_MAJOR
+            "not predicted: llvm-mca not found (install: {})",
+            tools::Tool::LlvmMca.install()
         ));
     }
     None
@@ -208,8 +201,9 @@ fn measure_one(
     let describe = |e: BuildError| {
         let fix = if linked::missing_tools(&e) {
             format!(
-                "; install the cross tools with `{}` (or run scripts/setup)",
-                linked::install_command(&[profile])
+                "; install the cross tools with `{}`{}",
+                linked::install_command(&[profile]),
+                tools::or_setup()
             )
         } else {
             String::new()
@@ -347,7 +341,13 @@ mod tests {
         let p = profile("aarch64-linux");
         assert_eq!(
             why_not_measured(&p, &|prog| prog != "qemu-aarch64").as_deref(),
-            Some("not measured: qemu-aarch64 not found (scripts/setup installs it)")
+            Some(
+                format!(
+                    "not measured: qemu-aarch64 not found (install: {})",
+                    tools::Tool::Qemu(p.arch()).install()
+                )
+                .as_str()
+            )
         );
         assert_eq!(why_not_measured(&p, &|_| true), None);
         let x86 = profile("x86_64-linux");
@@ -374,7 +374,13 @@ mod tests {
         assert_eq!(why_not_predicted(&dylib, Some("llvm-mca-22")), None);
         assert_eq!(
             why_not_measured(&dylib, &|prog| prog != "qemu-x86_64").as_deref(),
-            Some("not measured: qemu-x86_64 not found (scripts/setup installs it)")
+            Some(
+                format!(
+                    "not measured: qemu-x86_64 not found (install: {})",
+                    tools::Tool::Qemu(dylib.arch()).install()
+                )
+                .as_str()
+            )
         );
     }
 
@@ -383,7 +389,13 @@ mod tests {
         let p = profile("riscv64-linux");
         assert_eq!(
             why_not_predicted(&p, None).as_deref(),
-            Some("not predicted: llvm-mca-22 not found (scripts/setup installs it)")
+            Some(
+                format!(
+                    "not predicted: llvm-mca not found (install: {})",
+                    tools::Tool::LlvmMca.install()
+                )
+                .as_str()
+            )
         );
         assert_eq!(why_not_predicted(&p, Some("llvm-mca-22")), None);
     }

@@ -7,6 +7,7 @@
 mod bisect;
 mod check;
 mod diff;
+mod doctor;
 mod history;
 mod list;
 mod measure;
@@ -178,6 +179,13 @@ pub enum Command {
     /// the built-in extractor, normalizes both with the one normalizer and compares the
     /// instruction sequences.
     VerifyExtractor(verify::VerifyArgs),
+    /// List every outside tool: found or missing, path, version, what it enables, install line
+    ///
+    /// The disassembler, llvm-mca, qemu-user per architecture, the cross linkers, valgrind, a
+    /// browser and the program bench's allocators and programs, each with the command that
+    /// installs it on this OS. Exit 0 when every view this host can produce (linked views,
+    /// executed counts, llvm-mca predictions) has its tools, 1 when some will be missing.
+    Doctor,
     /// Print the README's command reference (generated from --help)
     #[command(hide = true)]
     HelpMarkdown(reference::ReferenceArgs),
@@ -330,6 +338,7 @@ where
     );
     match cli.command {
         Command::List => list::run(&ui),
+        Command::Doctor => doctor::run(&ui),
         Command::Show(args) => show::run(&ui, &args),
         Command::Check(args) => check::run(&ui, &args),
         Command::Snapshot(args) => snapshot::run(&ui, &args),

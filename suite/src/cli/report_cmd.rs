@@ -176,9 +176,10 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
             let names: Vec<&str> = wanting.iter().map(|p| p.name.as_str()).collect();
             format!(
                 "\n  the linked views of {} need the cross linkers and disassemblers: install \
-                 them with `{}` (or run scripts/setup), then run `allocasm report` again",
+                 them with `{}`{}, then run `allocasm report` again",
                 names.join(", "),
-                linked::install_command(&wanting)
+                linked::install_command(&wanting),
+                allocasm_suite::tools::or_setup()
             )
         };
         errln!(

@@ -121,8 +121,9 @@ pub fn linked_error_message(profile: &Profile, lto: Lto, error: &BuildError) -> 
         } => {
             let hint = if linked::missing_tools(error) {
                 format!(
-                    "\nfix: install the cross linker with `{}` (or run scripts/setup)",
-                    linked::install_command(&[profile])
+                    "\nfix: install the cross linker with `{}`{}",
+                    linked::install_command(&[profile]),
+                    allocasm_suite::tools::or_setup()
                 )
             } else {
                 String::new()
@@ -143,9 +144,10 @@ pub fn linked_error_message(profile: &Profile, lto: Lto, error: &BuildError) -> 
                 String::new()
             } else {
                 format!(
-                    "; install it with `{}` (or run scripts/setup), or set `objdump` in the \
+                    "; install it with `{}`{}, or set `objdump` in the \
                      profile's [linked] table",
-                    linked::install_command(&[profile])
+                    linked::install_command(&[profile]),
+                    allocasm_suite::tools::or_setup()
                 )
             };
             format!(

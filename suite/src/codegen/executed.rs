@@ -1043,9 +1043,13 @@ pub fn measure(
             .context("the driver printed no base line")?;
         Ok(u64::from_str_radix(hex.trim(), 16)?)
     };
-    let out = qemu_cmd(&[], &["base"])
-        .output()
-        .with_context(|| format!("cannot run {qemu}: install qemu-user (scripts/setup does)"))?;
+    let out = qemu_cmd(&[], &["base"]).output().with_context(|| {
+        format!(
+            "cannot run {qemu}: install it with `{}`{}",
+            crate::tools::Tool::Qemu(profile.arch()).install(),
+            crate::tools::or_setup()
+        )
+    })?;
     if !out.status.success() {
         bail!(
             "{qemu} {} base failed: {}",

@@ -190,38 +190,27 @@ pub fn cross_env(triple: &str) -> Vec<(String, String)> {
     ]
 }
 
-/// The disassembler for a profile: its `[linked] objdump`, else
-/// `<gnu-triple>-objdump` when on `PATH`, else the host's `objdump` when the
-/// profile's architecture is the host's.
+/// The disassembler for a profile: its `[linked] objdump`, else what
+/// [`tools`](crate::tools) finds for its architecture
+/// (`$ALLOCASM_OBJDUMP`, `<gnu-triple>-objdump`, the host's `objdump`).
 pub fn objdump_for(profile: &Profile) -> Result<String, BuildError> {
     if let Some(o) = profile.linked.as_ref().and_then(|l| l.objdump.clone()) {
         return Ok(o);
     }
-    let prefixed = format!("{}-objdump", gnu_triple(&profile.triple));
-    let runs = |p: &str| {
-        Command::new(p)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if runs(&prefixed) {
-        return Ok(prefixed);
+    let tool = crate::tools::Tool::Disassembler(profile.arch());
+    match crate::tools::find(&tool) {
+        Ok(found) => Ok(found.program()),
+        Err(missing) => Err(BuildError::ToolMissing {
+            program: tool.name(),
+            error: format!(
+                "no disassembler for {} (looked for {}): install it with `{}`, or set \
+                 `objdump` in the profile's [linked] table or ALLOCASM_OBJDUMP",
+                profile.triple,
+                missing.looked_for,
+                install_command(&[profile])
+            ),
+        }),
     }
-    let host = Arch::from_triple(std::env::consts::ARCH);
-    if host == profile.arch() && runs("objdump") {
-        return Ok("objdump".to_string());
-    }
-    Err(BuildError::ToolMissing {
-        program: prefixed.clone(),
-        error: format!(
-            "no disassembler for {}: install it with `{}` (or run scripts/setup), or set \
-             `objdump` in the profile's [linked] table",
-            profile.triple,
-            install_command(&[profile])
-        ),
-    })
 }
 
 /// The Debian packages that link and disassemble a profile's linked view:
@@ -244,7 +233,13 @@ pub fn install_command(profiles: &[&Profile]) -> String {
         .collect();
     packages.sort_unstable();
     packages.dedup();
-    format!("sudo apt-get install {}", packages.join(" "))
+    match crate::tools::Os::current() {
+        crate::tools::Os::Debian | crate::tools::Os::Ubuntu => {
+            format!("sudo apt-get install {}", packages.join(" "))
+        }
+        _ => crate::tools::Tool::Disassembler(profiles.first().map_or(Arch::X86_64, |p| p.arch()))
+            .install(),
+    }
 }
 
 /// Whether a linked build failed for want of something [`install_command`]
@@ -1061,9 +1056,14 @@ pub fn parse_objdump_with(
     // Every instruction inside one of the ranges, by address.
     let mut insns: BTreeMap<u64, String> = BTreeMap::new();
     for line in disassembly.lines() {
-        let Some((addr, text)) = line.trim_start().split_once(":\t") else {
+        // GNU objdump: `  17e90:\tmov ...`; llvm-objdump pads the address
+        // with spaces before its tab: `  17e90:      \tmov\t...`.
+        let Some((addr, text)) = line.trim_start().split_once(':') else {
             continue;
         };
+        if !text.trim_start_matches(' ').starts_with('\t') {
+            continue;
+        }
         let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
             continue;
         };

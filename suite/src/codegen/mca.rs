@@ -28,9 +28,9 @@
 //! names) become `sym`; a line llvm-mca still refuses is dropped and listed
 //! in [`Mca::dropped`], never silently.
 //!
-//! llvm-mca comes with Debian's `llvm-22` (`llvm-mca-22`, the LLVM major of
-//! rustc 1.95.0); [`llvm_mca`] finds it (`$LLVM_MCA`, `llvm-mca-22`, or an
-//! `llvm-mca` whose version is 22).
+//! llvm-mca comes with LLVM (Debian's `llvm-22`, Homebrew's `llvm`);
+//! [`llvm_mca`] asks [`tools`](crate::tools), which takes `$LLVM_MCA`, the
+//! compiler's LLVM major, else the newest found.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -100,34 +100,14 @@ pub struct Mca {
     pub indicative: bool,
 }
 
-/// The llvm-mca to run: `$LLVM_MCA`, else `llvm-mca-22`, else `llvm-mca`
-/// when it is LLVM 22. `None` when none is installed.
+/// The llvm-mca to run, as [`tools`](crate::tools) finds it: `$LLVM_MCA`,
+/// else the one of the compiler's LLVM major (`llvm-mca-NN`), else the
+/// newest found (`llvm-mca`, `llvm-mca-NN`, Homebrew's). `None` when none
+/// is installed.
 pub fn llvm_mca() -> Option<String> {
-    static FOUND: OnceLock<Option<String>> = OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            let version = |p: &str| {
-                Command::new(p)
-                    .arg("--version")
-                    .output()
-                    .ok()
-                    .filter(|o| o.status.success())
-                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            };
-            if let Ok(p) = std::env::var("LLVM_MCA")
-                && version(&p).is_some()
-            {
-                return Some(p);
-            }
-            let versioned = format!("llvm-mca-{LLVM_MAJOR}");
-            if version(&versioned).is_some() {
-                return Some(versioned);
-            }
-            version("llvm-mca")
-                .filter(|v| v.contains(&format!("version {LLVM_MAJOR}.")))
-                .map(|_| "llvm-mca".to_string())
-        })
-        .clone()
+    crate::tools::find(&crate::tools::Tool::LlvmMca)
+        .ok()
+        .map(|f| f.program())
 }
 
 /// The triple and extra flags llvm-mca needs for a Rust target triple.
@@ -194,8 +174,8 @@ pub fn assembly(lines: &[String], arch: &Arch) -> String {
 pub fn analyze(lines: &[String], triple: &str, arch: &Arch, cpu: &str) -> anyhow::Result<Mca> {
     let mca = llvm_mca().with_context(|| {
         format!(
-            "llvm-mca {LLVM_MAJOR} is not installed: apt-get install llvm-{LLVM_MAJOR} \
-             (scripts/setup does), or set LLVM_MCA"
+            "llvm-mca is not installed: {} (or set LLVM_MCA)",
+            crate::tools::Tool::LlvmMca.install()
         )
     })?;
     let (mtriple, extra) = mca_target(triple, arch);
@@ -450,8 +430,7 @@ Resource pressure per iteration:
     /// missing, as the cross steps skip without their toolchains.
     #[test]
     fn a_locked_add_is_predicted_on_znver4() {
-        if llvm_mca().is_none() {
-            eprintln!("llvm-mca {LLVM_MAJOR} missing: skipped");
+        if crate::tools::need("mca::tests", &crate::tools::Tool::LlvmMca).is_none() {
             return;
         }
         let lines: Vec<String> = [
@@ -477,8 +456,7 @@ Resource pressure per iteration:
     /// figure as the atomic's cost).
     #[test]
     fn an_instruction_without_scheduling_is_listed_as_skipped() {
-        if llvm_mca().is_none() {
-            eprintln!("llvm-mca {LLVM_MAJOR} missing: skipped");
+        if crate::tools::need("mca::tests", &crate::tools::Tool::LlvmMca).is_none() {
             return;
         }
         let lines = vec![

@@ -40,7 +40,7 @@ use serde::Deserialize;
 use allocasm::probes::{Probe, ProbeKind};
 
 /// The instruction set of a triple (its first component).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Arch {
     /// `x86_64-*` (listings use Intel syntax).
     X86_64,
