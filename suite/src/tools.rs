@@ -282,8 +282,15 @@ pub struct Found {
 }
 
 impl Found {
-    /// The program as a string for `Command::new` and messages.
+    /// The program as a string for `Command::new` and messages: its bare
+    /// name when that is what `PATH` finds first (`llvm-mca-22`), else its
+    /// path.
     pub fn program(&self) -> String {
+        if let Some(name) = self.program.file_name().and_then(|n| n.to_str())
+            && which(name).as_deref() == Some(self.program.as_path())
+        {
+            return name.to_string();
+        }
         self.program.display().to_string()
     }
 }

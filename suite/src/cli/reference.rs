@@ -101,7 +101,8 @@ CPU executes on the Linux profiles: it builds `suite/probe-bins/probe_driver.rs`
 `qemu-<arch> -singlestep -d exec,nochain`, and puts each probe's executed instructions per call
 (helpers such as `__aarch64_ldadd8_relax` counted apart) and llvm-mca's cycles per CPU for its
 hot path beside the hot path's count, with a cross-profile table of the three; without qemu-user
-or `llvm-mca-22` (scripts/setup installs both) the report says so per profile and still exits 0.
+or llvm-mca the report says so per profile and still exits 0; `allocasm doctor` lists every
+outside tool, found or missing, with the command that installs it on this OS.
 The executed counts, llvm-mca's predictions and the disassemblies are cached in
 `target/allocasm-asm/cache/`, keyed by the binaries' bytes and the tools' `--version`: a warm
 report with nothing changed runs none of them again (`--no-cache` measures again). Nor does it

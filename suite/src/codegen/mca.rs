@@ -430,7 +430,12 @@ Resource pressure per iteration:
     /// missing, as the cross steps skip without their toolchains.
     #[test]
     fn a_locked_add_is_predicted_on_znver4() {
-        if crate::tools::need("mca::tests", &crate::tools::Tool::LlvmMca).is_none() {
+        if crate::tools::need(
+            "a_locked_add_is_predicted_on_znver4",
+            &crate::tools::Tool::LlvmMca,
+        )
+        .is_none()
+        {
             return;
         }
         let lines: Vec<String> = [
@@ -456,7 +461,12 @@ Resource pressure per iteration:
     /// figure as the atomic's cost).
     #[test]
     fn an_instruction_without_scheduling_is_listed_as_skipped() {
-        if crate::tools::need("mca::tests", &crate::tools::Tool::LlvmMca).is_none() {
+        if crate::tools::need(
+            "an_instruction_without_scheduling_is_listed_as_skipped",
+            &crate::tools::Tool::LlvmMca,
+        )
+        .is_none()
+        {
             return;
         }
         let lines = vec![

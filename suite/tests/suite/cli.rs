@@ -9,6 +9,8 @@ use std::process::{Command, Output};
 
 use allocasm::probes::PROBES;
 
+use crate::need::{Arch, Tool, executed_tools, linked_tools, need};
+
 /// Runs the binary (shared by the other command-line test modules).
 pub(crate) fn allocasm(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_allocasm"))
@@ -266,6 +268,12 @@ fn show_prints_the_normalized_and_raw_listing() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn show_linked_prints_the_linked_listings() {
+    if !need(
+        "show_linked_prints_the_linked_listings",
+        &linked_tools(Arch::X86_64),
+    ) {
+        return;
+    }
     let o = allocasm(&[
         "show",
         "thread_cursor_alloc",
@@ -316,6 +324,8 @@ fn show_linked_prints_the_linked_listings() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
+    // `sudo apt-get install binutils` here; `brew install binutils` on macOS.
+    let install = Tool::Disassembler(Arch::X86_64).install();
     // x86_64-linux as it is (same name: its warm builds are reused), with a
     // disassembler that does not exist.
     let dir = scratch("no-objdump");
@@ -355,7 +365,7 @@ fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
             && stderr(&o).contains("warning:")
             && stderr(&o).contains("scripts/setup")
             && stderr(&o).contains("the linked views of x86_64-linux need")
-            && stderr(&o).contains("`sudo apt-get install binutils`"),
+            && stderr(&o).contains(&format!("`{install}`")),
         "{}",
         stderr(&o)
     );
@@ -370,7 +380,7 @@ fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
     assert_eq!(view["status"], "not-built", "{view}");
     let why = view["error"].as_str().unwrap();
     assert!(
-        why.contains("allocasm-no-such-objdump") && why.contains("`sudo apt-get install binutils`"),
+        why.contains("allocasm-no-such-objdump") && why.contains(&format!("`{install}`")),
         "the reason, with the fix: {why}"
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -386,10 +396,15 @@ fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
             && why.contains("allocasm-no-such-objdump"),
         "{first}"
     );
-    assert!(
-        first["mca"].as_array().is_some_and(|m| m.len() == 2),
-        "{first}"
-    );
+    if need(
+        "a_missing_disassembler_is_shown_in_the_report_with_a_warning (its mca part)",
+        &[Tool::LlvmMca],
+    ) {
+        assert!(
+            first["mca"].as_array().is_some_and(|m| m.len() == 2),
+            "{first}"
+        );
+    }
 
     // --no-linked: no linked view, nothing failed.
     let o = allocasm(&[
@@ -441,6 +456,14 @@ fn check_exit_code_follows_its_failure_lines() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn report_writes_markdown_json_and_self_contained_html() {
+    let mut tools = linked_tools(Arch::X86_64);
+    tools.extend(linked_tools(Arch::Aarch64));
+    if !need(
+        "report_writes_markdown_json_and_self_contained_html",
+        &tools,
+    ) {
+        return;
+    }
     let dir = scratch("report");
     let o = allocasm(&[
         "report",
@@ -654,6 +677,15 @@ fn report_writes_markdown_json_and_self_contained_html() {
 fn report_json_carries_executed_and_mca_on_linux_profiles_and_a_reason_elsewhere() {
     if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
         return; // the drivers are cross-built with Debian's x86_64 tools
+    }
+    let mut tools = executed_tools(Arch::X86_64);
+    tools.extend(executed_tools(Arch::Aarch64));
+    tools.push(Tool::LlvmMca);
+    if !need(
+        "report_json_carries_executed_and_mca_on_linux_profiles_and_a_reason_elsewhere",
+        &tools,
+    ) {
+        return;
     }
     let dir = scratch("executed");
     let o = allocasm(&[
@@ -1265,12 +1297,12 @@ fn bisect_of_a_toolchain_with_itself_has_nothing_to_bisect() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_warm_report_reads_its_measurements_from_the_cache() {
-    if Command::new("qemu-x86_64")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no qemu-x86_64");
+    let mut tools = executed_tools(Arch::X86_64);
+    tools.push(Tool::LlvmMca);
+    if !need(
+        "a_warm_report_reads_its_measurements_from_the_cache",
+        &tools,
+    ) {
         return;
     }
     let report = |out: &str, extra: &[&str]| {

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::need::{Arch, Tool, need};
 use allocasm_suite::codegen::{self, linked};
 
 fn repo() -> PathBuf {
@@ -148,6 +149,12 @@ fn the_script_and_the_linked_view_agree_on_every_linux_profile() {
 fn the_aarch64_cross_path_runs_under_qemu() {
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         eprintln!("cross settings: skipped, the aarch64 cross path is for x86_64 Linux hosts");
+        return;
+    }
+    if !need(
+        "the_aarch64_cross_path_runs_under_qemu",
+        &[Tool::CrossGcc(Arch::Aarch64), Tool::Qemu(Arch::Aarch64)],
+    ) {
         return;
     }
     let triple = "aarch64-unknown-linux-gnu";

@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
+use crate::need::{Arch, executed_tools, need};
 use allocasm::probes::PROBES;
 use allocasm_suite::codegen::build::BuildOptions;
 use allocasm_suite::codegen::executed::{self, Driver, ExecutedSet, MeasureOptions};
@@ -60,12 +61,16 @@ fn measured() -> &'static All {
 
 /// The drivers are cross-built with Debian's x86_64-hosted tools and run
 /// under qemu-user: x86_64 Linux hosts only.
-fn linux_host() -> bool {
-    if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
-        return true;
+fn linux_host(test: &str) -> bool {
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        eprintln!("executed counts: skipped, they need an x86_64 Linux host with qemu-user");
+        return false;
     }
-    eprintln!("executed counts: skipped, they need an x86_64 Linux host with qemu-user");
-    false
+    let mut tools = Vec::new();
+    for arch in [Arch::X86_64, Arch::Aarch64, Arch::Arm, Arch::Riscv64] {
+        tools.extend(executed_tools(arch));
+    }
+    need(test, &tools)
 }
 
 fn get<'a>(profile: &str, probe: &str) -> &'a executed::Executed {
@@ -112,7 +117,7 @@ fn the_seven_linux_profiles_are_measured() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn every_probe_executes_on_every_linux_profile() {
-    if !linux_host() {
+    if !linux_host("every_probe_executes_on_every_linux_profile") {
         return;
     }
     let (all, errors) = measured();
@@ -161,7 +166,7 @@ const SHORTER_THAN_THE_HOT_PATH: &[(&str, &[&str], &str)] = &[];
 #[test]
 #[cfg_attr(miri, ignore)]
 fn straight_line_probes_execute_exactly_their_listing() {
-    if !linux_host() {
+    if !linux_host("straight_line_probes_execute_exactly_their_listing") {
         return;
     }
     let mut checked = Vec::new();
@@ -244,7 +249,7 @@ fn straight_line_probes_execute_exactly_their_listing() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn every_executed_line_is_a_line_of_the_listing() {
-    if !linux_host() {
+    if !linux_host("every_executed_line_is_a_line_of_the_listing") {
         return;
     }
     let mut failures = Vec::new();
@@ -279,7 +284,7 @@ fn every_executed_line_is_a_line_of_the_listing() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn outline_atomics_add_the_helper_and_lse_does_not() {
-    if !linux_host() || !measured().1.is_empty() {
+    if !linux_host("outline_atomics_add_the_helper_and_lse_does_not") || !measured().1.is_empty() {
         return; // the test above names the failed profiles
     }
     let p = "probe_packed_alloc_relaxed";
@@ -322,7 +327,7 @@ fn outline_atomics_add_the_helper_and_lse_does_not() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn the_thread_cursor_executes_no_atomic() {
-    if !linux_host() || !measured().1.is_empty() {
+    if !linux_host("the_thread_cursor_executes_no_atomic") || !measured().1.is_empty() {
         return;
     }
     for m in &measured().0 {
@@ -345,7 +350,7 @@ fn the_thread_cursor_executes_no_atomic() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn the_shared_library_counts_tls_get_addr() {
-    if !linux_host() || !measured().1.is_empty() {
+    if !linux_host("the_shared_library_counts_tls_get_addr") || !measured().1.is_empty() {
         return;
     }
     for probe in [

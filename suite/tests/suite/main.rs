@@ -9,6 +9,7 @@ mod codegen;
 mod cross;
 mod executed;
 mod linked;
+mod need;
 mod pipe;
 mod probes;
 mod report_html;

@@ -4,51 +4,19 @@
 //! than the window, no listing scrolled sideways, the legend colours kept on
 //! the hot path and a view missing a tool drawn grey, not red.
 //!
-//! Needs Debian's `chromium` package (`/usr/bin/chromium`, or the browser
-//! `$CHROMIUM` names); without it the test fails naming the package, unless
-//! `ALLOCASM_SKIP_CHROMIUM=1` is set. Skipped under Miri.
+//! Needs a browser (Debian's `chromium`, or the one `$CHROMIUM` names);
+//! without it the test is skipped with the install line, and fails when
+//! `ALLOCASM_REQUIRE` names `chromium`. Skipped under Miri.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+use allocasm_suite::tools::{Tool, need};
 use serde_json::Value;
 
 /// The laptop screen the page must fit.
 const WIDTH: i64 = 1440;
 const HEIGHT: i64 = 900;
-
-/// Headless Chromium: `$CHROMIUM` where set, else Debian's
-/// `/usr/bin/chromium` or another Chromium or Chrome where GitHub's runner
-/// images put one (`google-chrome` on Ubuntu, Chrome.app on macOS,
-/// chrome.exe on Windows); `None` when there is none.
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CHROMIUM") {
-        let p = PathBuf::from(p);
-        return p.is_file().then_some(p);
-    }
-    let on_path = [
-        "chromium",
-        "chromium-browser",
-        "google-chrome",
-        "google-chrome-stable",
-    ];
-    let fixed = [
-        "/usr/bin/chromium",
-        "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-        "/Applications/Chromium.app/Contents/MacOS/Chromium",
-        r"C:\Program Files\Google\Chrome\Application\chrome.exe",
-    ];
-    fixed
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file())
-        .or_else(|| {
-            let path = std::env::var_os("PATH")?;
-            std::env::split_paths(&path)
-                .flat_map(|d| on_path.iter().map(move |n| d.join(n)))
-                .find(|p| p.is_file())
-        })
-}
 
 /// Measures the page in three states, as JSON in `<pre id="measured">`:
 /// before the page's own script runs (as with scripts off: every probe and
@@ -207,17 +175,15 @@ fn every_profile() -> String {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn html_report_fits_a_laptop_screen_in_headless_chromium() {
-    let Some(chromium) = chromium() else {
-        if std::env::var("ALLOCASM_SKIP_CHROMIUM").as_deref() == Ok("1") {
-            eprintln!("skipped: no chromium (ALLOCASM_SKIP_CHROMIUM=1)");
-            return;
-        }
-        panic!(
-            "headless Chromium not found (looked for {}): install Debian's `chromium` package \
-             (`sudo apt-get install chromium`), or set ALLOCASM_SKIP_CHROMIUM=1 to skip this test",
-            std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into())
-        );
+    // Headless Chromium or Chrome: `$CHROMIUM`, one on PATH, or where
+    // GitHub's macOS and Windows images keep Chrome (tools.rs).
+    let Some(chromium) = need(
+        "html_report_fits_a_laptop_screen_in_headless_chromium",
+        &Tool::Browser,
+    ) else {
+        return;
     };
+    let chromium = chromium.program;
     let dir = allocasm_suite::codegen::manifest_dir()
         .join("target")
         .join("tmp")
