@@ -711,28 +711,52 @@ pub fn required_by(require: &str, tool: &Tool) -> bool {
 /// and `None` (the test returns). The line bypasses libtest's capture, so
 /// a passing run still says what it skipped.
 pub fn need(test: &str, tool: &Tool) -> Option<Found> {
-    match find(tool) {
-        Ok(f) => Some(f),
-        Err(m) => {
-            skip_or_fail(test, tool, &m.looked_for);
-            None
-        }
+    let found = find(tool).ok();
+    if found.is_none() {
+        skip_or_fail(test, std::slice::from_ref(tool));
     }
+    found
 }
 
-/// [`need`]'s answer for a test whose tool is missing (`why`: what was
-/// looked for): panics when `ALLOCASM_REQUIRE` requires `tool`, else prints
-/// the skip line.
-pub fn skip_or_fail(test: &str, tool: &Tool, why: &str) {
+/// [`need`] for several tools at once: whether all are found; the missing
+/// ones go on one skip line (`needs objdump, qemu-x86_64 (install…;
+/// install…)`), or a panic when `ALLOCASM_REQUIRE` requires one of them.
+pub fn need_all(test: &str, tools: &[Tool]) -> bool {
+    let missing: Vec<Tool> = tools.iter().filter(|t| find(t).is_err()).cloned().collect();
+    if !missing.is_empty() {
+        skip_or_fail(test, &missing);
+    }
+    missing.is_empty()
+}
+
+/// The skip line of a test whose `missing` tools are not here, or a panic
+/// when `ALLOCASM_REQUIRE` requires one of them.
+fn skip_or_fail(test: &str, missing: &[Tool]) {
+    let mut names: Vec<String> = missing.iter().map(Tool::name).collect();
+    names.dedup();
+    let mut installs: Vec<String> = Vec::new();
+    for t in missing {
+        let i = t.install();
+        if !installs.contains(&i) {
+            installs.push(i);
+        }
+    }
     let line = format!(
         "skipped: {test}: needs {} ({})",
-        tool.name(),
-        tool.install()
+        names.join(", "),
+        installs.join("; ")
     );
-    if required(tool) {
+    let required: Vec<String> = missing
+        .iter()
+        .filter(|t| required(t))
+        .map(Tool::name)
+        .collect();
+    if !required.is_empty() {
         panic!(
-            "{line}; looked for {why}; ALLOCASM_REQUIRE={} requires it",
-            std::env::var("ALLOCASM_REQUIRE").unwrap_or_default()
+            "not skipped, failed: {}; ALLOCASM_REQUIRE={} requires {}",
+            &line["skipped: ".len()..],
+            std::env::var("ALLOCASM_REQUIRE").unwrap_or_default(),
+            required.join(", ")
         );
     }
     let _ = writeln!(std::io::stderr(), "{line}");

@@ -1323,6 +1323,27 @@ mod tests {
     }
 
     #[test]
+    fn llvm_objdump_lines_are_read_too() {
+        // llvm-objdump pads the address with spaces before its tab; before
+        // the parser read that, it found no instruction at all. Real lines
+        // of the x86_64-linux release executable (llvm-objdump 23).
+        let dis = "0000000000017e90 <probe_frame_alloc>:
+   17e90:      \tmov\trax, qword ptr [rdi + 0x60]
+   17e94:      \tlea\trcx, [rax + 2*rax]
+   17eae:      \tjb\t0x17ebd <probe_frame_alloc+0x2d>
+   17eb9:      \tmov\tqword ptr [rdi], rsi
+   17ebc:      \tret
+   17ebd:      \txor\teax, eax
+   17ebf:      \tret
+";
+        let syms = "0000000000017e90 g     F .text\t0000000000000030 probe_frame_alloc\n";
+        let f = &parse_objdump(dis, syms, &Arch::X86_64, &["probe_frame_alloc"])[0];
+        let text = normalize::normalize(f, &Arch::X86_64).text();
+        assert!(text.contains("jb .LBB1\n"), "{text}");
+        assert_eq!(text.matches("\n  ").count(), 7, "{text}");
+    }
+
+    #[test]
     fn got_slots_are_named_after_their_callee() {
         // Real `objdump -R` lines of the x86_64-linux release executable's
         // kind: a RELATIVE slot (a function of the executable) and a

@@ -8,14 +8,10 @@
 pub use allocasm_suite::codegen::profile::Arch;
 pub use allocasm_suite::tools::Tool;
 
-/// Whether every tool of `tools` is found; each missing one is a skip line
-/// (or, when required, a panic).
+/// Whether every tool of `tools` is found; the missing ones are one skip
+/// line (or, when required, a panic).
 pub fn need(test: &str, tools: &[Tool]) -> bool {
-    let mut all = true;
-    for t in tools {
-        all &= allocasm_suite::tools::need(test, t).is_some();
-    }
-    all
+    allocasm_suite::tools::need_all(test, tools)
 }
 
 /// What links and disassembles a Linux profile of `arch` on this host: its
