@@ -1357,3 +1357,46 @@ fn a_warm_report_reads_its_measurements_from_the_cache() {
     );
     assert_eq!(measured(&again), measured(&warm));
 }
+
+/// `doctor` lists the disassemblers, llvm-mca and qemu-user, each found or
+/// missing with its install line, and exits 1 exactly when a tool that a
+/// view of this host needs is missing.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn doctor_lists_every_tool_with_its_install_line() {
+    let o = allocasm(&["doctor"]);
+    let out = stdout(&o);
+    let mut view_missing = false;
+    for tool in [
+        Tool::LlvmObjdump,
+        Tool::Disassembler(Arch::X86_64),
+        Tool::LlvmMca,
+        Tool::Qemu(Arch::Aarch64),
+        Tool::CrossGcc(Arch::Riscv64),
+        Tool::Browser,
+    ] {
+        let name = tool.name();
+        let row = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{out}"));
+        let found = allocasm_suite::tools::find(&tool).is_ok();
+        assert_eq!(row.contains(" found"), found, "{row}");
+        assert_eq!(row.contains(" missing"), !found, "{row}");
+        if row.contains("missing (view)") {
+            view_missing = true;
+        }
+        assert!(
+            out.contains(&format!("  install  {}", tool.install())),
+            "{name}'s install line:\n{out}"
+        );
+    }
+    let any_view_missing = view_missing || out.contains("missing (view)");
+    assert_eq!(code(&o), if any_view_missing { 1 } else { 0 }, "{out}");
+    assert!(
+        out.trim_end()
+            .ends_with("every view this host can produce has its tools")
+            != any_view_missing,
+        "{out}"
+    );
+}
