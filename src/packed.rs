@@ -444,9 +444,6 @@ const fn decode(word: u64) -> CursorSnapshot {
 /// The fast path's fit check: `position + size <= block_size << factor`
 /// for the word `seen` a `fetch_add` of `size` (a multiple of 16, at most
 /// `M`) returned.
-/// (x86-64 does the 64-bit test on the fields it read before the add:
-/// [`Early`].)
-#[cfg(not(all(target_arch = "x86_64", not(windows))))]
 #[inline(always)]
 fn fits(hot: &Hot, seen: u64, size: usize) -> bool {
     #[cfg(target_pointer_width = "64")]
@@ -471,56 +468,6 @@ fn fits(hot: &Hot, seen: u64, size: usize) -> bool {
             && hot.caps[factor as usize]
                 .checked_sub(size)
                 .is_some_and(|room| lo <= room)
-    }
-}
-
-/// x86-64: the hot fields the fit check and the address need, read before
-/// the `lock xadd`. A locked instruction is a full barrier there: on Intel
-/// cores a load after it waits until it completes, and the next locked add
-/// waits for that load, so loads after the add sit on the allocation
-/// loop's critical cycle (docs/packed-x86.md: 1.30x-1.34x the bare
-/// `fetch_add` loop on a Xeon, 0.99x on Zen 4, which runs them past the
-/// lock). Read before it, they are in registers when the add's result comes
-/// back. LLVM sinks plain loads past an atomic to the uses that need them;
-/// the empty `asm!` that names the three values keeps them above it. The
-/// cost is two instructions (19 to the fit check instead of 17). Not on
-/// Windows: its x64 convention has seven scratch registers, and the three
-/// values live across the add took two callee-saved ones, pushed and
-/// popped on the hot path (4 stack accesses), so it keeps the loads after
-/// the add.
-#[cfg(all(target_arch = "x86_64", not(windows)))]
-#[derive(Clone, Copy)]
-struct Early {
-    block_size: u64,
-    stride_log2: u32,
-    base: NonNull<u8>,
-}
-
-#[cfg(all(target_arch = "x86_64", not(windows)))]
-impl Early {
-    #[inline(always)]
-    fn read(hot: &Hot) -> Early {
-        let e = Early {
-            block_size: hot.block_size,
-            stride_log2: hot.stride_log2,
-            base: hot.base,
-        };
-        // SAFETY: an empty instruction string: no instruction runs, no
-        // register or memory changes; it only takes the three values in
-        // registers at this point, before the locked add (an `asm!` block
-        // without `pure` stays in order with the atomic operation). Miri
-        // runs no inline assembly; to it the reads are simply before the add.
-        #[cfg(not(miri))]
-        unsafe {
-            core::arch::asm!(
-                "/* {0} {1:e} {2} */",
-                in(reg) e.block_size,
-                in(reg) e.stride_log2,
-                in(reg) e.base.as_ptr().addr(),
-                options(nomem, nostack, preserves_flags)
-            );
-        }
-        e
     }
 }
 
@@ -837,15 +784,9 @@ impl PackedArena {
         let Some(_entrant) = self.enter() else {
             return Attempt::refused(Refusal::TOO_MANY_ENTRANTS);
         };
-        #[cfg(all(target_arch = "x86_64", not(windows)))]
-        let early = Early::read(hot);
         let seen = crate::sync::fetch_add_u64(&self.cursor, size, ordering(ORDER));
         let w = decode(seen);
-        #[cfg(all(target_arch = "x86_64", not(windows)))]
-        let fit = w.position + size as u64 <= early.block_size << w.factor;
-        #[cfg(not(all(target_arch = "x86_64", not(windows))))]
-        let fit = fits(hot, seen, size);
-        if fit {
+        if fits(hot, seen, size) {
             let size = size as u64;
             debug_assert!(
                 w.block < hot.counters.len(),
@@ -862,16 +803,12 @@ impl PackedArena {
             // `position + size` is within the block (<= stride), so both
             // fit a word: `usize` arithmetic, no 64-bit shift on 32-bit
             // targets.
-            #[cfg(all(target_arch = "x86_64", not(windows)))]
-            let (stride_log2, base) = (early.stride_log2, early.base);
-            #[cfg(not(all(target_arch = "x86_64", not(windows))))]
-            let (stride_log2, base) = (hot.stride_log2, hot.base);
-            let offset = (w.block << stride_log2) + w.position as usize;
+            let offset = (w.block << hot.stride_log2) + w.position as usize;
             debug_assert!(offset as u64 + size <= self.reservation_len as u64);
             // SAFETY: the cursor only names installed blocks, whose slot lies
             // inside the reservation, and `position + size` is within the
             // block's capacity (<= stride), so the range is in bounds.
-            let p = unsafe { base.as_ptr().add(offset) };
+            let p = unsafe { hot.base.as_ptr().add(offset) };
             // SAFETY: in bounds of a non-null reservation, hence non-null.
             return Attempt::ok(unsafe { NonNull::new_unchecked(p) });
         }
