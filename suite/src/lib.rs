@@ -14,3 +14,4 @@
 #![warn(missing_docs)]
 
 pub mod codegen;
+pub mod toolchain;

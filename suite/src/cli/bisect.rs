@@ -43,6 +43,7 @@ use super::history::{
 };
 use super::session;
 use super::{CliError, Status, Ui};
+use allocasm_suite::toolchain::{Date, RustcVersion, nightly_date, release, scheduled_release};
 
 /// `bisect` arguments.
 #[derive(Debug, Args)]
@@ -101,16 +102,13 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// A `rustc -vV` field (`commit-hash`, `commit-date`).
-    pub fn field(&self, name: &str) -> Option<&str> {
-        let prefix = format!("{name}: ");
-        self.rustc_vv
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))
+    /// `rustc -vV` of the toolchain, read.
+    pub fn rustc(&self) -> RustcVersion<'_> {
+        RustcVersion::parse(&self.rustc_vv)
     }
 
     fn commit_date(&self) -> Option<Date> {
-        self.field("commit-date").and_then(Date::parse)
+        self.rustc().commit_date()
     }
 }
 
@@ -121,92 +119,6 @@ pub enum Sampled {
     Built(Sample),
     /// No such toolchain, or it does not build: skipped, with why.
     Unavailable(String),
-}
-
-/// A day, as days since 1970-01-01.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Date(i64);
-
-impl Date {
-    /// From year, month (1-12), day.
-    pub fn ymd(y: i64, m: i64, d: i64) -> Date {
-        // Howard Hinnant's days_from_civil.
-        let y = if m <= 2 { y - 1 } else { y };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let mp = (m + 9) % 12;
-        let doy = (153 * mp + 2) / 5 + d - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        Date(era * 146_097 + doe - 719_468)
-    }
-
-    /// `YYYY-MM-DD`.
-    pub fn parse(s: &str) -> Option<Date> {
-        let mut it = s.trim().splitn(3, '-');
-        let y = it.next()?.parse().ok()?;
-        let m: i64 = it.next()?.parse().ok()?;
-        let d: i64 = it.next()?.parse().ok()?;
-        ((1..=12).contains(&m) && (1..=31).contains(&d)).then(|| Date::ymd(y, m, d))
-    }
-
-    /// `days` later (earlier when negative).
-    pub fn add(self, days: i64) -> Date {
-        Date(self.0 + days)
-    }
-
-    fn civil(self) -> (i64, i64, i64) {
-        let z = self.0 + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        (
-            if m <= 2 {
-                yoe + era * 400 + 1
-            } else {
-                yoe + era * 400
-            },
-            m,
-            d,
-        )
-    }
-
-    /// `nightly-YYYY-MM-DD`.
-    pub fn nightly(self) -> String {
-        format!("nightly-{self}")
-    }
-}
-
-impl std::fmt::Display for Date {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (y, m, d) = self.civil();
-        write!(f, "{y:04}-{m:02}-{d:02}")
-    }
-}
-
-/// `nightly-YYYY-MM-DD` → its date.
-pub fn nightly_date(toolchain: &str) -> Option<Date> {
-    toolchain.strip_prefix("nightly-").and_then(Date::parse)
-}
-
-/// `1.95.0` → `(1, 95, 0)`.
-pub fn release(toolchain: &str) -> Option<(u32, u32, u32)> {
-    let mut it = toolchain.split('.');
-    let v = (
-        it.next()?.parse().ok()?,
-        it.next()?.parse().ok()?,
-        it.next()?.parse().ok()?,
-    );
-    it.next().is_none().then_some(v)
-}
-
-/// The scheduled release date of `1.minor.0`: every six weeks since 1.1.0
-/// (2015-06-25).
-pub fn scheduled_release(minor: u32) -> Date {
-    Date::ymd(2015, 6, 25).add((i64::from(minor) - 1) * 42)
 }
 
 /// What a search compares: a sample against good's.
@@ -698,9 +610,11 @@ fn json_toolchain(cache: &BTreeMap<String, Sampled>, tc: &str) -> JsonToolchain 
     };
     JsonToolchain {
         toolchain: tc.to_string(),
-        release: s.and_then(|s| s.rustc_vv.lines().next().map(str::to_string)),
-        commit_hash: s.and_then(|s| s.field("commit-hash").map(str::to_string)),
-        commit_date: s.and_then(|s| s.field("commit-date").map(str::to_string)),
+        release: s
+            .map(|s| s.rustc().release().to_string())
+            .filter(|r| !r.is_empty()),
+        commit_hash: s.and_then(|s| s.rustc().field("commit-hash").map(str::to_string)),
+        commit_date: s.and_then(|s| s.rustc().field("commit-date").map(str::to_string)),
         instructions: s.and_then(|s| s.instructions),
     }
 }

@@ -61,7 +61,8 @@ pub struct DiffArgs {
     /// Write the output to FILE instead of stdout
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Run `rustup target add` for a profile whose target is not installed for a toolchain
+    /// Install a missing toolchain (`rustup toolchain install <tc> --profile minimal`) and each
+    /// profile's missing rustup target, one rustup call at a time, as `history --install` does
     #[arg(long)]
     pub install: bool,
     /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
@@ -781,6 +782,9 @@ fn json_schema() -> String {
 /// change with `--fail-on-change`), 3 when a build failed.
 pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
     let profiles = session::select_profiles(session::load_profiles(ui)?, &args.profiles)?;
+    if args.install {
+        super::history::ensure_toolchains(ui, &[args.from.clone(), args.to.clone()], true)?;
+    }
     let shared = BuildArgs {
         profiles: args.profiles.clone(),
         toolchain: None,

@@ -14,12 +14,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Instant;
 
 use allocasm_suite::codegen::Profile;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::project::probes;
+pub use allocasm_suite::toolchain::install_line;
+use allocasm_suite::toolchain::{self, RustcVersion};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -100,67 +101,23 @@ pub fn failure_reason(e: &BuildError) -> String {
     )
 }
 
-/// `rustup toolchain install <tc> --profile minimal`, under the rustup lock;
-/// the error is rustup's first error line.
-pub fn install_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
-    let _guard = build::rustup_guard();
-    let mut cmd = Command::new("rustup");
-    cmd.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
-    ui.note(&format!(
-        "running `rustup toolchain install {toolchain} --profile minimal`"
-    ));
-    let out = cmd.output();
-    // The toolchain list changed (or may have, on a failure).
-    build::forget_queries();
-    let out = out.map_err(|e| format!("cannot run rustup: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    Err(lines
-        .iter()
-        .find(|l| l.starts_with("error"))
-        .or(lines.last())
-        .map_or_else(|| "rustup failed".to_string(), |l| l.to_string()))
+/// [`toolchain::install_toolchain`], announced on `ui`; the error is
+/// rustup's first error line.
+pub fn install_toolchain(ui: &Ui, tc: &str) -> Result<(), String> {
+    toolchain::install_toolchain(tc, &|c| ui.note(&format!("running `{c}`"))).map_err(|e| match e {
+        BuildError::InstallFailed { first_error, .. } => first_error,
+        e => e.to_string(),
+    })
 }
 
-/// `rustup toolchain uninstall <tc>`, under the rustup lock.
-pub fn uninstall_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
-    let _guard = build::rustup_guard();
-    ui.note(&format!("running `rustup toolchain uninstall {toolchain}`"));
-    let out = Command::new("rustup")
-        .args(["toolchain", "uninstall", toolchain])
-        .output();
-    build::forget_queries();
-    let out = out.map_err(|e| format!("cannot run rustup: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
+/// [`toolchain::uninstall_toolchain`], announced on `ui`.
+pub fn uninstall_toolchain(ui: &Ui, tc: &str) -> Result<(), String> {
+    toolchain::uninstall_toolchain(tc, &|c| ui.note(&format!("running `{c}`")))
 }
 
 /// Whether `toolchain` is installed (by its short or its full name).
-pub fn is_installed(toolchain: &str) -> Result<bool, CliError> {
-    let opts = BuildOptions {
-        toolchain: Some(toolchain.to_string()),
-        ..BuildOptions::default()
-    };
-    match build::resolve_toolchain(&opts) {
-        Ok(_) => Ok(true),
-        Err(BuildError::ToolchainMissing { .. }) => Ok(false),
-        Err(e) => Err(CliError::environment(build_error_message(&e))),
-    }
-}
-
-/// The line that installs `toolchain`.
-pub fn install_line(toolchain: &str) -> String {
-    format!("rustup toolchain install {toolchain} --profile minimal")
+pub fn is_installed(tc: &str) -> Result<bool, CliError> {
+    toolchain::is_installed(tc).map_err(|e| CliError::environment(build_error_message(&e)))
 }
 
 /// One toolchain's column header.
@@ -177,14 +134,11 @@ pub struct ToolchainInfo {
 impl ToolchainInfo {
     /// From `rustc -vV`.
     pub fn from_rustc_vv(toolchain: &str, vv: &str) -> ToolchainInfo {
+        let vv = RustcVersion::parse(vv);
         ToolchainInfo {
             toolchain: toolchain.to_string(),
-            release: vv.lines().next().unwrap_or("").to_string(),
-            llvm: vv
-                .lines()
-                .find_map(|l| l.strip_prefix("LLVM version: "))
-                .unwrap_or("unknown")
-                .to_string(),
+            release: vv.release().to_string(),
+            llvm: vv.llvm().to_string(),
         }
     }
 }
@@ -535,7 +489,7 @@ pub fn json(h: &History) -> String {
 /// Every requested toolchain installed (or, with `--install`, installed
 /// now); a missing one without `--install` is an environment error naming
 /// the line to run.
-fn ensure_toolchains(ui: &Ui, toolchains: &[String], install: bool) -> Result<(), CliError> {
+pub fn ensure_toolchains(ui: &Ui, toolchains: &[String], install: bool) -> Result<(), CliError> {
     let mut missing = Vec::new();
     for tc in toolchains {
         if !is_installed(tc)? {

@@ -47,8 +47,8 @@ const SCRUBBED_ENV: &[&str] = &[
 
 /// The `cargo asm` command for one probe of one profile.
 pub fn command(profile: &Profile, opts: &BuildOptions, toolchain: &str, probe: &str) -> Command {
-    let mut cmd = Command::new("rustup");
-    cmd.args(["run", toolchain, "cargo", "asm", "--lib", "--release"]);
+    let mut cmd = allocasm_suite::toolchain::tool(toolchain, "cargo");
+    cmd.args(["asm", "--lib", "--release"]);
     let project = allocasm_suite::codegen::project::current();
     if !project.features.is_empty() {
         cmd.args(["--features", &project.features.join(",")]);

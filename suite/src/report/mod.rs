@@ -1072,14 +1072,11 @@ pub fn git_state() -> Git {
 impl Compiler {
     /// From `rustc -vV`.
     pub fn from_rustc_vv(toolchain: &str, rustc_vv: &str) -> Compiler {
+        let vv = allocasm_suite::toolchain::RustcVersion::parse(rustc_vv);
         Compiler {
             toolchain: toolchain.to_string(),
-            release: rustc_vv.lines().next().unwrap_or("").to_string(),
-            llvm: rustc_vv
-                .lines()
-                .find_map(|l| l.strip_prefix("LLVM version: "))
-                .unwrap_or("unknown")
-                .to_string(),
+            release: vv.release().to_string(),
+            llvm: vv.llvm().to_string(),
             rustc_vv: rustc_vv.to_string(),
         }
     }

@@ -1191,6 +1191,63 @@ fn history_and_bisect_name_the_install_line_of_a_missing_toolchain() {
     );
 }
 
+/// `diff --install` installs a missing toolchain as `history --install`
+/// does: one `rustup toolchain install` call, here to a stand-in rustup on
+/// the PATH that knows only 1.99.1 and fails every install (no network, no
+/// real toolchain touched); the failure is an environment error naming it.
+#[test]
+#[cfg_attr(miri, ignore)]
+#[cfg(unix)]
+fn diff_install_installs_a_missing_toolchain() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("diff-install");
+    let log = dir.join("log");
+    let rustup = dir.join("rustup");
+    std::fs::write(
+        &rustup,
+        format!(
+            r#"#!/bin/sh
+echo "$*" >> '{log}'
+case "$1 $2" in
+  "--version ") echo "rustup 1.28.2" ;;
+  "toolchain list") echo "1.99.1-x86_64-unknown-linux-gnu (default)" ;;
+  "toolchain install") echo "error: no release found for '$3'" >&2; exit 1 ;;
+  *) echo "stand-in rustup: unexpected call: $*" >&2; exit 2 ;;
+esac
+"#,
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(dir.clone())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_allocasm"))
+        .args(["diff", "--from", "0.0.1-not-installed", "--to", "1.99.1"])
+        .args(["-p", "x86_64-linux", "--install"])
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        calls
+            .lines()
+            .any(|l| l == "toolchain install 0.0.1-not-installed --profile minimal"),
+        "{calls}\n{}",
+        stderr(&o)
+    );
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no release found for '0.0.1-not-installed'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 #[cfg_attr(miri, ignore)]
 fn bisect_rejects_bad_input_with_usage_errors() {
