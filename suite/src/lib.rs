@@ -14,4 +14,5 @@
 #![warn(missing_docs)]
 
 pub mod codegen;
+pub mod render;
 pub mod toolchain;
