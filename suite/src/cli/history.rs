@@ -12,7 +12,6 @@
 //! documented in `docs/history-json.md`.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -21,13 +20,13 @@ use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions}
 use allocasm_suite::codegen::project::probes;
 pub use allocasm_suite::toolchain::install_line;
 use allocasm_suite::toolchain::{self, RustcVersion};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde::Serialize;
 
-use crate::report::html::escape;
+use allocasm_suite::render::{self, Align, Block, Doc, Mark, OutputFormat, Text};
 
 use super::session::{self, build_error_message};
-use super::{Backend, CliError, ColorWhen, Status, Ui};
+use super::{Backend, CliError, Status, Ui};
 
 /// `history` arguments.
 #[derive(Debug, Args)]
@@ -46,8 +45,8 @@ pub struct HistoryArgs {
     #[arg(short, long = "profile", value_name = "P", value_delimiter = ',')]
     pub profiles: Vec<String>,
     /// Output format
-    #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
-    pub format: HistoryFormat,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
     /// Write the table(s) to this file instead of stdout (text without colour)
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -58,19 +57,6 @@ pub struct HistoryArgs {
     /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
     #[arg(long, value_name = "DIR")]
     pub target_root: Option<PathBuf>,
-}
-
-/// `history --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HistoryFormat {
-    /// Aligned columns; a changed cell is marked `*` (and yellow on a terminal)
-    Text,
-    /// GitHub Markdown tables; a changed cell is bold
-    Md,
-    /// One JSON document (`allocasm-history/1`, see docs/history-json.md)
-    Json,
-    /// One self-contained HTML page; a changed cell is bold
-    Html,
 }
 
 /// Whether a build error means the toolchain has no standard library for
@@ -218,178 +204,72 @@ fn cell_text(cell: Cell) -> String {
     }
 }
 
-const LEGEND: &str = "hot-path instructions per probe (rows) and toolchain (columns)";
-
-/// The text tables: `*` (and `paint`) on a cell that differs from its left.
-pub fn text(h: &History, paint: &dyn Fn(&str) -> String) -> String {
-    let mut s = format!("{LEGEND}; * = differs from the cell to its left\n");
-    let name_w = h
-        .toolchains
-        .iter()
-        .map(|t| t.toolchain.chars().count())
-        .max()
-        .unwrap_or(0);
-    for t in &h.toolchains {
-        let _ = writeln!(
-            s,
-            "  {:name_w$}  {} · LLVM {}",
-            t.toolchain, t.release, t.llvm
-        );
-    }
-    let probe_w = h
-        .tables
-        .iter()
-        .flat_map(|t| t.rows.iter().map(|r| r.probe.chars().count()))
-        .max()
-        .unwrap_or(5)
-        .max(5);
+/// The document: the toolchains, then one table per profile with the
+/// reasons of its `n/a` columns under it.
+pub fn document(h: &History) -> Doc {
+    let mut doc = Doc::new("allocasm history");
+    doc.push(Block::Heading(1, Text::plain("History")))
+        .push(Block::Para(Text::plain(
+            "hot-path instructions per probe (rows) and toolchain (columns); a marked cell \
+             (* in text, bold elsewhere) differs from the cell to its left",
+        )))
+        .push(Block::List(
+            h.toolchains
+                .iter()
+                .map(|t| {
+                    Text::code(&t.toolchain).then(format!(": {} · LLVM {}", t.release, t.llvm))
+                })
+                .collect(),
+        ));
     for table in &h.tables {
-        let widths: Vec<usize> = h
-            .toolchains
+        let mut columns = vec![("probe".to_string(), Align::Left)];
+        columns.extend(
+            h.toolchains
+                .iter()
+                .map(|t| (t.toolchain.clone(), Align::Right)),
+        );
+        let rows = table
+            .rows
             .iter()
-            .map(|t| t.toolchain.chars().count().max(4) + 1)
+            .map(|row| {
+                let mut cells = vec![render::Cell::new(Text::code(&row.probe), Mark::Plain)];
+                cells.extend(row.cells.iter().enumerate().map(|(i, c)| {
+                    let mark = match c {
+                        _ if row.changed(i) => Mark::Changed,
+                        Cell::NotBuilt => Mark::Muted,
+                        Cell::Missing => Mark::Missing,
+                        Cell::Count(_) => Mark::Plain,
+                    };
+                    render::Cell::new(cell_text(*c), mark)
+                }));
+                cells
+            })
             .collect();
-        let _ = write!(
-            s,
-            "\n{} ({})\n  {:probe_w$}",
-            table.profile, table.triple, "probe"
-        );
-        for (t, w) in h.toolchains.iter().zip(&widths) {
-            let _ = write!(s, "  {:>w$}", format!("{} ", t.toolchain));
-        }
-        s.push('\n');
-        for row in &table.rows {
-            let _ = write!(s, "  {:probe_w$}", row.probe);
-            for (i, w) in widths.iter().enumerate() {
-                let changed = row.changed(i);
-                let text = format!(
-                    "{}{}",
-                    cell_text(row.cells[i]),
-                    if changed { "*" } else { " " }
-                );
-                let pad = w.saturating_sub(text.chars().count());
-                let shown = if changed { paint(&text) } else { text };
-                let _ = write!(s, "  {}{shown}", " ".repeat(pad));
-            }
-            s.push('\n');
-        }
-        for (t, f) in h.toolchains.iter().zip(&table.failures) {
-            if let Some(reason) = f {
-                let _ = writeln!(s, "  n/a {}: {reason}", t.toolchain);
-            }
-        }
-    }
-    s
-}
-
-/// Markdown: one table per profile, a changed cell in bold.
-pub fn markdown(h: &History) -> String {
-    let mut s = format!("# History\n\n{LEGEND}; **bold**: differs from the cell to its left.\n\n");
-    for t in &h.toolchains {
-        let _ = writeln!(s, "- `{}`: {} · LLVM {}", t.toolchain, t.release, t.llvm);
-    }
-    for table in &h.tables {
-        let _ = write!(
-            s,
-            "\n## {} (`{}`)\n\n| probe |",
-            table.profile, table.triple
-        );
-        for t in &h.toolchains {
-            let _ = write!(s, " {} |", t.toolchain);
-        }
-        s.push_str("\n| --- |");
-        for _ in &h.toolchains {
-            s.push_str(" ---: |");
-        }
-        s.push('\n');
-        for row in &table.rows {
-            let _ = write!(s, "| `{}` |", row.probe);
-            for (i, cell) in row.cells.iter().enumerate() {
-                let text = cell_text(*cell);
-                if row.changed(i) {
-                    let _ = write!(s, " **{text}** |");
-                } else {
-                    let _ = write!(s, " {text} |");
-                }
-            }
-            s.push('\n');
-        }
-        let notes: Vec<String> = h
+        doc.push(Block::Heading(
+            2,
+            Text::plain(format!("{} (", table.profile))
+                .with(Mark::Code, &table.triple)
+                .then(")"),
+        ))
+        .push(Block::Table(render::Table { columns, rows }));
+        let notes: Vec<Text> = h
             .toolchains
             .iter()
             .zip(&table.failures)
-            .filter_map(|(t, f)| f.as_ref().map(|r| format!("- n/a `{}`: {r}", t.toolchain)))
+            .filter_map(|(t, f)| {
+                let reason = f.as_ref()?;
+                Some(
+                    Text::plain("n/a ")
+                        .with(Mark::Code, &t.toolchain)
+                        .then(format!(": {reason}")),
+                )
+            })
             .collect();
         if !notes.is_empty() {
-            let _ = write!(s, "\n{}\n", notes.join("\n"));
+            doc.push(Block::List(notes));
         }
     }
-    s
-}
-
-/// One self-contained HTML page, a changed cell in bold.
-pub fn html(h: &History) -> String {
-    let mut s = String::from(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>allocasm history</title>\n<style>\
-         body{font:14px/1.45 system-ui,sans-serif;margin:16px 20px}\
-         table{border-collapse:collapse;margin:8px 0}\
-         th,td{border:1px solid #d6dbe0;padding:3px 8px}td.n{text-align:right}\
-         td.changed{font-weight:bold;background:#fff3c4}code{font-family:ui-monospace,monospace}\
-         </style></head><body>\n<h1>allocasm history</h1>\n",
-    );
-    let _ = writeln!(
-        s,
-        "<p>{}; <b>bold</b>: differs from the cell to its left.</p>\n<ul>",
-        escape(LEGEND)
-    );
-    for t in &h.toolchains {
-        let _ = writeln!(
-            s,
-            "<li><code>{}</code>: {} · LLVM {}</li>",
-            escape(&t.toolchain),
-            escape(&t.release),
-            escape(&t.llvm)
-        );
-    }
-    s.push_str("</ul>\n");
-    for table in &h.tables {
-        let _ = write!(
-            s,
-            "<h2>{} (<code>{}</code>)</h2>\n<table>\n<tr><th>probe</th>",
-            escape(&table.profile),
-            escape(&table.triple)
-        );
-        for t in &h.toolchains {
-            let _ = write!(s, "<th>{}</th>", escape(&t.toolchain));
-        }
-        s.push_str("</tr>\n");
-        for row in &table.rows {
-            let _ = write!(s, "<tr><td><code>{}</code></td>", escape(&row.probe));
-            for (i, cell) in row.cells.iter().enumerate() {
-                let text = escape(&cell_text(*cell));
-                if row.changed(i) {
-                    let _ = write!(s, "<td class=\"n changed\"><b>{text}</b></td>");
-                } else {
-                    let _ = write!(s, "<td class=\"n\">{text}</td>");
-                }
-            }
-            s.push_str("</tr>\n");
-        }
-        s.push_str("</table>\n");
-        for (t, f) in h.toolchains.iter().zip(&table.failures) {
-            if let Some(reason) = f {
-                let _ = writeln!(
-                    s,
-                    "<p>n/a <code>{}</code>: {}</p>",
-                    escape(&t.toolchain),
-                    escape(reason)
-                );
-            }
-        }
-    }
-    s.push_str("</body></html>\n");
-    s
+    doc
 }
 
 #[derive(Serialize)]
@@ -587,14 +467,12 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
         started.elapsed().as_secs_f64()
     ));
     let rendered = match args.format {
-        HistoryFormat::Text => {
-            let plain = Ui::new(ColorWhen::Never, ui.quiet, ui.verbose, PathBuf::new());
-            let painter = if args.out.is_some() { &plain } else { ui };
-            text(&history, &|s| painter.yellow(s))
-        }
-        HistoryFormat::Md => markdown(&history),
-        HistoryFormat::Json => json(&history),
-        HistoryFormat::Html => html(&history),
+        OutputFormat::Json => json(&history),
+        format => render::render(
+            &document(&history),
+            format,
+            ui.colors() && args.out.is_none(),
+        ),
     };
     match &args.out {
         Some(path) => {
@@ -736,84 +614,19 @@ mod tests {
         );
     }
 
+    /// The document, rendered: a changed cell marked (`*` in text, bold in
+    /// Markdown, class `changed` in HTML), an `n/a` column's reason under
+    /// the table, reasons escaped in HTML.
     #[test]
-    fn text_marks_changed_cells_and_lists_why_a_column_is_na() {
-        let out = text(&sample(), &|s| format!("<{s}>"));
-        assert!(
-            out.contains("1.95.0   rustc 1.95.0 (0123456789 2026-01-01) · LLVM 22.1.2"),
-            "{out}"
-        );
-        assert!(
-            out.contains("x86_64-linux (x86_64-unknown-linux-gnu)"),
-            "{out}"
-        );
-        let line = |probe: &str| {
-            out.lines()
-                .find(|l| l.trim_start().starts_with(probe))
-                .unwrap_or_else(|| panic!("no row {probe} in\n{out}"))
-                .to_string()
-        };
-        assert_eq!(
-            line("probe_grows").split_whitespace().collect::<Vec<_>>(),
-            ["probe_grows", "40", "n/a", "<41*>"]
-        );
-        assert_eq!(
-            line("probe_same").split_whitespace().collect::<Vec<_>>(),
-            ["probe_same", "7", "n/a", "7"]
-        );
-        assert_eq!(
-            line("probe_gone").split_whitespace().collect::<Vec<_>>(),
-            ["probe_gone", "3", "n/a", "<—*>"]
-        );
-        assert!(
-            out.contains("  n/a beta: not available: no rust-std\n"),
-            "{out}"
-        );
-        // The columns line up: every cell ends where its header ends.
-        let header = out
-            .lines()
-            .find(|l| l.trim_start().starts_with("probe "))
-            .unwrap();
-        let plain = text(&sample(), &|s| s.to_string());
-        let grows = plain.lines().find(|l| l.contains("probe_grows")).unwrap();
-        assert_eq!(header.chars().count(), grows.chars().count(), "{plain}");
-    }
-
-    #[test]
-    fn markdown_bolds_changed_cells() {
-        let out = markdown(&sample());
-        assert!(
-            out.contains("| probe | 1.95.0 | beta | nightly |\n| --- | ---: | ---: | ---: |\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("| `probe_grows` | 40 | n/a | **41** |\n"),
-            "{out}"
-        );
-        assert!(out.contains("| `probe_same` | 7 | n/a | 7 |\n"), "{out}");
-        assert!(
-            out.contains("| `probe_gone` | 3 | n/a | **—** |\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("- n/a `beta`: not available: no rust-std"),
-            "{out}"
-        );
-        assert!(
-            out.contains("- `nightly`: rustc nightly (0123456789 2026-01-01) · LLVM 23.1.1"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn html_bolds_changed_cells_and_escapes() {
+    fn the_document_marks_changed_cells_and_says_why_a_column_is_na() {
         let mut h = sample();
+        let doc = document(&h);
+        insta::assert_snapshot!("history_text", render::text::render(&doc, false));
+        insta::assert_snapshot!("history_md", render::markdown::render(&doc));
         h.tables[0].failures[1] = Some("build failed: error<&>".into());
-        let out = html(&h);
-        assert!(out.contains("<td class=\"n\">40</td><td class=\"n\">n/a</td><td class=\"n changed\"><b>41</b></td>"), "{out}");
-        assert!(out.contains("build failed: error&lt;&amp;&gt;"), "{out}");
-        assert!(!out.contains("error<&>"), "{out}");
-        assert!(out.starts_with("<!doctype html>") && out.ends_with("</html>\n"));
+        let html = render::html::render(&document(&h));
+        assert!(html.contains("build failed: error&lt;&amp;&gt;"), "{html}");
+        assert!(!html.contains("error<&>"), "{html}");
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub fn render(doc: &Doc) -> String {
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if matches!(c, '\\' | '`' | '*' | '_' | '|' | '<' | '>' | '[' | ']') {
+        if matches!(c, '\\' | '`' | '*' | '|' | '<' | '>' | '[' | ']') {
             out.push('\\');
         }
         out.push(c);
