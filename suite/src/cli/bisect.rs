@@ -28,13 +28,13 @@
 //! and uninstalls what it installed unless `--keep`.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::{self, Profile};
-use clap::{Args, ValueEnum};
+use allocasm_suite::render::{self, Block, Doc, Mark, OutputFormat, Text};
+use clap::Args;
 use serde::Serialize;
 use similar::TextDiff;
 
@@ -72,22 +72,11 @@ pub struct BisectArgs {
     #[arg(long)]
     pub keep: bool,
     /// Output format
-    #[arg(long, value_enum, default_value_t = BisectFormat::Text)]
-    pub format: BisectFormat,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
     /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
     #[arg(long, value_name = "DIR")]
     pub target_root: Option<PathBuf>,
-}
-
-/// `bisect --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BisectFormat {
-    /// Plain text with a unified diff
-    Text,
-    /// Markdown, the diff in a fenced block
-    Md,
-    /// One JSON document (`allocasm-bisect/1`, see docs/history-json.md)
-    Json,
 }
 
 /// One toolchain's normalized text, as the oracle found it.
@@ -619,12 +608,13 @@ fn json_toolchain(cache: &BTreeMap<String, Sampled>, tc: &str) -> JsonToolchain 
     }
 }
 
-/// The text, Markdown or JSON result.
-fn render(
+/// The result as JSON, or as a document rendered in the asked format.
+fn output(
     args: &BisectArgs,
     probe: &str,
     verdict: &Verdict,
     cache: &BTreeMap<String, Sampled>,
+    color: bool,
 ) -> String {
     let compared = if args.whole { "whole" } else { "hot-path" };
     let text_of = |tc: &str| match cache.get(tc) {
@@ -643,7 +633,7 @@ fn render(
             .header(a, b)
             .to_string()
     };
-    if args.format == BisectFormat::Json {
+    if args.format == OutputFormat::Json {
         let found = match verdict {
             Verdict::Found(f) => Some(f),
             Verdict::NoChange => None,
@@ -676,65 +666,63 @@ fn render(
         };
         return serde_json::to_string_pretty(&doc).expect("serializable") + "\n";
     }
-    let md = args.format == BisectFormat::Md;
     let what = if args.whole { "listing" } else { "hot path" };
-    let mut s = String::new();
-    let head = format!("bisect {probe} on {} ({what})", args.profile);
-    if md {
-        let _ = writeln!(s, "# {head}\n");
-    } else {
-        let _ = writeln!(s, "{head}");
-    }
-    let bullet = if md { "- " } else { "" };
+    let mut doc = Doc::new(format!("allocasm bisect {probe}"));
+    doc.push(Block::Heading(
+        1,
+        Text::plain("bisect ")
+            .with(Mark::Code, probe)
+            .then(format!(" on {} ({what})", args.profile)),
+    ));
+    let mut items = Vec::new();
     for (label, tc) in [("good", &args.good), ("bad", &args.bad)] {
         let j = json_toolchain(cache, tc);
-        let _ = writeln!(
-            s,
-            "{bullet}{label} {tc}: {} · {}",
+        items.push(Text::plain(format!(
+            "{label} {tc}: {} · {}",
             j.release.unwrap_or_default(),
             j.instructions
                 .map_or_else(|| "missing".into(), |n| format!("{n} instructions"))
-        );
+        )));
     }
     let f = match verdict {
         Verdict::NoChange => {
-            let _ = writeln!(
-                s,
-                "{bullet}the {what} is the same under {} and {}: nothing to bisect",
+            items.push(Text::plain(format!(
+                "the {what} is the same under {} and {}: nothing to bisect",
                 args.good, args.bad
-            );
-            return s;
+            )));
+            doc.push(Block::List(items));
+            return render::render(&doc, args.format, color);
         }
         Verdict::Found(f) => f,
     };
     if let Some((a, b)) = &f.releases {
-        let _ = writeln!(s, "{bullet}releases: changed between {a} and {b}");
+        items.push(Text::plain(format!(
+            "releases: changed between {a} and {b}"
+        )));
     }
     if let Some((a, b)) = &f.window {
-        let _ = writeln!(s, "{bullet}nightlies searched: {a} … {b}");
+        items.push(Text::plain(format!("nightlies searched: {a} … {b}")));
     }
     for (tc, why) in &f.skipped {
-        let _ = writeln!(s, "{bullet}skipped {tc}: {why}");
+        items.push(Text::plain(format!("skipped {tc}: {why}")));
     }
     let (lu, fc) = (&f.last_unchanged, &f.first_changed);
-    let _ = writeln!(s, "{bullet}last unchanged: {lu} ({})", hash(lu));
-    let _ = writeln!(s, "{bullet}first changed: {fc} ({})", hash(fc));
+    items.push(Text::plain(format!("last unchanged: {lu} ({})", hash(lu))));
+    items.push(Text::plain(format!("first changed: {fc} ({})", hash(fc))));
     if let (Some(a), Some(b)) = (
         json_toolchain(cache, lu).commit_hash,
         json_toolchain(cache, fc).commit_hash,
     ) {
-        let _ = writeln!(
-            s,
-            "{bullet}commits: https://github.com/rust-lang/rust/compare/{a}...{b}"
-        );
+        items.push(Text::plain(format!(
+            "commits: https://github.com/rust-lang/rust/compare/{a}...{b}"
+        )));
     }
-    let d = diff(lu, fc);
-    if md {
-        let _ = write!(s, "\n```diff\n{d}```\n");
-    } else {
-        let _ = write!(s, "\n{d}");
-    }
-    s
+    doc.push(Block::List(items));
+    doc.push(Block::Diff {
+        title: format!("{lu} → {fc}"),
+        text: diff(lu, fc),
+    });
+    render::render(&doc, args.format, color)
 }
 
 /// Runs the bisection and prints the result.
@@ -790,7 +778,10 @@ pub fn run(ui: &Ui, args: &BisectArgs) -> Result<Status, CliError> {
         }
         BisectError::Window(why) => CliError::environment(why),
     })?;
-    out!("{}", render(args, probe.name, &verdict, &cache));
+    out!(
+        "{}",
+        output(args, probe.name, &verdict, &cache, ui.colors())
+    );
     Ok(match verdict {
         Verdict::Found(_) => Status::Ok,
         Verdict::NoChange => Status::Failed,
