@@ -28,7 +28,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use ui::Ui;
 
-/// Exit codes, as documented in `allocasm --help` and the README.
+/// Exit codes, as documented in `allocasm --help` and docs/cli.md.
 pub mod exit {
     /// Everything ran and every expectation held.
     pub const OK: u8 = 0;
@@ -178,7 +178,7 @@ pub enum Command {
     /// the built-in extractor, normalizes both with the one normalizer and compares the
     /// instruction sequences.
     VerifyExtractor(verify::VerifyArgs),
-    /// Print the README's command reference (generated from --help)
+    /// Print the command reference of docs/cli.md (generated from --help)
     #[command(hide = true)]
     HelpMarkdown(reference::ReferenceArgs),
 }

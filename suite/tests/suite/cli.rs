@@ -48,7 +48,7 @@ pub(crate) fn scratch_dir(module: &str, name: &str) -> PathBuf {
     dir
 }
 
-/// The help text as the README holds it (see `help-markdown`).
+/// The help text as docs/cli.md holds it (see `help-markdown`).
 fn tidy(text: &str) -> String {
     text.trim_end()
         .lines()
@@ -70,21 +70,21 @@ fn subcommands(help: &str) -> Vec<String> {
         .collect()
 }
 
-fn readme_section() -> String {
-    let readme = std::fs::read_to_string(allocasm_suite::codegen::manifest_dir().join("README.md"))
-        .expect("read README.md");
+fn reference_section() -> String {
+    let readme = std::fs::read_to_string(allocasm_suite::codegen::manifest_dir().join("docs/cli.md"))
+        .expect("read docs/cli.md");
     let start = "<!-- cli-reference:start -->\n";
-    let a = readme.find(start).expect("README has the start marker") + start.len();
+    let a = readme.find(start).expect("docs/cli.md has the start marker") + start.len();
     let b = readme
         .find("<!-- cli-reference:end -->")
-        .expect("README has the end marker");
+        .expect("docs/cli.md has the end marker");
     readme[a..b].to_string()
 }
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn readme_reference_matches_help() {
-    let section = readme_section();
+fn cli_reference_matches_help() {
+    let section = reference_section();
     let top = allocasm(&["--help"]);
     assert_eq!(code(&top), 0);
     let commands = subcommands(&stdout(&top));
@@ -101,26 +101,26 @@ fn readme_reference_matches_help() {
             "{expected} missing from --help: {commands:?}"
         );
     }
-    let fix = "run `cargo run -- help-markdown --update README.md`";
+    let fix = "run `cargo run -- help-markdown --update docs/cli.md`";
     let block =
         |title: &str, help: &str| format!("### `{title}`\n\n```text\n{}\n```\n", tidy(help));
     assert!(
         section.contains(&block("allocasm --help", &stdout(&top))),
-        "README's `allocasm --help` differs from the binary's; {fix}"
+        "docs/cli.md's `allocasm --help` differs from the binary's; {fix}"
     );
     for c in &commands {
         let o = allocasm(&[c, "--help"]);
         assert_eq!(code(&o), 0, "{c} --help");
         assert!(
             section.contains(&block(&format!("allocasm {c} --help"), &stdout(&o))),
-            "README's `allocasm {c} --help` differs from the binary's; {fix}"
+            "docs/cli.md's `allocasm {c} --help` differs from the binary's; {fix}"
         );
     }
     let documented = section.matches("### `allocasm ").count();
     assert_eq!(
         documented,
         commands.len() + 1,
-        "README documents a command --help does not list; {fix}"
+        "docs/cli.md documents a command --help does not list; {fix}"
     );
     // And the generator writes exactly this section.
     let generated = allocasm(&["help-markdown"]);
