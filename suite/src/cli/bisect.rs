@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::{self, Profile};
-use allocasm_suite::render::{self, Block, Doc, Mark, OutputFormat, Text};
+use allocasm_suite::render::{Block, Doc, Mark, Text};
 use clap::Args;
 use serde::Serialize;
 use similar::TextDiff;
@@ -42,7 +42,7 @@ use super::history::{
     failure_reason, install_line, install_toolchain, is_installed, unavailable, uninstall_toolchain,
 };
 use super::session;
-use super::{CliError, Status, Ui};
+use super::{CliError, OutputArgs, Status, Ui};
 use allocasm_suite::toolchain::{Date, RustcVersion, nightly_date, release, scheduled_release};
 
 /// `bisect` arguments.
@@ -71,9 +71,9 @@ pub struct BisectArgs {
     /// Keep the toolchains --install installed (default: uninstall each once it is built)
     #[arg(long)]
     pub keep: bool,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub format: OutputFormat,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: OutputArgs,
     /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
     #[arg(long, value_name = "DIR")]
     pub target_root: Option<PathBuf>,
@@ -608,32 +608,28 @@ fn json_toolchain(cache: &BTreeMap<String, Sampled>, tc: &str) -> JsonToolchain 
     }
 }
 
-/// The result as JSON, or as a document rendered in the asked format.
-fn output(
-    args: &BisectArgs,
-    probe: &str,
-    verdict: &Verdict,
-    cache: &BTreeMap<String, Sampled>,
-    color: bool,
-) -> String {
-    let compared = if args.whole { "whole" } else { "hot-path" };
+/// The unified diff of two toolchains' compared texts.
+fn unified(cache: &BTreeMap<String, Sampled>, a: &str, b: &str) -> String {
     let text_of = |tc: &str| match cache.get(tc) {
         Some(Sampled::Built(b)) => b.text.clone(),
         _ => String::new(),
     };
-    let hash = |tc: &str| {
-        json_toolchain(cache, tc)
-            .commit_hash
-            .unwrap_or_else(|| "unknown".into())
-    };
-    let diff = |a: &str, b: &str| {
-        TextDiff::from_lines(&text_of(a), &text_of(b))
-            .unified_diff()
-            .context_radius(3)
-            .header(a, b)
-            .to_string()
-    };
-    if args.format == OutputFormat::Json {
+    TextDiff::from_lines(&text_of(a), &text_of(b))
+        .unified_diff()
+        .context_radius(3)
+        .header(a, b)
+        .to_string()
+}
+
+/// The result as JSON.
+fn json(
+    args: &BisectArgs,
+    probe: &str,
+    verdict: &Verdict,
+    cache: &BTreeMap<String, Sampled>,
+) -> String {
+    let compared = if args.whole { "whole" } else { "hot-path" };
+    {
         let found = match verdict {
             Verdict::Found(f) => Some(f),
             Verdict::NoChange => None,
@@ -662,11 +658,25 @@ fn output(
                         .collect()
                 })
                 .unwrap_or_default(),
-            diff: found.map(|f| diff(&f.last_unchanged, &f.first_changed)),
+            diff: found.map(|f| unified(cache, &f.last_unchanged, &f.first_changed)),
         };
-        return serde_json::to_string_pretty(&doc).expect("serializable") + "\n";
+        serde_json::to_string_pretty(&doc).expect("serializable") + "\n"
     }
+}
+
+/// The result as a document: the two ends, what the search found, the diff.
+fn document(
+    args: &BisectArgs,
+    probe: &str,
+    verdict: &Verdict,
+    cache: &BTreeMap<String, Sampled>,
+) -> Doc {
     let what = if args.whole { "listing" } else { "hot path" };
+    let hash = |tc: &str| {
+        json_toolchain(cache, tc)
+            .commit_hash
+            .unwrap_or_else(|| "unknown".into())
+    };
     let mut doc = Doc::new(format!("allocasm bisect {probe}"));
     doc.push(Block::Heading(
         1,
@@ -691,7 +701,7 @@ fn output(
                 args.good, args.bad
             )));
             doc.push(Block::List(items));
-            return render::render(&doc, args.format, color);
+            return doc;
         }
         Verdict::Found(f) => f,
     };
@@ -720,9 +730,9 @@ fn output(
     doc.push(Block::List(items));
     doc.push(Block::Diff {
         title: format!("{lu} → {fc}"),
-        text: diff(lu, fc),
+        text: unified(cache, lu, fc),
     });
-    render::render(&doc, args.format, color)
+    doc
 }
 
 /// Runs the bisection and prints the result.
@@ -778,10 +788,12 @@ pub fn run(ui: &Ui, args: &BisectArgs) -> Result<Status, CliError> {
         }
         BisectError::Window(why) => CliError::environment(why),
     })?;
-    out!(
-        "{}",
-        output(args, probe.name, &verdict, &cache, ui.colors())
+    let text = args.output.render(
+        ui,
+        || document(args, probe.name, &verdict, &cache),
+        || json(args, probe.name, &verdict, &cache),
     );
+    args.output.write(ui, &text)?;
     Ok(match verdict {
         Verdict::Found(_) => Status::Ok,
         Verdict::NoChange => Status::Failed,

@@ -17,12 +17,11 @@
 //! test keeps the file in step), documented in `docs/diff-json.md`.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use allocasm::probes::Probe;
 use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::project::probes;
-use allocasm_suite::render::{self, Align, Block, Cell, Doc, Mark, OutputFormat, Span, Text};
+use allocasm_suite::render::{self, Align, Block, Cell, Doc, Mark, Span, Text};
 use clap::Args;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -31,7 +30,7 @@ use similar::TextDiff;
 use crate::report::{self, ExpectationResult};
 
 use super::session::{self, Builds, Built};
-use super::{Backend, BuildArgs, CliError, Status, Ui};
+use super::{Backend, CliError, OutputArgs, Status, TargetArgs, Ui};
 
 /// The schema name written in the JSON.
 pub const SCHEMA: &str = "allocasm-diff/1";
@@ -45,29 +44,19 @@ pub struct DiffArgs {
     /// The toolchain to compare to (e.g. beta, nightly)
     #[arg(long, value_name = "TOOLCHAIN")]
     pub to: String,
-    /// Profile to build (a targets/*.toml name); repeat or separate with commas. Default: all
-    #[arg(short, long = "profile", value_name = "P", value_delimiter = ',')]
-    pub profiles: Vec<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: OutputArgs,
     /// Also exit 1 when any listing changed (not only on a regression)
     #[arg(long)]
     pub fail_on_change: bool,
-    /// Text: one line per probe and profile and the summary table, without the unified diffs
+    /// Leave out each changed probe's figures and unified diffs (the summary table and the
+    /// expectation flips stay)
     #[arg(long)]
     pub summary: bool,
-    /// Output format: text (the terminal), md (a pull request or CI step summary), json
-    /// (tools; schema in docs/diff.schema.json), html (one self-contained page)
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub format: OutputFormat,
-    /// Write the output to FILE instead of stdout
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Install a missing toolchain (`rustup toolchain install <tc> --profile minimal`) and each
-    /// profile's missing rustup target, one rustup call at a time, as `history --install` does
-    #[arg(long)]
-    pub install: bool,
-    /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
-    #[arg(long, value_name = "DIR")]
-    pub target_root: Option<PathBuf>,
 }
 
 /// The whole comparison: what `--format json` writes.
@@ -593,44 +582,24 @@ fn json_schema() -> String {
 /// Builds both toolchains, compares, prints; exit 1 on a regression (or a
 /// change with `--fail-on-change`), 3 when a build failed.
 pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.profiles)?;
-    if args.install {
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.target.profiles)?;
+    if args.target.install {
         super::history::ensure_toolchains(ui, &[args.from.clone(), args.to.clone()], true)?;
     }
-    let shared = BuildArgs {
-        profiles: args.profiles.clone(),
-        toolchain: None,
-        install: args.install,
-        backend: Backend::Builtin,
-        target_root: args.target_root.clone(),
-    };
     let jobs = [
-        session::options(&shared, Some(args.from.clone()), args.install),
-        session::options(&shared, Some(args.to.clone()), args.install),
+        args.target.options(Some(args.from.clone())),
+        args.target.options(Some(args.to.clone())),
     ];
     let mut builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
     let to = builds.pop().expect("two toolchains");
     let from = builds.pop().expect("two toolchains");
     let r = compare(&profiles, &from, &to);
-    let text = match args.format {
-        OutputFormat::Json => render_json(&r),
-        format => render::render(
-            &document(&r, args.summary),
-            format,
-            ui.colors() && args.out.is_none(),
-        ),
-    };
-    match &args.out {
-        Some(path) => {
-            std::fs::write(path, &text).map_err(|e| {
-                CliError::environment(format!("cannot write {}: {e}", path.display()))
-            })?;
-            if !ui.quiet {
-                outln!("wrote {}", path.display());
-                outln!("{}", totals_line(&r));
-            }
-        }
-        None => out!("{text}"),
+    let text = args
+        .output
+        .render(ui, || document(&r, args.summary), || render_json(&r));
+    args.output.write(ui, &text)?;
+    if args.output.out.is_some() && !ui.quiet {
+        outln!("{}", totals_line(&r));
     }
     from.report_failures(ui);
     to.report_failures(ui);

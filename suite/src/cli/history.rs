@@ -12,7 +12,6 @@
 //! documented in `docs/history-json.md`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use allocasm_suite::codegen::Profile;
@@ -23,10 +22,10 @@ use allocasm_suite::toolchain::{self, RustcVersion};
 use clap::Args;
 use serde::Serialize;
 
-use allocasm_suite::render::{self, Align, Block, Doc, Mark, OutputFormat, Text};
+use allocasm_suite::render::{self, Align, Block, Doc, Mark, Text};
 
 use super::session::{self, build_error_message};
-use super::{Backend, CliError, Status, Ui};
+use super::{Backend, CliError, OutputArgs, Status, TargetArgs, Ui};
 
 /// `history` arguments.
 #[derive(Debug, Args)]
@@ -41,22 +40,12 @@ pub struct HistoryArgs {
         num_args = 1..
     )]
     pub toolchains: Vec<String>,
-    /// Profile to build (a targets/*.toml name); repeat or separate with commas. Default: all
-    #[arg(short, long = "profile", value_name = "P", value_delimiter = ',')]
-    pub profiles: Vec<String>,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub format: OutputFormat,
-    /// Write the table(s) to this file instead of stdout (text without colour)
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Install missing toolchains (`rustup toolchain install <tc> --profile minimal`) and rustup
-    /// targets, one rustup call at a time
-    #[arg(long)]
-    pub install: bool,
-    /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
-    #[arg(long, value_name = "DIR")]
-    pub target_root: Option<PathBuf>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: OutputArgs,
 }
 
 /// Whether a build error means the toolchain has no standard library for
@@ -397,7 +386,7 @@ pub fn ensure_toolchains(ui: &Ui, toolchains: &[String], install: bool) -> Resul
 /// Builds every profile with every toolchain and prints the tables; exit 3
 /// when nothing built.
 pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.profiles)?;
+    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.target.profiles)?;
     let mut toolchains: Vec<String> = Vec::new();
     for tc in &args.toolchains {
         let tc = tc.trim();
@@ -411,12 +400,12 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
         }
         toolchains.push(tc.to_string());
     }
-    ensure_toolchains(ui, &toolchains, args.install)?;
+    ensure_toolchains(ui, &toolchains, args.target.install)?;
     let started = Instant::now();
     // Targets first, one (toolchain, triple) and one rustup call at a time; a
     // failure belongs to that toolchain's column of those profiles only.
     let mut target_errors: BTreeMap<(usize, String), BuildError> = BTreeMap::new();
-    if args.install {
+    if args.target.install {
         for (i, tc) in toolchains.iter().enumerate() {
             let mut seen = std::collections::BTreeSet::new();
             for p in &profiles {
@@ -436,7 +425,7 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
     }
     let jobs: Vec<BuildOptions> = toolchains
         .iter()
-        .map(|tc| session::build_options(Some(tc.clone()), args.target_root.as_ref(), false))
+        .map(|tc| session::build_options(Some(tc.clone()), args.target.target_root.as_ref(), false))
         .collect();
     let builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
     let mut infos = Vec::new();
@@ -466,23 +455,10 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
         profiles.len(),
         started.elapsed().as_secs_f64()
     ));
-    let rendered = match args.format {
-        OutputFormat::Json => json(&history),
-        format => render::render(
-            &document(&history),
-            format,
-            ui.colors() && args.out.is_none(),
-        ),
-    };
-    match &args.out {
-        Some(path) => {
-            std::fs::write(path, &rendered).map_err(|e| {
-                CliError::environment(format!("cannot write {}: {e}", path.display()))
-            })?;
-            ui.note(&format!("wrote {}", path.display()));
-        }
-        None => out!("{rendered}"),
-    }
+    let rendered = args
+        .output
+        .render(ui, || document(&history), || json(&history));
+    args.output.write(ui, &rendered)?;
     if history.all_failed() {
         return Err(CliError::environment(
             "no profile built with any toolchain (reasons under each table; --verbose prints \
@@ -546,6 +522,7 @@ fn table(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn tc(name: &str, llvm: &str) -> ToolchainInfo {
         ToolchainInfo {

@@ -23,7 +23,9 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
+use allocasm_suite::codegen;
 use allocasm_suite::codegen::project::{self, Project};
+use allocasm_suite::render::{self, Doc, OutputFormat};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use ui::Ui;
@@ -183,24 +185,83 @@ pub enum Command {
     HelpMarkdown(reference::ReferenceArgs),
 }
 
-/// Options shared by the commands that build profiles.
+/// Which profiles to build and where: flattened into every command that
+/// builds profiles ([`BuildArgs`], `diff`, `history`).
 #[derive(Debug, Clone, Args)]
-pub struct BuildArgs {
+pub struct TargetArgs {
     /// Profile to build (a targets/*.toml name); repeat or separate with commas. Default: all
     #[arg(short, long = "profile", value_name = "P", value_delimiter = ',')]
     pub profiles: Vec<String>,
-    /// rustup toolchain to build with (default: the one rust-toolchain.toml pins)
-    #[arg(long, value_name = "TOOLCHAIN")]
-    pub toolchain: Option<String>,
-    /// Run `rustup target add` for a profile whose target is not installed
+    /// Install what a build lacks, one rustup call at a time: each profile's rustup target
+    /// (`rustup target add`) and, for diff and history, a toolchain they name
+    /// (`rustup toolchain install <tc> --profile minimal`)
     #[arg(long)]
     pub install: bool,
-    /// How listings are extracted from the compiler's output
-    #[arg(long, value_enum, default_value_t = Backend::Builtin)]
-    pub backend: Backend,
     /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
     #[arg(long, value_name = "DIR")]
     pub target_root: Option<PathBuf>,
+}
+
+impl TargetArgs {
+    /// Build options for `toolchain` (`None`: the one rustup selects).
+    pub fn options(&self, toolchain: Option<String>) -> codegen::build::BuildOptions {
+        session::build_options(toolchain, self.target_root.as_ref(), self.install)
+    }
+}
+
+/// How a view is written: flattened into `diff`, `history` and `bisect`.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Output format (json: the command's schema, see docs/)
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// Write the output to this FILE instead of stdout (text without colour)
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// `doc` rendered in the asked format (`json` for JSON), coloured on a
+    /// terminal.
+    pub fn render(
+        &self,
+        ui: &Ui,
+        doc: impl FnOnce() -> Doc,
+        json: impl FnOnce() -> String,
+    ) -> String {
+        match self.format {
+            OutputFormat::Json => json(),
+            format => render::render(&doc(), format, ui.colors() && self.out.is_none()),
+        }
+    }
+
+    /// Writes `text` to `--out` (saying so unless quiet) or to stdout.
+    pub fn write(&self, ui: &Ui, text: &str) -> Result<(), CliError> {
+        match &self.out {
+            Some(path) => {
+                std::fs::write(path, text).map_err(|e| {
+                    CliError::environment(format!("cannot write {}: {e}", path.display()))
+                })?;
+                ui.note(&format!("wrote {}", path.display()));
+            }
+            None => out!("{text}"),
+        }
+        Ok(())
+    }
+}
+
+/// Options shared by the commands that build profiles with one toolchain.
+#[derive(Debug, Clone, Args)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub target: TargetArgs,
+    /// rustup toolchain to build with (default: the one rust-toolchain.toml pins)
+    #[arg(long, value_name = "TOOLCHAIN")]
+    pub toolchain: Option<String>,
+    /// How listings are extracted from the compiler's output
+    #[arg(long, value_enum, default_value_t = Backend::Builtin)]
+    pub backend: Backend,
 }
 
 /// `--backend`.

@@ -57,7 +57,8 @@ pub struct ReportArgs {
 /// a supplement (`allocasm show --linked` and the test suite treat it as an
 /// error).
 pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
+    let profiles =
+        session::select_profiles(session::load_profiles(ui)?, &args.build.target.profiles)?;
     // The README's main command must work on a fresh machine where
     // RUSTUP_AUTO_INSTALL=0: `report` installs missing targets itself.
     let install = !args.no_install;
@@ -68,7 +69,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     // (`linked_probes`, `probe_driver`); another project's report has the
     // listings, their hot paths and llvm-mca's predictions.
     let with_linked = !args.no_linked && project::current().is_allocasm();
-    let opts = session::options(&args.build, args.build.toolchain.clone(), install);
+    let opts = session::options(&args.build.target, args.build.toolchain.clone(), install);
     let builds = session::build_all_with(
         ui,
         &profiles,

@@ -14,7 +14,7 @@ use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{self, AsmOutput, ProbeListings, Profile};
 
 use super::ui::Progress;
-use super::{Backend, BuildArgs, CliError, Ui, show_asm};
+use super::{Backend, CliError, TargetArgs, Ui, show_asm};
 
 /// One profile, built, with every probe extracted.
 pub struct Built {
@@ -289,7 +289,7 @@ fn or_list(names: &[&str]) -> String {
 }
 
 /// Build options from the shared arguments.
-pub fn options(args: &BuildArgs, toolchain: Option<String>, install: bool) -> BuildOptions {
+pub fn options(args: &TargetArgs, toolchain: Option<String>, install: bool) -> BuildOptions {
     build_options(toolchain, args.target_root.as_ref(), install)
 }
 

@@ -135,11 +135,12 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
             "--linked shows allocasm's own linked examples; this project has none".to_string(),
         ));
     }
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
+    let profiles =
+        session::select_profiles(session::load_profiles(ui)?, &args.build.target.profiles)?;
     let opts = session::options(
-        &args.build,
+        &args.build.target,
         args.build.toolchain.clone(),
-        args.build.install,
+        args.build.target.install,
     );
     let builds = session::build_all_with(ui, &profiles, &[opts], args.build.backend, args.linked)?
         .pop()

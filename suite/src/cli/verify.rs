@@ -31,11 +31,12 @@ fn instructions(b: &Built, probe: &str) -> Option<String> {
 
 /// Runs both backends and compares; exit 1 on any disagreement.
 pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
+    let profiles =
+        session::select_profiles(session::load_profiles(ui)?, &args.build.target.profiles)?;
     let opts = session::options(
-        &args.build,
+        &args.build.target,
         args.build.toolchain.clone(),
-        args.build.install,
+        args.build.target.install,
     );
     // The built-in extractor on a build with cargo-show-asm's flags, in its
     // own target dirs.

@@ -23,21 +23,8 @@ use super::{
 /// `report.html`.
 pub struct Html;
 
-/// Escapes text for HTML content and attributes.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for HTML content and attributes (the renderers' escape).
+pub use allocasm_suite::render::html::escape;
 
 /// The profiles shown side by side before the reader chooses: these two
 /// when the report has them, else its first two.

@@ -71,10 +71,14 @@ fn subcommands(help: &str) -> Vec<String> {
 }
 
 fn reference_section() -> String {
-    let readme = std::fs::read_to_string(allocasm_suite::codegen::manifest_dir().join("docs/cli.md"))
-        .expect("read docs/cli.md");
+    let readme =
+        std::fs::read_to_string(allocasm_suite::codegen::manifest_dir().join("docs/cli.md"))
+            .expect("read docs/cli.md");
     let start = "<!-- cli-reference:start -->\n";
-    let a = readme.find(start).expect("docs/cli.md has the start marker") + start.len();
+    let a = readme
+        .find(start)
+        .expect("docs/cli.md has the start marker")
+        + start.len();
     let b = readme
         .find("<!-- cli-reference:end -->")
         .expect("docs/cli.md has the end marker");
