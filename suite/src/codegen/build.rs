@@ -353,7 +353,7 @@ pub fn target_dir(opts: &BuildOptions, toolchain: &str, profile: &Profile) -> Pa
 
 /// Environment variables that would change the build behind the profile's
 /// back, removed from the child's environment.
-pub(crate) const SCRUBBED_ENV: &[&str] = &[
+pub const SCRUBBED_ENV: &[&str] = &[
     "RUSTFLAGS",
     "CARGO_ENCODED_RUSTFLAGS",
     "CARGO_BUILD_RUSTFLAGS",
