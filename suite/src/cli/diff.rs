@@ -92,13 +92,58 @@ pub struct ProfileDiff {
     pub profile: String,
     /// Its target triple.
     pub triple: String,
-    /// `compared`, `not-available` (a toolchain has no rust-std for the
-    /// target) or `failed` (a build failed).
-    pub status: String,
+    /// Whether it was compared, and if not, why.
+    pub status: ProfileStatus,
     /// Why it was not compared.
     pub reason: Option<String>,
     /// One per probe of the registry (empty unless compared).
     pub probes: Vec<ProbeDiff>,
+}
+
+/// Whether a profile was compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProfileStatus {
+    /// Both toolchains built it.
+    Compared,
+    /// A toolchain has no rust-std for the target.
+    NotAvailable,
+    /// A build failed.
+    Failed,
+}
+
+impl ProfileStatus {
+    /// The JSON name (`not-available`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileStatus::Compared => "compared",
+            ProfileStatus::NotAvailable => "not-available",
+            ProfileStatus::Failed => "failed",
+        }
+    }
+}
+
+/// How one probe's listing moved between the two compilers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeState {
+    /// The normalized listing is the same.
+    Unchanged,
+    /// The normalized listing differs.
+    Changed,
+    /// An expectation that held fails, or the probe is gone.
+    Regression,
+}
+
+impl ProbeState {
+    /// The JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeState::Unchanged => "unchanged",
+            ProbeState::Changed => "changed",
+            ProbeState::Regression => "regression",
+        }
+    }
 }
 
 /// One probe on one profile under both compilers.
@@ -106,9 +151,8 @@ pub struct ProfileDiff {
 pub struct ProbeDiff {
     /// The probe's symbol.
     pub probe: String,
-    /// `unchanged`, `changed` (the normalized listing differs) or
-    /// `regression` (an expectation that held fails, or the probe is gone).
-    pub state: String,
+    /// How the probe's listing moved.
+    pub state: ProbeState,
     /// Whether the hot path's lines differ.
     pub hot_changed: bool,
     /// The figures under the `from` compiler (absent when the probe is missing there).
@@ -214,13 +258,12 @@ pub fn compare_probe(from: &Built, to: &Built, probe: &Probe, names: (&str, &str
     ProbeDiff {
         probe: probe.name.to_string(),
         state: if regression {
-            "regression"
+            ProbeState::Regression
         } else if changed {
-            "changed"
+            ProbeState::Changed
         } else {
-            "unchanged"
-        }
-        .to_string(),
+            ProbeState::Unchanged
+        },
         hot_changed: hta != htb,
         before: ha.as_ref().map(Figures::of),
         after: hb.as_ref().map(Figures::of),
@@ -279,12 +322,12 @@ pub fn compare(
         b.unavailable
             .iter()
             .find(|(p, _)| p.name == name)
-            .map(|(_, e)| ("not-available", e.to_string()))
+            .map(|(_, e)| (ProfileStatus::NotAvailable, e.to_string()))
             .or_else(|| {
                 b.failed
                     .iter()
                     .find(|(p, _)| p.name == name)
-                    .map(|(_, e)| ("failed", session::build_error_message(e)))
+                    .map(|(_, e)| (ProfileStatus::Failed, session::build_error_message(e)))
             })
     };
     let profiles = profiles
@@ -293,7 +336,7 @@ pub fn compare(
             let base = ProfileDiff {
                 profile: p.name.clone(),
                 triple: p.triple.clone(),
-                status: "compared".into(),
+                status: ProfileStatus::Compared,
                 reason: None,
                 probes: Vec::new(),
             };
@@ -304,28 +347,28 @@ pub fn compare(
                         .map(|probe| compare_probe(a, b, probe, names))
                         .collect();
                     for d in &probes {
-                        if d.state == "unchanged" {
+                        if d.state == ProbeState::Unchanged {
                             totals.unchanged += 1;
                         } else {
                             totals.changed += 1;
                         }
-                        totals.regressions += usize::from(d.state == "regression");
+                        totals.regressions += usize::from(d.state == ProbeState::Regression);
                         totals.hot_changed += usize::from(d.hot_changed);
                     }
                     ProfileDiff { probes, ..base }
                 }
                 _ => {
-                    let why: Vec<(&str, String)> =
+                    let why: Vec<(ProfileStatus, String)> =
                         [reason_of(from, &p.name), reason_of(to, &p.name)]
                             .into_iter()
                             .flatten()
                             .collect();
-                    let status = if why.iter().any(|(s, _)| *s == "failed") {
+                    let status = if why.iter().any(|(s, _)| *s == ProfileStatus::Failed) {
                         totals.failed += 1;
-                        "failed"
+                        ProfileStatus::Failed
                     } else {
                         totals.not_available += 1;
-                        "not-available"
+                        ProfileStatus::NotAvailable
                     };
                     let reason = why
                         .into_iter()
@@ -333,7 +376,7 @@ pub fn compare(
                         .collect::<Vec<_>>()
                         .join("; ");
                     ProfileDiff {
-                        status: status.into(),
+                        status,
                         reason: Some(reason),
                         ..base
                     }
@@ -422,7 +465,7 @@ fn totals_line(r: &DiffReport) -> String {
 fn compared(r: &DiffReport) -> Vec<&ProfileDiff> {
     r.profiles
         .iter()
-        .filter(|p| p.status == "compared")
+        .filter(|p| p.status == ProfileStatus::Compared)
         .collect()
 }
 
@@ -466,16 +509,16 @@ pub fn document(r: &DiffReport, summary: bool) -> Doc {
     let skipped: Vec<Text> = r
         .profiles
         .iter()
-        .filter(|p| p.status != "compared")
+        .filter(|p| p.status != ProfileStatus::Compared)
         .map(|p| {
-            let mark = if p.status == "failed" {
+            let mark = if p.status == ProfileStatus::Failed {
                 Mark::Bad
             } else {
                 Mark::Changed
             };
             Text::marked(Mark::Strong, &p.profile)
                 .then(" ")
-                .with(mark, format!("{}:", p.status))
+                .with(mark, format!("{}:", p.status.name()))
                 .then(format!(" {}", p.reason.as_deref().unwrap_or("")))
         })
         .collect();
@@ -504,8 +547,8 @@ pub fn document(r: &DiffReport, summary: bool) -> Doc {
         .push(Block::Table(render::Table { columns, rows }));
     }
     for p in compared(r) {
-        for d in p.probes.iter().filter(|d| d.state != "unchanged") {
-            let state = if d.state == "regression" {
+        for d in p.probes.iter().filter(|d| d.state != ProbeState::Unchanged) {
+            let state = if d.state == ProbeState::Regression {
                 Mark::Bad
             } else {
                 Mark::Changed
@@ -558,7 +601,7 @@ pub fn document(r: &DiffReport, summary: bool) -> Doc {
             doc.push(Block::Details {
                 summary: Text::code(&d.probe)
                     .then(format!(" on {}: ", p.profile))
-                    .with(state, &d.state)
+                    .with(state, d.state.name())
                     .then(format!(" (hot path {})", delta_cell(d))),
                 blocks,
             });
@@ -635,7 +678,7 @@ mod tests {
     fn probe_diff(before: Option<usize>, after: Option<usize>, hot_changed: bool) -> ProbeDiff {
         ProbeDiff {
             probe: "probe_x".into(),
-            state: "changed".into(),
+            state: ProbeState::Changed,
             hot_changed,
             before: before.map(figures),
             after: after.map(figures),
