@@ -154,6 +154,47 @@ impl Row {
     }
 }
 
+/// Why a toolchain's column of a table is empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// `NotAvailable` or `Failed`.
+    pub status: ColumnStatus,
+    /// The reason shown under the table.
+    pub reason: String,
+}
+
+impl Failure {
+    /// From the build's error (`None`: the profile was not built at all).
+    pub fn of(e: Option<&BuildError>) -> Failure {
+        match e {
+            Some(e) => Failure {
+                status: if e.is_not_available() {
+                    ColumnStatus::NotAvailable
+                } else {
+                    ColumnStatus::Failed
+                },
+                reason: failure_reason(e),
+            },
+            None => Failure {
+                status: ColumnStatus::Failed,
+                reason: "not built".to_string(),
+            },
+        }
+    }
+}
+
+/// A column's status in the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ColumnStatus {
+    /// The profile built with this toolchain.
+    Built,
+    /// The toolchain has no standard library for the target.
+    NotAvailable,
+    /// The build failed.
+    Failed,
+}
+
 /// One profile's table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Table {
@@ -162,7 +203,7 @@ pub struct Table {
     /// Its triple.
     pub triple: String,
     /// Per toolchain: why the profile did not build (`None`: it built).
-    pub failures: Vec<Option<String>>,
+    pub failures: Vec<Option<Failure>>,
     /// One row per probe, registry order.
     pub rows: Vec<Row>,
 }
@@ -246,7 +287,7 @@ pub fn document(h: &History) -> Doc {
             .iter()
             .zip(&table.failures)
             .filter_map(|(t, f)| {
-                let reason = f.as_ref()?;
+                let reason = &f.as_ref()?.reason;
                 Some(
                     Text::plain("n/a ")
                         .with(Mark::Code, &t.toolchain)
@@ -280,7 +321,7 @@ struct JsonProfile<'a> {
 #[derive(Serialize)]
 struct JsonColumn<'a> {
     toolchain: &'a str,
-    status: &'static str,
+    status: ColumnStatus,
     reason: Option<&'a str>,
 }
 
@@ -315,12 +356,8 @@ pub fn json(h: &History) -> String {
                     .zip(&t.failures)
                     .map(|(tc, f)| JsonColumn {
                         toolchain: &tc.toolchain,
-                        status: match f {
-                            None => "built",
-                            Some(r) if r.starts_with("not available") => "not-available",
-                            Some(_) => "failed",
-                        },
-                        reason: f.as_deref(),
+                        status: f.as_ref().map_or(ColumnStatus::Built, |f| f.status),
+                        reason: f.as_ref().map(|f| f.reason.as_str()),
                     })
                     .collect(),
                 rows: t
@@ -488,9 +525,7 @@ fn table(
                         .find(|(p, _)| p.name == profile.name)
                         .map(|(_, e)| e)
                 });
-                failures.push(Some(
-                    error.map_or_else(|| "not built".to_string(), failure_reason),
-                ));
+                failures.push(Some(Failure::of(error)));
                 columns.push(None);
             }
         }
@@ -543,7 +578,14 @@ mod tests {
             tables: vec![Table {
                 profile: "x86_64-linux".into(),
                 triple: "x86_64-unknown-linux-gnu".into(),
-                failures: vec![None, Some("not available: no rust-std".into()), None],
+                failures: vec![
+                    None,
+                    Some(Failure {
+                        status: ColumnStatus::NotAvailable,
+                        reason: "not available: no rust-std".into(),
+                    }),
+                    None,
+                ],
                 rows: vec![
                     Row {
                         probe: "probe_same".into(),
@@ -600,7 +642,10 @@ mod tests {
         let doc = document(&h);
         insta::assert_snapshot!("history_text", render::text::render(&doc, false));
         insta::assert_snapshot!("history_md", render::markdown::render(&doc));
-        h.tables[0].failures[1] = Some("build failed: error<&>".into());
+        h.tables[0].failures[1] = Some(Failure {
+            status: ColumnStatus::Failed,
+            reason: "build failed: error<&>".into(),
+        });
         let html = render::html::render(&document(&h));
         assert!(html.contains("build failed: error&lt;&amp;&gt;"), "{html}");
         assert!(!html.contains("error<&>"), "{html}");
