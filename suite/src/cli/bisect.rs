@@ -35,6 +35,7 @@ use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::{self, Profile};
 use allocasm_suite::render::{Block, Doc, Mark, Text};
 use clap::Args;
+use schemars::JsonSchema;
 use serde::Serialize;
 use similar::TextDiff;
 
@@ -566,29 +567,50 @@ fn describe(s: &Sampled, o: Outcome) -> String {
     }
 }
 
-#[derive(Serialize)]
+/// A toolchain in the JSON; each field but the name null when it did not
+/// build.
+#[derive(Serialize, JsonSchema)]
 struct JsonToolchain {
+    /// The rustup name.
     toolchain: String,
+    /// `rustc -vV`'s first line.
     release: Option<String>,
+    /// `rustc -vV`'s `commit-hash:`.
     commit_hash: Option<String>,
+    /// `rustc -vV`'s `commit-date:`.
     commit_date: Option<String>,
+    /// The compared text's instruction count (null: the probe is missing).
     instructions: Option<usize>,
 }
 
-#[derive(Serialize)]
+/// `bisect --format json` (`allocasm-bisect/1`; docs/history-json.md).
+#[derive(Serialize, JsonSchema)]
 struct JsonBisect {
+    /// `allocasm-bisect/1`.
     schema: &'static str,
+    /// The probe bisected.
     probe: String,
+    /// The profile it was built for.
     profile: String,
+    /// `hot-path` or (`--whole`) `whole`.
     compared: &'static str,
+    /// `found` (exit 0) or `no-change` (exit 1).
     status: &'static str,
+    /// The good toolchain as given.
     good: JsonToolchain,
+    /// The bad toolchain as given.
     bad: JsonToolchain,
+    /// The consecutive releases where the text changes.
     releases: Option<[String; 2]>,
+    /// The first and last nightly of the window searched.
     window: Option<[String; 2]>,
+    /// The answer's good side (null with `no-change`).
     last_unchanged: Option<JsonToolchain>,
+    /// The answer's bad side (null with `no-change`).
     first_changed: Option<JsonToolchain>,
+    /// `[toolchain, reason]` of each toolchain skipped, in the order tried.
     skipped: Vec<[String; 2]>,
+    /// The unified diff from `last_unchanged` to `first_changed`.
     diff: Option<String>,
 }
 
@@ -803,6 +825,11 @@ pub fn run(ui: &Ui, args: &BisectArgs) -> Result<Status, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_committed_json_schema_is_the_generated_one() {
+        crate::cli::check_schema::<JsonBisect>("bisect.schema.json");
+    }
 
     /// A fake world: each toolchain's text (by release or nightly date), the
     /// dates rustup has nothing for, and a log of what was asked.

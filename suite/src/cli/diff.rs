@@ -615,13 +615,6 @@ pub fn render_json(r: &DiffReport) -> String {
     serde_json::to_string_pretty(r).expect("a diff report serializes") + "\n"
 }
 
-/// The JSON Schema of [`DiffReport`], as `docs/diff.schema.json` holds it.
-#[cfg(test)]
-fn json_schema() -> String {
-    serde_json::to_string_pretty(&schemars::schema_for!(DiffReport)).expect("a schema serializes")
-        + "\n"
-}
-
 /// Builds both toolchains, compares, prints; exit 1 on a regression (or a
 /// change with `--fail-on-change`), 3 when a build failed.
 pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
@@ -737,16 +730,6 @@ mod tests {
 
     #[test]
     fn the_committed_json_schema_is_the_generated_one() {
-        let path = allocasm_suite::codegen::manifest_dir().join("docs/diff.schema.json");
-        let generated = json_schema();
-        if std::env::var_os("ALLOCASM_UPDATE_SCHEMA").is_some() {
-            std::fs::write(&path, &generated).unwrap();
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == generated,
-            "docs/diff.schema.json is not DiffReport's schema: run \
-             `ALLOCASM_UPDATE_SCHEMA=1 cargo test -p allocasm-suite --bin allocasm schema`"
-        );
+        crate::cli::check_schema::<DiffReport>("diff.schema.json");
     }
 }

@@ -20,6 +20,7 @@ use allocasm_suite::codegen::project::probes;
 pub use allocasm_suite::toolchain::install_line;
 use allocasm_suite::toolchain::{self, RustcVersion};
 use clap::Args;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use allocasm_suite::render::{self, Align, Block, Doc, Mark, Text};
@@ -96,7 +97,7 @@ pub fn is_installed(tc: &str) -> Result<bool, CliError> {
 }
 
 /// One toolchain's column header.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ToolchainInfo {
     /// The rustup toolchain (`1.95.0`, `nightly`).
     pub toolchain: String,
@@ -184,7 +185,7 @@ impl Failure {
 }
 
 /// A column's status in the JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ColumnStatus {
     /// The profile built with this toolchain.
@@ -302,39 +303,60 @@ pub fn document(h: &History) -> Doc {
     doc
 }
 
-#[derive(Serialize)]
+/// `history --format json` (`allocasm-history/1`; docs/history-json.md).
+#[derive(Serialize, JsonSchema)]
 struct JsonHistory<'a> {
+    /// `allocasm-history/1`.
     schema: &'static str,
+    /// `allocasm <crate version>`.
     generator: String,
+    /// The columns, in the order of `--toolchains`.
     toolchains: &'a [ToolchainInfo],
+    /// One table per profile asked for, in `targets/` order.
     profiles: Vec<JsonProfile<'a>>,
 }
 
-#[derive(Serialize)]
+/// One profile's table.
+#[derive(Serialize, JsonSchema)]
 struct JsonProfile<'a> {
+    /// The profile (`targets/<name>.toml`).
     name: &'a str,
+    /// Its target triple.
     triple: &'a str,
+    /// `toolchains[i]` on this profile.
     columns: Vec<JsonColumn<'a>>,
+    /// One per probe of the registry, registry order.
     rows: Vec<JsonRow<'a>>,
 }
 
-#[derive(Serialize)]
+/// One toolchain on one profile.
+#[derive(Serialize, JsonSchema)]
 struct JsonColumn<'a> {
+    /// The rustup toolchain.
     toolchain: &'a str,
+    /// Whether the profile built with it.
     status: ColumnStatus,
+    /// Null when built; else the reason printed under the text table.
     reason: Option<&'a str>,
 }
 
-#[derive(Serialize)]
+/// One probe's row.
+#[derive(Serialize, JsonSchema)]
 struct JsonRow<'a> {
+    /// The probe's symbol.
     probe: &'a str,
+    /// One per toolchain.
     cells: Vec<JsonCell>,
 }
 
-#[derive(Serialize)]
+/// The probe under one toolchain.
+#[derive(Serialize, JsonSchema)]
 struct JsonCell {
+    /// `found`, `missing` (the build has no such function) or `not-built`.
     status: &'static str,
+    /// The hot path's instruction count; null unless found.
     instructions: Option<usize>,
+    /// It differs from the nearest built cell to its left.
     changed: bool,
 }
 
@@ -649,6 +671,11 @@ mod tests {
         let html = render::html::render(&document(&h));
         assert!(html.contains("build failed: error&lt;&amp;&gt;"), "{html}");
         assert!(!html.contains("error<&>"), "{html}");
+    }
+
+    #[test]
+    fn the_committed_json_schema_is_the_generated_one() {
+        crate::cli::check_schema::<JsonHistory<'static>>("history.schema.json");
     }
 
     #[test]

@@ -402,3 +402,23 @@ where
         Command::HelpMarkdown(_) => unreachable!("handled before the project is found"),
     }
 }
+
+/// Fails unless `docs/<file>` is `T`'s JSON Schema as schemars generates
+/// it; `ALLOCASM_UPDATE_SCHEMA=1` rewrites the file first.
+#[cfg(test)]
+pub(crate) fn check_schema<T: schemars::JsonSchema>(file: &str) {
+    let path = codegen::manifest_dir().join("docs").join(file);
+    let generated = serde_json::to_string_pretty(&schemars::schema_for!(T))
+        .expect("a schema serializes")
+        + "\n";
+    if std::env::var_os("ALLOCASM_UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, &generated).expect("write the schema");
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "docs/{file} is not {}'s schema: run \
+         `ALLOCASM_UPDATE_SCHEMA=1 cargo test -p allocasm-suite --bin allocasm schema`",
+        std::any::type_name::<T>()
+    );
+}

@@ -139,11 +139,11 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         .map_err(|e| CliError::environment(format!("cannot create {}: {e}", args.out.display())))?;
     for name in &args.format {
         let format = report::format(name).expect("clap checked the format name");
-        let path = args.out.join(format.file_name());
-        std::fs::write(&path, format.render(&report))
+        let path = args.out.join(format.file_name);
+        std::fs::write(&path, (format.render)(&report))
             .map_err(|e| CliError::environment(format!("cannot write {}: {e}", path.display())))?;
         if !ui.quiet {
-            outln!("wrote {} ({})", path.display(), format.name());
+            outln!("wrote {} ({})", path.display(), format.name);
         }
     }
     builds.report_failures(ui);
