@@ -5,6 +5,7 @@
 //! probes, drives the builds (with a progress bar) and prints.
 
 mod bisect;
+mod cargo_show_asm;
 mod check;
 mod diff;
 mod history;
@@ -14,7 +15,6 @@ mod reference;
 mod report_cmd;
 mod session;
 mod show;
-mod show_asm;
 mod snapshot;
 mod ui;
 mod verify;

@@ -14,7 +14,7 @@ use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{self, AsmOutput, ProbeListings, Profile};
 
 use super::ui::Progress;
-use super::{Backend, CliError, TargetArgs, Ui, show_asm};
+use super::{Backend, CliError, TargetArgs, Ui, cargo_show_asm};
 
 /// One profile, built, with every probe extracted.
 pub struct Built {
@@ -379,10 +379,12 @@ pub fn build_all_with(
                         .map(|r| r.map(|o| (o, None)))
                         .collect(),
                     Backend::CargoShowAsm => {
-                        show_asm::build_profiles(profiles, opts, probes(), &|e| on_event(tc, e))
-                            .into_iter()
-                            .map(|r| r.map(|(o, l)| (o, Some(l))))
-                            .collect()
+                        cargo_show_asm::build_profiles(profiles, opts, probes(), &|e| {
+                            on_event(tc, e)
+                        })
+                        .into_iter()
+                        .map(|r| r.map(|(o, l)| (o, Some(l))))
+                        .collect()
                     }
                 })
             })
