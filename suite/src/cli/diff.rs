@@ -618,7 +618,7 @@ pub fn render_json(r: &DiffReport) -> String {
 /// Builds both toolchains, compares, prints; exit 1 on a regression (or a
 /// change with `--fail-on-change`), 3 when a build failed.
 pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.target.profiles)?;
+    let profiles = args.target.profiles(ui)?;
     if args.target.install {
         super::history::ensure_toolchains(ui, &[args.from.clone(), args.to.clone()], true)?;
     }

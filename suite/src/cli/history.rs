@@ -445,7 +445,7 @@ pub fn ensure_toolchains(ui: &Ui, toolchains: &[String], install: bool) -> Resul
 /// Builds every profile with every toolchain and prints the tables; exit 3
 /// when nothing built.
 pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.target.profiles)?;
+    let profiles = args.target.profiles(ui)?;
     let mut toolchains: Vec<String> = Vec::new();
     for tc in &args.toolchains {
         let tc = tc.trim();

@@ -203,6 +203,11 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
+    /// The selected profiles (all by default), loaded and checked once.
+    pub fn profiles(&self, ui: &Ui) -> Result<Vec<codegen::Profile>, CliError> {
+        session::select_profiles(session::load_profiles(ui)?, &self.profiles)
+    }
+
     /// Build options for `toolchain` (`None`: the one rustup selects).
     pub fn options(&self, toolchain: Option<String>) -> codegen::build::BuildOptions {
         session::build_options(toolchain, self.target_root.as_ref(), self.install)
@@ -247,6 +252,13 @@ impl OutputArgs {
             None => out!("{text}"),
         }
         Ok(())
+    }
+}
+
+impl BuildArgs {
+    /// Build options for `--toolchain`.
+    pub fn options(&self) -> codegen::build::BuildOptions {
+        self.target.options(self.toolchain.clone())
     }
 }
 

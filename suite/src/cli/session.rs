@@ -14,7 +14,7 @@ use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{self, AsmOutput, ProbeListings, Profile};
 
 use super::ui::Progress;
-use super::{Backend, CliError, TargetArgs, Ui, cargo_show_asm};
+use super::{Backend, CliError, Ui, cargo_show_asm};
 
 /// One profile, built, with every probe extracted.
 pub struct Built {
@@ -286,11 +286,6 @@ fn or_list(names: &[&str]) -> String {
         1 => quoted[0].clone(),
         n => format!("{} or {}", quoted[..n - 1].join(", "), quoted[n - 1]),
     }
-}
-
-/// Build options from the shared arguments.
-pub fn options(args: &TargetArgs, toolchain: Option<String>, install: bool) -> BuildOptions {
-    build_options(toolchain, args.target_root.as_ref(), install)
 }
 
 /// Build options for this crate: `toolchain`, the target root

@@ -31,13 +31,8 @@ fn instructions(b: &Built, probe: &str) -> Option<String> {
 
 /// Runs both backends and compares; exit 1 on any disagreement.
 pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
-    let profiles =
-        session::select_profiles(session::load_profiles(ui)?, &args.build.target.profiles)?;
-    let opts = session::options(
-        &args.build.target,
-        args.build.toolchain.clone(),
-        args.build.target.install,
-    );
+    let profiles = args.build.target.profiles(ui)?;
+    let opts = args.build.options();
     // The built-in extractor on a build with cargo-show-asm's flags, in its
     // own target dirs.
     let with_flags = |flags: &[&str], dir: &str| {
