@@ -58,7 +58,7 @@ pub fn markdown() -> String {
     s
 }
 
-/// Help text as it goes into the README: trailing spaces trimmed (so an
+/// Help text as it goes into docs/cli.md: trailing spaces trimmed (so an
 /// editor that strips them keeps the section equal), no final newline.
 pub fn tidy(text: &str) -> String {
     text.trim_end()
