@@ -33,6 +33,8 @@ use std::path::PathBuf;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::{self, Profile};
+#[cfg(test)]
+use allocasm_suite::render;
 use allocasm_suite::render::{Block, Doc, Mark, Text};
 use clap::Args;
 use schemars::JsonSchema;
@@ -829,6 +831,66 @@ mod tests {
     #[test]
     fn the_committed_json_schema_is_the_generated_one() {
         crate::cli::check_schema::<JsonBisect>("bisect.schema.json");
+    }
+
+    /// The found change as a document, in text and HTML: the two ends, the
+    /// window, a skipped nightly, the compare link and the diff.
+    #[test]
+    fn the_document_says_what_was_found_in_every_format() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: BisectArgs,
+        }
+        let argv = ["allocasm", "probe_x", "-p", "x86_64-linux", "--good"];
+        let argv = [
+            &argv[..],
+            &["nightly-2026-06-01", "--bad", "nightly-2026-06-09"],
+        ]
+        .concat();
+        let args = <Cli as clap::Parser>::parse_from(argv).args;
+        let sample = |date: &str, text: &str| {
+            Sampled::Built(Sample {
+                text: text.to_string(),
+                instructions: Some(text.lines().count()),
+                rustc_vv: vv(Date::parse(date).unwrap()),
+            })
+        };
+        let cache: BTreeMap<String, Sampled> = [
+            (
+                "nightly-2026-06-01",
+                sample("2026-05-31", "mov rax, rdi\nret\n"),
+            ),
+            (
+                "nightly-2026-06-04",
+                sample("2026-06-03", "mov rax, rdi\nret\n"),
+            ),
+            (
+                "nightly-2026-06-05",
+                Sampled::Unavailable("no such toolchain".into()),
+            ),
+            (
+                "nightly-2026-06-06",
+                sample("2026-06-05", "mov rax, rdi\nadd rax, 8\nret\n"),
+            ),
+            (
+                "nightly-2026-06-09",
+                sample("2026-06-08", "mov rax, rdi\nadd rax, 8\nret\n"),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let verdict = Verdict::Found(Found {
+            releases: None,
+            window: Some(("nightly-2026-06-01".into(), "nightly-2026-06-09".into())),
+            last_unchanged: "nightly-2026-06-04".into(),
+            first_changed: "nightly-2026-06-06".into(),
+            skipped: vec![("nightly-2026-06-05".into(), "no such toolchain".into())],
+        });
+        let doc = document(&args, "probe_x", &verdict, &cache);
+        insta::assert_snapshot!("bisect_text", render::text::render(&doc, false));
+        insta::assert_snapshot!("bisect_html", render::html::render(&doc));
     }
 
     /// A fake world: each toolchain's text (by release or nightly date), the
