@@ -288,17 +288,15 @@ pub fn ensure_target_with(
     }
     let mut cmd = Command::new(rustup);
     cmd.args(["target", "add", triple, "--toolchain", toolchain]);
-    progress(BuildEvent::InstallingTarget {
-        profile: profile.to_string(),
-        command: command_line(&cmd),
-    });
-    let out = output_of(&mut cmd);
-    forget_queries();
-    let out = out?;
-    if out.status.success() {
+    let announce = |command| {
+        progress(BuildEvent::InstallingTarget {
+            profile: profile.to_string(),
+            command,
+        })
+    };
+    let Some(stderr) = change(&mut cmd, &announce)? else {
         return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    };
     // rustup rolls back a failed install itself; if the target is listed
     // after all, it is usable.
     if installed(rustup)? == Some(true) {
@@ -439,15 +437,9 @@ pub fn install_toolchain(toolchain: &str, announce: &dyn Fn(String)) -> Result<(
     let _guard = rustup_guard();
     let mut cmd = Command::new("rustup");
     cmd.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
-    announce(command_line(&cmd));
-    let out = output_of(&mut cmd);
-    // The toolchain list changed (or may have, on a failure).
-    forget_queries();
-    let out = out?;
-    if out.status.success() {
+    let Some(stderr) = change(&mut cmd, announce)? else {
         return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    };
     Err(BuildError::InstallFailed {
         command: command_line(&cmd),
         first_error: first_error_line(&stderr),
@@ -464,15 +456,22 @@ pub fn uninstall_toolchain(toolchain: &str, announce: &dyn Fn(String)) -> Result
     let _guard = rustup_guard();
     let mut cmd = Command::new("rustup");
     cmd.args(["toolchain", "uninstall", toolchain]);
-    announce(command_line(&cmd));
-    let out = cmd.output();
-    forget_queries();
-    let out = out.map_err(|e| format!("cannot run rustup: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    match change(&mut cmd, announce) {
+        Ok(None) => Ok(()),
+        Ok(Some(stderr)) => Err(stderr.trim().to_string()),
+        Err(e) => Err(e.to_string()),
     }
+}
+
+/// Runs a rustup command that changes what is installed: announced first,
+/// every remembered query dropped after (the lists changed, or may have on
+/// a failure). `None` when it worked, else rustup's stderr.
+fn change(cmd: &mut Command, announce: &dyn Fn(String)) -> Result<Option<String>, BuildError> {
+    announce(command_line(cmd));
+    let out = output_of(cmd);
+    forget_queries();
+    let out = out?;
+    Ok((!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned()))
 }
 
 /// The line that installs `toolchain`.

@@ -75,7 +75,6 @@ pub struct BisectArgs {
     #[arg(long)]
     pub keep: bool,
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub output: OutputArgs,
     /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
     #[arg(long, value_name = "DIR")]

@@ -45,10 +45,8 @@ pub struct DiffArgs {
     #[arg(long, value_name = "TOOLCHAIN")]
     pub to: String,
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub target: TargetArgs,
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub output: OutputArgs,
     /// Also exit 1 when any listing changed (not only on a regression)
     #[arg(long)]

@@ -42,10 +42,8 @@ pub struct HistoryArgs {
     )]
     pub toolchains: Vec<String>,
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub target: TargetArgs,
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub output: OutputArgs,
 }
 

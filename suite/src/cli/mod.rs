@@ -266,7 +266,6 @@ impl BuildArgs {
 #[derive(Debug, Clone, Args)]
 pub struct BuildArgs {
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub target: TargetArgs,
     /// rustup toolchain to build with (default: the one rust-toolchain.toml pins)
     #[arg(long, value_name = "TOOLCHAIN")]
