@@ -14,4 +14,6 @@
 #![warn(missing_docs)]
 
 pub mod codegen;
+pub mod render;
+pub mod toolchain;
 pub mod tools;

@@ -1,5 +1,7 @@
-//! The `allocasm` command: list, show, check, report and diff the assembly of
-//! every allocator probe (see `allocasm --help` and README.md).
+//! The `allocasm` command: list the probes and profiles; show, snapshot,
+//! check and report the assembly of every allocator probe; diff, history and
+//! bisect it across compilers; verify-extractor against cargo-show-asm (see
+//! `allocasm --help` and docs/cli.md).
 //!
 //! Thin on purpose: the commands live in [`cli`], the output kinds in
 //! [`report`], the pipe-safe output macros in [`out`]; this only maps the

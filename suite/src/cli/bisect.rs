@@ -28,13 +28,16 @@
 //! and uninstalls what it installed unless `--keep`.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::project::probes;
 use allocasm_suite::codegen::{self, Profile};
-use clap::{Args, ValueEnum};
+#[cfg(test)]
+use allocasm_suite::render;
+use allocasm_suite::render::{Block, Doc, Mark, Text};
+use clap::Args;
+use schemars::JsonSchema;
 use serde::Serialize;
 use similar::TextDiff;
 
@@ -42,7 +45,8 @@ use super::history::{
     failure_reason, install_line, install_toolchain, is_installed, unavailable, uninstall_toolchain,
 };
 use super::session;
-use super::{CliError, Status, Ui};
+use super::{CliError, OutputArgs, Status, Ui};
+use allocasm_suite::toolchain::{Date, RustcVersion, nightly_date, release, scheduled_release};
 
 /// `bisect` arguments.
 #[derive(Debug, Args)]
@@ -70,23 +74,11 @@ pub struct BisectArgs {
     /// Keep the toolchains --install installed (default: uninstall each once it is built)
     #[arg(long)]
     pub keep: bool,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = BisectFormat::Text)]
-    pub format: BisectFormat,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
     #[arg(long, value_name = "DIR")]
     pub target_root: Option<PathBuf>,
-}
-
-/// `bisect --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BisectFormat {
-    /// Plain text with a unified diff
-    Text,
-    /// Markdown, the diff in a fenced block
-    Md,
-    /// One JSON document (`allocasm-bisect/1`, see docs/history-json.md)
-    Json,
 }
 
 /// One toolchain's normalized text, as the oracle found it.
@@ -101,16 +93,13 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// A `rustc -vV` field (`commit-hash`, `commit-date`).
-    pub fn field(&self, name: &str) -> Option<&str> {
-        let prefix = format!("{name}: ");
-        self.rustc_vv
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))
+    /// `rustc -vV` of the toolchain, read.
+    pub fn rustc(&self) -> RustcVersion<'_> {
+        RustcVersion::parse(&self.rustc_vv)
     }
 
     fn commit_date(&self) -> Option<Date> {
-        self.field("commit-date").and_then(Date::parse)
+        self.rustc().commit_date()
     }
 }
 
@@ -121,92 +110,6 @@ pub enum Sampled {
     Built(Sample),
     /// No such toolchain, or it does not build: skipped, with why.
     Unavailable(String),
-}
-
-/// A day, as days since 1970-01-01.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Date(i64);
-
-impl Date {
-    /// From year, month (1-12), day.
-    pub fn ymd(y: i64, m: i64, d: i64) -> Date {
-        // Howard Hinnant's days_from_civil.
-        let y = if m <= 2 { y - 1 } else { y };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let mp = (m + 9) % 12;
-        let doy = (153 * mp + 2) / 5 + d - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        Date(era * 146_097 + doe - 719_468)
-    }
-
-    /// `YYYY-MM-DD`.
-    pub fn parse(s: &str) -> Option<Date> {
-        let mut it = s.trim().splitn(3, '-');
-        let y = it.next()?.parse().ok()?;
-        let m: i64 = it.next()?.parse().ok()?;
-        let d: i64 = it.next()?.parse().ok()?;
-        ((1..=12).contains(&m) && (1..=31).contains(&d)).then(|| Date::ymd(y, m, d))
-    }
-
-    /// `days` later (earlier when negative).
-    pub fn add(self, days: i64) -> Date {
-        Date(self.0 + days)
-    }
-
-    fn civil(self) -> (i64, i64, i64) {
-        let z = self.0 + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        (
-            if m <= 2 {
-                yoe + era * 400 + 1
-            } else {
-                yoe + era * 400
-            },
-            m,
-            d,
-        )
-    }
-
-    /// `nightly-YYYY-MM-DD`.
-    pub fn nightly(self) -> String {
-        format!("nightly-{self}")
-    }
-}
-
-impl std::fmt::Display for Date {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (y, m, d) = self.civil();
-        write!(f, "{y:04}-{m:02}-{d:02}")
-    }
-}
-
-/// `nightly-YYYY-MM-DD` → its date.
-pub fn nightly_date(toolchain: &str) -> Option<Date> {
-    toolchain.strip_prefix("nightly-").and_then(Date::parse)
-}
-
-/// `1.95.0` → `(1, 95, 0)`.
-pub fn release(toolchain: &str) -> Option<(u32, u32, u32)> {
-    let mut it = toolchain.split('.');
-    let v = (
-        it.next()?.parse().ok()?,
-        it.next()?.parse().ok()?,
-        it.next()?.parse().ok()?,
-    );
-    it.next().is_none().then_some(v)
-}
-
-/// The scheduled release date of `1.minor.0`: every six weeks since 1.1.0
-/// (2015-06-25).
-pub fn scheduled_release(minor: u32) -> Date {
-    Date::ymd(2015, 6, 25).add((i64::from(minor) - 1) * 42)
 }
 
 /// What a search compares: a sample against good's.
@@ -665,29 +568,50 @@ fn describe(s: &Sampled, o: Outcome) -> String {
     }
 }
 
-#[derive(Serialize)]
+/// A toolchain in the JSON; each field but the name null when it did not
+/// build.
+#[derive(Serialize, JsonSchema)]
 struct JsonToolchain {
+    /// The rustup name.
     toolchain: String,
+    /// `rustc -vV`'s first line.
     release: Option<String>,
+    /// `rustc -vV`'s `commit-hash:`.
     commit_hash: Option<String>,
+    /// `rustc -vV`'s `commit-date:`.
     commit_date: Option<String>,
+    /// The compared text's instruction count (null: the probe is missing).
     instructions: Option<usize>,
 }
 
-#[derive(Serialize)]
+/// `bisect --format json` (`allocasm-bisect/1`; docs/history-json.md).
+#[derive(Serialize, JsonSchema)]
 struct JsonBisect {
+    /// `allocasm-bisect/1`.
     schema: &'static str,
+    /// The probe bisected.
     probe: String,
+    /// The profile it was built for.
     profile: String,
+    /// `hot-path` or (`--whole`) `whole`.
     compared: &'static str,
+    /// `found` (exit 0) or `no-change` (exit 1).
     status: &'static str,
+    /// The good toolchain as given.
     good: JsonToolchain,
+    /// The bad toolchain as given.
     bad: JsonToolchain,
+    /// The consecutive releases where the text changes.
     releases: Option<[String; 2]>,
+    /// The first and last nightly of the window searched.
     window: Option<[String; 2]>,
+    /// The answer's good side (null with `no-change`).
     last_unchanged: Option<JsonToolchain>,
+    /// The answer's bad side (null with `no-change`).
     first_changed: Option<JsonToolchain>,
+    /// `[toolchain, reason]` of each toolchain skipped, in the order tried.
     skipped: Vec<[String; 2]>,
+    /// The unified diff from `last_unchanged` to `first_changed`.
     diff: Option<String>,
 }
 
@@ -698,38 +622,37 @@ fn json_toolchain(cache: &BTreeMap<String, Sampled>, tc: &str) -> JsonToolchain 
     };
     JsonToolchain {
         toolchain: tc.to_string(),
-        release: s.and_then(|s| s.rustc_vv.lines().next().map(str::to_string)),
-        commit_hash: s.and_then(|s| s.field("commit-hash").map(str::to_string)),
-        commit_date: s.and_then(|s| s.field("commit-date").map(str::to_string)),
+        release: s
+            .map(|s| s.rustc().release().to_string())
+            .filter(|r| !r.is_empty()),
+        commit_hash: s.and_then(|s| s.rustc().field("commit-hash").map(str::to_string)),
+        commit_date: s.and_then(|s| s.rustc().field("commit-date").map(str::to_string)),
         instructions: s.and_then(|s| s.instructions),
     }
 }
 
-/// The text, Markdown or JSON result.
-fn render(
+/// The unified diff of two toolchains' compared texts.
+fn unified(cache: &BTreeMap<String, Sampled>, a: &str, b: &str) -> String {
+    let text_of = |tc: &str| match cache.get(tc) {
+        Some(Sampled::Built(b)) => b.text.clone(),
+        _ => String::new(),
+    };
+    TextDiff::from_lines(&text_of(a), &text_of(b))
+        .unified_diff()
+        .context_radius(3)
+        .header(a, b)
+        .to_string()
+}
+
+/// The result as JSON.
+fn json(
     args: &BisectArgs,
     probe: &str,
     verdict: &Verdict,
     cache: &BTreeMap<String, Sampled>,
 ) -> String {
     let compared = if args.whole { "whole" } else { "hot-path" };
-    let text_of = |tc: &str| match cache.get(tc) {
-        Some(Sampled::Built(b)) => b.text.clone(),
-        _ => String::new(),
-    };
-    let hash = |tc: &str| {
-        json_toolchain(cache, tc)
-            .commit_hash
-            .unwrap_or_else(|| "unknown".into())
-    };
-    let diff = |a: &str, b: &str| {
-        TextDiff::from_lines(&text_of(a), &text_of(b))
-            .unified_diff()
-            .context_radius(3)
-            .header(a, b)
-            .to_string()
-    };
-    if args.format == BisectFormat::Json {
+    {
         let found = match verdict {
             Verdict::Found(f) => Some(f),
             Verdict::NoChange => None,
@@ -758,69 +681,81 @@ fn render(
                         .collect()
                 })
                 .unwrap_or_default(),
-            diff: found.map(|f| diff(&f.last_unchanged, &f.first_changed)),
+            diff: found.map(|f| unified(cache, &f.last_unchanged, &f.first_changed)),
         };
-        return serde_json::to_string_pretty(&doc).expect("serializable") + "\n";
+        serde_json::to_string_pretty(&doc).expect("serializable") + "\n"
     }
-    let md = args.format == BisectFormat::Md;
+}
+
+/// The result as a document: the two ends, what the search found, the diff.
+fn document(
+    args: &BisectArgs,
+    probe: &str,
+    verdict: &Verdict,
+    cache: &BTreeMap<String, Sampled>,
+) -> Doc {
     let what = if args.whole { "listing" } else { "hot path" };
-    let mut s = String::new();
-    let head = format!("bisect {probe} on {} ({what})", args.profile);
-    if md {
-        let _ = writeln!(s, "# {head}\n");
-    } else {
-        let _ = writeln!(s, "{head}");
-    }
-    let bullet = if md { "- " } else { "" };
+    let hash = |tc: &str| {
+        json_toolchain(cache, tc)
+            .commit_hash
+            .unwrap_or_else(|| "unknown".into())
+    };
+    let mut doc = Doc::new(format!("allocasm bisect {probe}"));
+    doc.push(Block::Heading(
+        1,
+        Text::plain("bisect ")
+            .with(Mark::Code, probe)
+            .then(format!(" on {} ({what})", args.profile)),
+    ));
+    let mut items = Vec::new();
     for (label, tc) in [("good", &args.good), ("bad", &args.bad)] {
         let j = json_toolchain(cache, tc);
-        let _ = writeln!(
-            s,
-            "{bullet}{label} {tc}: {} · {}",
+        items.push(Text::plain(format!(
+            "{label} {tc}: {} · {}",
             j.release.unwrap_or_default(),
             j.instructions
                 .map_or_else(|| "missing".into(), |n| format!("{n} instructions"))
-        );
+        )));
     }
     let f = match verdict {
         Verdict::NoChange => {
-            let _ = writeln!(
-                s,
-                "{bullet}the {what} is the same under {} and {}: nothing to bisect",
+            items.push(Text::plain(format!(
+                "the {what} is the same under {} and {}: nothing to bisect",
                 args.good, args.bad
-            );
-            return s;
+            )));
+            doc.push(Block::List(items));
+            return doc;
         }
         Verdict::Found(f) => f,
     };
     if let Some((a, b)) = &f.releases {
-        let _ = writeln!(s, "{bullet}releases: changed between {a} and {b}");
+        items.push(Text::plain(format!(
+            "releases: changed between {a} and {b}"
+        )));
     }
     if let Some((a, b)) = &f.window {
-        let _ = writeln!(s, "{bullet}nightlies searched: {a} … {b}");
+        items.push(Text::plain(format!("nightlies searched: {a} … {b}")));
     }
     for (tc, why) in &f.skipped {
-        let _ = writeln!(s, "{bullet}skipped {tc}: {why}");
+        items.push(Text::plain(format!("skipped {tc}: {why}")));
     }
     let (lu, fc) = (&f.last_unchanged, &f.first_changed);
-    let _ = writeln!(s, "{bullet}last unchanged: {lu} ({})", hash(lu));
-    let _ = writeln!(s, "{bullet}first changed: {fc} ({})", hash(fc));
+    items.push(Text::plain(format!("last unchanged: {lu} ({})", hash(lu))));
+    items.push(Text::plain(format!("first changed: {fc} ({})", hash(fc))));
     if let (Some(a), Some(b)) = (
         json_toolchain(cache, lu).commit_hash,
         json_toolchain(cache, fc).commit_hash,
     ) {
-        let _ = writeln!(
-            s,
-            "{bullet}commits: https://github.com/rust-lang/rust/compare/{a}...{b}"
-        );
+        items.push(Text::plain(format!(
+            "commits: https://github.com/rust-lang/rust/compare/{a}...{b}"
+        )));
     }
-    let d = diff(lu, fc);
-    if md {
-        let _ = write!(s, "\n```diff\n{d}```\n");
-    } else {
-        let _ = write!(s, "\n{d}");
-    }
-    s
+    doc.push(Block::List(items));
+    doc.push(Block::Diff {
+        title: format!("{lu} → {fc}"),
+        text: unified(cache, lu, fc),
+    });
+    doc
 }
 
 /// Runs the bisection and prints the result.
@@ -876,7 +811,12 @@ pub fn run(ui: &Ui, args: &BisectArgs) -> Result<Status, CliError> {
         }
         BisectError::Window(why) => CliError::environment(why),
     })?;
-    out!("{}", render(args, probe.name, &verdict, &cache));
+    let text = args.output.render(
+        ui,
+        || document(args, probe.name, &verdict, &cache),
+        || json(args, probe.name, &verdict, &cache),
+    );
+    args.output.write(ui, &text)?;
     Ok(match verdict {
         Verdict::Found(_) => Status::Ok,
         Verdict::NoChange => Status::Failed,
@@ -886,6 +826,71 @@ pub fn run(ui: &Ui, args: &BisectArgs) -> Result<Status, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_committed_json_schema_is_the_generated_one() {
+        crate::cli::check_schema::<JsonBisect>("bisect.schema.json");
+    }
+
+    /// The found change as a document, in text and HTML: the two ends, the
+    /// window, a skipped nightly, the compare link and the diff.
+    #[test]
+    fn the_document_says_what_was_found_in_every_format() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: BisectArgs,
+        }
+        let argv = ["allocasm", "probe_x", "-p", "x86_64-linux", "--good"];
+        let argv = [
+            &argv[..],
+            &["nightly-2026-06-01", "--bad", "nightly-2026-06-09"],
+        ]
+        .concat();
+        let args = <Cli as clap::Parser>::parse_from(argv).args;
+        let sample = |date: &str, text: &str| {
+            Sampled::Built(Sample {
+                text: text.to_string(),
+                instructions: Some(text.lines().count()),
+                rustc_vv: vv(Date::parse(date).unwrap()),
+            })
+        };
+        let cache: BTreeMap<String, Sampled> = [
+            (
+                "nightly-2026-06-01",
+                sample("2026-05-31", "mov rax, rdi\nret\n"),
+            ),
+            (
+                "nightly-2026-06-04",
+                sample("2026-06-03", "mov rax, rdi\nret\n"),
+            ),
+            (
+                "nightly-2026-06-05",
+                Sampled::Unavailable("no such toolchain".into()),
+            ),
+            (
+                "nightly-2026-06-06",
+                sample("2026-06-05", "mov rax, rdi\nadd rax, 8\nret\n"),
+            ),
+            (
+                "nightly-2026-06-09",
+                sample("2026-06-08", "mov rax, rdi\nadd rax, 8\nret\n"),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let verdict = Verdict::Found(Found {
+            releases: None,
+            window: Some(("nightly-2026-06-01".into(), "nightly-2026-06-09".into())),
+            last_unchanged: "nightly-2026-06-04".into(),
+            first_changed: "nightly-2026-06-06".into(),
+            skipped: vec![("nightly-2026-06-05".into(), "no such toolchain".into())],
+        });
+        let doc = document(&args, "probe_x", &verdict, &cache);
+        insta::assert_snapshot!("bisect_text", render::text::render(&doc, false));
+        insta::assert_snapshot!("bisect_html", render::html::render(&doc));
+    }
 
     /// A fake world: each toolchain's text (by release or nightly date), the
     /// dates rustup has nothing for, and a log of what was asked.

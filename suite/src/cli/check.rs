@@ -18,12 +18,8 @@ pub struct CheckArgs {
 
 /// Builds the selected profiles and checks them; exit 1 on any failure.
 pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
-    let opts = session::options(
-        &args.build,
-        args.build.toolchain.clone(),
-        args.build.install,
-    );
+    let profiles = args.build.target.profiles(ui)?;
+    let opts = args.build.options();
     let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
         .pop()
         .expect("one toolchain");

@@ -17,13 +17,12 @@
 //! test keeps the file in step), documented in `docs/diff-json.md`.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
-use crate::report::html::escape;
 use allocasm::probes::Probe;
 use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::project::probes;
-use clap::{Args, ValueEnum};
+use allocasm_suite::render::{self, Align, Block, Cell, Doc, Mark, Span, Text};
+use clap::Args;
 use schemars::JsonSchema;
 use serde::Serialize;
 use similar::TextDiff;
@@ -31,7 +30,7 @@ use similar::TextDiff;
 use crate::report::{self, ExpectationResult};
 
 use super::session::{self, Builds, Built};
-use super::{Backend, BuildArgs, CliError, Status, Ui};
+use super::{Backend, CliError, OutputArgs, Status, TargetArgs, Ui};
 
 /// The schema name written in the JSON.
 pub const SCHEMA: &str = "allocasm-diff/1";
@@ -45,41 +44,17 @@ pub struct DiffArgs {
     /// The toolchain to compare to (e.g. beta, nightly)
     #[arg(long, value_name = "TOOLCHAIN")]
     pub to: String,
-    /// Profile to build (a targets/*.toml name); repeat or separate with commas. Default: all
-    #[arg(short, long = "profile", value_name = "P", value_delimiter = ',')]
-    pub profiles: Vec<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Also exit 1 when any listing changed (not only on a regression)
     #[arg(long)]
     pub fail_on_change: bool,
-    /// Text: one line per probe and profile and the summary table, without the unified diffs
+    /// Leave out each changed probe's figures and unified diffs (the summary table and the
+    /// expectation flips stay)
     #[arg(long)]
     pub summary: bool,
-    /// Output format: text (the terminal), md (a pull request or CI step summary), json
-    /// (tools; schema in docs/diff.schema.json), html (one self-contained page)
-    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
-    pub format: DiffFormat,
-    /// Write the output to FILE instead of stdout
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Run `rustup target add` for a profile whose target is not installed for a toolchain
-    #[arg(long)]
-    pub install: bool,
-    /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
-    #[arg(long, value_name = "DIR")]
-    pub target_root: Option<PathBuf>,
-}
-
-/// `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiffFormat {
-    /// Plain text, coloured on a terminal
-    Text,
-    /// Markdown
-    Md,
-    /// JSON (docs/diff.schema.json)
-    Json,
-    /// One self-contained HTML page
-    Html,
 }
 
 /// The whole comparison: what `--format json` writes.
@@ -115,13 +90,58 @@ pub struct ProfileDiff {
     pub profile: String,
     /// Its target triple.
     pub triple: String,
-    /// `compared`, `not-available` (a toolchain has no rust-std for the
-    /// target) or `failed` (a build failed).
-    pub status: String,
+    /// Whether it was compared, and if not, why.
+    pub status: ProfileStatus,
     /// Why it was not compared.
     pub reason: Option<String>,
     /// One per probe of the registry (empty unless compared).
     pub probes: Vec<ProbeDiff>,
+}
+
+/// Whether a profile was compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProfileStatus {
+    /// Both toolchains built it.
+    Compared,
+    /// A toolchain has no rust-std for the target.
+    NotAvailable,
+    /// A build failed.
+    Failed,
+}
+
+impl ProfileStatus {
+    /// The JSON name (`not-available`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileStatus::Compared => "compared",
+            ProfileStatus::NotAvailable => "not-available",
+            ProfileStatus::Failed => "failed",
+        }
+    }
+}
+
+/// How one probe's listing moved between the two compilers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeState {
+    /// The normalized listing is the same.
+    Unchanged,
+    /// The normalized listing differs.
+    Changed,
+    /// An expectation that held fails, or the probe is gone.
+    Regression,
+}
+
+impl ProbeState {
+    /// The JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeState::Unchanged => "unchanged",
+            ProbeState::Changed => "changed",
+            ProbeState::Regression => "regression",
+        }
+    }
 }
 
 /// One probe on one profile under both compilers.
@@ -129,9 +149,8 @@ pub struct ProfileDiff {
 pub struct ProbeDiff {
     /// The probe's symbol.
     pub probe: String,
-    /// `unchanged`, `changed` (the normalized listing differs) or
-    /// `regression` (an expectation that held fails, or the probe is gone).
-    pub state: String,
+    /// How the probe's listing moved.
+    pub state: ProbeState,
     /// Whether the hot path's lines differ.
     pub hot_changed: bool,
     /// The figures under the `from` compiler (absent when the probe is missing there).
@@ -237,13 +256,12 @@ pub fn compare_probe(from: &Built, to: &Built, probe: &Probe, names: (&str, &str
     ProbeDiff {
         probe: probe.name.to_string(),
         state: if regression {
-            "regression"
+            ProbeState::Regression
         } else if changed {
-            "changed"
+            ProbeState::Changed
         } else {
-            "unchanged"
-        }
-        .to_string(),
+            ProbeState::Unchanged
+        },
         hot_changed: hta != htb,
         before: ha.as_ref().map(Figures::of),
         after: hb.as_ref().map(Figures::of),
@@ -302,12 +320,12 @@ pub fn compare(
         b.unavailable
             .iter()
             .find(|(p, _)| p.name == name)
-            .map(|(_, e)| ("not-available", e.to_string()))
+            .map(|(_, e)| (ProfileStatus::NotAvailable, e.to_string()))
             .or_else(|| {
                 b.failed
                     .iter()
                     .find(|(p, _)| p.name == name)
-                    .map(|(_, e)| ("failed", session::build_error_message(e)))
+                    .map(|(_, e)| (ProfileStatus::Failed, session::build_error_message(e)))
             })
     };
     let profiles = profiles
@@ -316,7 +334,7 @@ pub fn compare(
             let base = ProfileDiff {
                 profile: p.name.clone(),
                 triple: p.triple.clone(),
-                status: "compared".into(),
+                status: ProfileStatus::Compared,
                 reason: None,
                 probes: Vec::new(),
             };
@@ -327,28 +345,28 @@ pub fn compare(
                         .map(|probe| compare_probe(a, b, probe, names))
                         .collect();
                     for d in &probes {
-                        if d.state == "unchanged" {
+                        if d.state == ProbeState::Unchanged {
                             totals.unchanged += 1;
                         } else {
                             totals.changed += 1;
                         }
-                        totals.regressions += usize::from(d.state == "regression");
+                        totals.regressions += usize::from(d.state == ProbeState::Regression);
                         totals.hot_changed += usize::from(d.hot_changed);
                     }
                     ProfileDiff { probes, ..base }
                 }
                 _ => {
-                    let why: Vec<(&str, String)> =
+                    let why: Vec<(ProfileStatus, String)> =
                         [reason_of(from, &p.name), reason_of(to, &p.name)]
                             .into_iter()
                             .flatten()
                             .collect();
-                    let status = if why.iter().any(|(s, _)| *s == "failed") {
+                    let status = if why.iter().any(|(s, _)| *s == ProfileStatus::Failed) {
                         totals.failed += 1;
-                        "failed"
+                        ProfileStatus::Failed
                     } else {
                         totals.not_available += 1;
-                        "not-available"
+                        ProfileStatus::NotAvailable
                     };
                     let reason = why
                         .into_iter()
@@ -356,7 +374,7 @@ pub fn compare(
                         .collect::<Vec<_>>()
                         .join("; ");
                     ProfileDiff {
-                        status: status.into(),
+                        status,
                         reason: Some(reason),
                         ..base
                     }
@@ -390,7 +408,9 @@ pub fn delta_cell(d: &ProbeDiff) -> String {
     }
 }
 
-fn figures_line(d: &ProbeDiff) -> String {
+/// The hot path's figures: one line when both sides agree, else before
+/// and after.
+fn figures_lines(d: &ProbeDiff) -> Vec<String> {
     let side = |f: &Option<Figures>| match f {
         Some(f) => format!(
             "hot {} (function {}), to fit check {}, stack {}, atomics {}, calls {}, loops {}",
@@ -409,9 +429,9 @@ fn figures_line(d: &ProbeDiff) -> String {
         None => "missing".into(),
     };
     if d.before == d.after {
-        side(&d.before)
+        vec![side(&d.before)]
     } else {
-        format!("{}\n        → {}", side(&d.before), side(&d.after))
+        vec![side(&d.before), format!("→ {}", side(&d.after))]
     }
 }
 
@@ -443,7 +463,7 @@ fn totals_line(r: &DiffReport) -> String {
 fn compared(r: &DiffReport) -> Vec<&ProfileDiff> {
     r.profiles
         .iter()
-        .filter(|p| p.status == "compared")
+        .filter(|p| p.status == ProfileStatus::Compared)
         .collect()
 }
 
@@ -469,300 +489,123 @@ fn summary_rows(r: &DiffReport) -> (Vec<&str>, Vec<(String, Vec<String>)>) {
     (header, rows)
 }
 
-/// Plain text (coloured through `ui`).
-pub fn render_text(ui: &Ui, r: &DiffReport, summary: bool) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", ui.bold(&headline(r)));
-    for p in &r.profiles {
-        let _ = writeln!(
-            out,
-            "\n{}",
-            ui.bold(&format!("{} ({})", p.profile, p.triple))
-        );
-        if p.status != "compared" {
-            let what = if p.status == "failed" {
-                ui.red("build failed:")
+/// The document: the totals, the profiles not compared, the summary table
+/// of every probe's hot path, then each changed probe folded under one line
+/// with its figures, expectation flips and (unless `summary`) its diffs.
+pub fn document(r: &DiffReport, summary: bool) -> Doc {
+    let t = r.totals;
+    let verdict = if t.regressions > 0 || t.failed > 0 {
+        Mark::Bad
+    } else if t.changed > 0 {
+        Mark::Changed
+    } else {
+        Mark::Good
+    };
+    let mut doc = Doc::new(headline(r));
+    doc.push(Block::Heading(1, Text::plain(headline(r))))
+        .push(Block::Para(Text::marked(verdict, totals_line(r))));
+    let skipped: Vec<Text> = r
+        .profiles
+        .iter()
+        .filter(|p| p.status != ProfileStatus::Compared)
+        .map(|p| {
+            let mark = if p.status == ProfileStatus::Failed {
+                Mark::Bad
             } else {
-                ui.yellow("not available:")
+                Mark::Changed
             };
-            let _ = writeln!(out, "  {what} {}", p.reason.as_deref().unwrap_or(""));
-            continue;
-        }
-        for d in &p.probes {
-            let state = match d.state.as_str() {
-                "regression" => ui.red("REGRESSION"),
-                "changed" => ui.yellow("changed   "),
-                _ => ui.green("unchanged "),
-            };
-            let cell = delta_cell(d);
-            let hot = match (&d.before, &d.after) {
-                (Some(a), Some(b)) if a.hot == b.hot => format!(
-                    "hot path {} instructions{} (function {})",
-                    a.hot,
-                    if d.hot_changed { ", lines changed" } else { "" },
-                    if a.function == b.function {
-                        a.function.to_string()
-                    } else {
-                        format!("{} → {}", a.function, b.function)
-                    }
-                ),
-                (Some(a), Some(b)) => {
-                    format!("hot path {cell} (function {} → {})", a.function, b.function)
-                }
-                _ => cell,
-            };
-            let _ = writeln!(out, "  {state} {:32} {hot}", d.probe);
-            if d.state == "unchanged" {
-                continue;
-            }
-            if !summary {
-                let _ = writeln!(out, "      {}", figures_line(d));
-            }
-            for f in &d.expectations {
-                let mark = |v: Option<bool>| match v {
-                    Some(true) => ui.green("holds"),
-                    Some(false) => ui.red("FAILS"),
-                    None => ui.dim("n/a  "),
-                };
-                let flag = if f.regression {
-                    ui.red("  ← regression")
-                } else {
-                    String::new()
-                };
-                let _ = writeln!(
-                    out,
-                    "      {} → {}  {}{flag}",
-                    mark(f.before),
-                    mark(f.after),
-                    f.rule
-                );
-            }
-            if summary {
-                continue;
-            }
-            for (title, diff) in [
-                ("hot path", &d.hot_diff),
-                ("whole listing", &d.listing_diff),
-            ] {
-                if diff.is_empty() {
-                    continue;
-                }
-                let _ = writeln!(out, "      {}", ui.dim(&format!("-- {title}")));
-                for line in diff.lines() {
-                    let colored = if line.starts_with('+') && !line.starts_with("+++") {
-                        ui.green(line)
-                    } else if line.starts_with('-') && !line.starts_with("---") {
-                        ui.red(line)
-                    } else if line.starts_with("@@") {
-                        ui.cyan(line)
-                    } else {
-                        line.to_string()
-                    };
-                    let _ = writeln!(out, "      {colored}");
-                }
-            }
-        }
+            Text::marked(Mark::Strong, &p.profile)
+                .then(" ")
+                .with(mark, format!("{}:", p.status.name()))
+                .then(format!(" {}", p.reason.as_deref().unwrap_or("")))
+        })
+        .collect();
+    if !skipped.is_empty() {
+        doc.push(Block::List(skipped));
     }
     let (header, rows) = summary_rows(r);
     if !header.is_empty() {
-        let _ = writeln!(out, "\n{}", ui.bold("hot path, instructions (= unchanged)"));
-        let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(5);
-        let widths: Vec<usize> = header
-            .iter()
-            .enumerate()
-            .map(|(i, h)| {
-                rows.iter()
-                    .map(|(_, c)| c[i].chars().count())
-                    .max()
-                    .unwrap_or(1)
-                    .max(h.len())
+        let mut columns = vec![("probe".to_string(), Align::Left)];
+        columns.extend(header.iter().map(|h| (h.to_string(), Align::Right)));
+        let rows = rows
+            .into_iter()
+            .map(|(name, cells)| {
+                let mut row = vec![Cell::new(Text::code(name), Mark::Plain)];
+                row.extend(cells.into_iter().map(|c| {
+                    let mark = if c == "=" { Mark::Muted } else { Mark::Changed };
+                    Cell::new(c, mark)
+                }));
+                row
             })
             .collect();
-        let mut line = format!("{:width$}", "probe");
-        for (h, w) in header.iter().zip(&widths) {
-            let _ = write!(line, "  {h:>w$}");
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
-        for (name, cells) in &rows {
-            let mut line = format!("{name:width$}");
-            for (c, w) in cells.iter().zip(&widths) {
-                let pad = w.saturating_sub(c.chars().count());
-                let text = if c == "=" { ui.dim(c) } else { ui.yellow(c) };
-                let _ = write!(line, "  {}{text}", " ".repeat(pad));
+        doc.push(Block::Heading(
+            2,
+            Text::plain("hot path, instructions (= unchanged)"),
+        ))
+        .push(Block::Table(render::Table { columns, rows }));
+    }
+    for p in compared(r) {
+        for d in p.probes.iter().filter(|d| d.state != ProbeState::Unchanged) {
+            let state = if d.state == ProbeState::Regression {
+                Mark::Bad
+            } else {
+                Mark::Changed
+            };
+            let mut blocks = Vec::new();
+            if !summary {
+                blocks.push(Block::List(
+                    figures_lines(d).into_iter().map(Text::plain).collect(),
+                ));
             }
-            let _ = writeln!(out, "{}", line.trim_end());
-        }
-    }
-    let line = totals_line(r);
-    let t = r.totals;
-    let _ = writeln!(
-        out,
-        "\n{}",
-        if t.regressions > 0 || t.failed > 0 {
-            ui.red(&line)
-        } else if t.changed > 0 {
-            ui.yellow(&line)
-        } else {
-            ui.green(&line)
-        }
-    );
-    out
-}
-
-/// Markdown, for a pull request or a CI step summary.
-pub fn render_md(r: &DiffReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "## {}\n", headline(r));
-    let _ = writeln!(out, "{}\n", totals_line(r));
-    for p in r.profiles.iter().filter(|p| p.status != "compared") {
-        let _ = writeln!(
-            out,
-            "- **{}** {}: {}",
-            p.profile,
-            p.status,
-            p.reason.as_deref().unwrap_or("")
-        );
-    }
-    let (header, rows) = summary_rows(r);
-    if !header.is_empty() {
-        let _ = writeln!(out, "\n### Hot path, instructions (`=` unchanged)\n");
-        let _ = writeln!(out, "| probe | {} |", header.join(" | "));
-        let _ = writeln!(out, "| --- |{}", " ---: |".repeat(header.len()));
-        for (name, cells) in &rows {
-            let cells: Vec<String> = cells
+            let verdict = |v: Option<bool>| match v {
+                Some(true) => Text::marked(Mark::Good, "holds"),
+                Some(false) => Text::marked(Mark::Bad, "fails"),
+                None => Text::marked(Mark::Muted, "n/a"),
+            };
+            let flips: Vec<Text> = d
+                .expectations
                 .iter()
-                .map(|c| {
-                    if c == "=" {
-                        c.clone()
+                .map(|f| {
+                    let mut t = verdict(f.before);
+                    t.0.push(Span {
+                        text: " → ".into(),
+                        mark: Mark::Plain,
+                    });
+                    t.0.extend(verdict(f.after).0);
+                    let t = t.then(": ").with(Mark::Code, &f.rule);
+                    if f.regression {
+                        t.with(Mark::Bad, "  ← regression")
                     } else {
-                        format!("**{c}**")
+                        t
                     }
                 })
                 .collect();
-            let _ = writeln!(out, "| `{name}` | {} |", cells.join(" | "));
-        }
-    }
-    for p in compared(r) {
-        for d in p.probes.iter().filter(|d| d.state != "unchanged") {
-            let _ = writeln!(
-                out,
-                "\n<details><summary><code>{}</code> on {}: {} (hot path {})</summary>\n",
-                d.probe,
-                p.profile,
-                d.state,
-                delta_cell(d)
-            );
-            let _ = writeln!(out, "{}\n", figures_line(d).replace("\n        ", "<br>"));
-            for f in &d.expectations {
-                let mark = |v: Option<bool>| match v {
-                    Some(true) => "holds",
-                    Some(false) => "**fails**",
-                    None => "n/a",
-                };
-                let _ = writeln!(
-                    out,
-                    "- {} → {}: `{}`",
-                    mark(f.before),
-                    mark(f.after),
-                    f.rule
-                );
+            if !flips.is_empty() {
+                blocks.push(Block::List(flips));
             }
-            for (title, diff) in [
-                ("hot path", &d.hot_diff),
-                ("whole listing", &d.listing_diff),
-            ] {
-                if !diff.is_empty() {
-                    let _ = writeln!(out, "\n{title}:\n\n```diff\n{}```", diff);
+            if !summary {
+                for (title, diff) in [
+                    ("hot path", &d.hot_diff),
+                    ("whole listing", &d.listing_diff),
+                ] {
+                    if !diff.is_empty() {
+                        blocks.push(Block::Diff {
+                            title: title.to_string(),
+                            text: diff.clone(),
+                        });
+                    }
                 }
             }
-            let _ = writeln!(out, "\n</details>");
+            doc.push(Block::Details {
+                summary: Text::code(&d.probe)
+                    .then(format!(" on {}: ", p.profile))
+                    .with(state, d.state.name())
+                    .then(format!(" (hot path {})", delta_cell(d))),
+                blocks,
+            });
         }
     }
-    out
-}
-
-/// One self-contained HTML page.
-pub fn render_html(r: &DiffReport) -> String {
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n\
-         <style>body{{font:14px system-ui,sans-serif;margin:1.5rem;max-width:1400px}}\
-         table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;\
-         text-align:right}}td:first-child,th:first-child{{text-align:left}}\
-         .moved{{background:#fff3c4;font-weight:bold}}pre{{background:#f6f6f6;padding:6px;\
-         overflow-x:auto}}.add{{color:#116329}}.del{{color:#a40e26}}\
-         .regression{{color:#a40e26}}</style></head><body>\n",
-        escape(&headline(r))
-    );
-    let _ = writeln!(
-        out,
-        "<h1>{}</h1>\n<p>{}</p>",
-        escape(&headline(r)),
-        escape(&totals_line(r))
-    );
-    for p in r.profiles.iter().filter(|p| p.status != "compared") {
-        let _ = writeln!(
-            out,
-            "<p><b>{}</b> {}: {}</p>",
-            escape(&p.profile),
-            escape(&p.status),
-            escape(p.reason.as_deref().unwrap_or(""))
-        );
-    }
-    let (header, rows) = summary_rows(r);
-    if !header.is_empty() {
-        let _ = write!(out, "<table><tr><th>probe</th>");
-        for h in &header {
-            let _ = write!(out, "<th>{}</th>", escape(h));
-        }
-        let _ = writeln!(out, "</tr>");
-        for (name, cells) in &rows {
-            let _ = write!(out, "<tr><td><code>{}</code></td>", escape(name));
-            for c in cells {
-                let class = if c == "=" { "" } else { " class=\"moved\"" };
-                let _ = write!(out, "<td{class}>{}</td>", escape(c));
-            }
-            let _ = writeln!(out, "</tr>");
-        }
-        let _ = writeln!(out, "</table>");
-    }
-    for p in compared(r) {
-        for d in p.probes.iter().filter(|d| d.state != "unchanged") {
-            let _ = writeln!(
-                out,
-                "<h3 class=\"{}\"><code>{}</code> on {}: {} (hot path {})</h3>\n<p>{}</p>",
-                escape(&d.state),
-                escape(&d.probe),
-                escape(&p.profile),
-                escape(&d.state),
-                escape(&delta_cell(d)),
-                escape(&figures_line(d))
-            );
-            for (title, diff) in [
-                ("hot path", &d.hot_diff),
-                ("whole listing", &d.listing_diff),
-            ] {
-                if diff.is_empty() {
-                    continue;
-                }
-                let _ = write!(out, "<p>{title}</p><pre>");
-                for line in diff.lines() {
-                    let class = if line.starts_with('+') && !line.starts_with("+++") {
-                        "add"
-                    } else if line.starts_with('-') && !line.starts_with("---") {
-                        "del"
-                    } else {
-                        ""
-                    };
-                    let _ = writeln!(out, "<span class=\"{class}\">{}</span>", escape(line));
-                }
-                let _ = writeln!(out, "</pre>");
-            }
-        }
-    }
-    out.push_str("</body></html>\n");
-    out
+    doc
 }
 
 /// The JSON (docs/diff.schema.json).
@@ -770,49 +613,27 @@ pub fn render_json(r: &DiffReport) -> String {
     serde_json::to_string_pretty(r).expect("a diff report serializes") + "\n"
 }
 
-/// The JSON Schema of [`DiffReport`], as `docs/diff.schema.json` holds it.
-#[cfg(test)]
-fn json_schema() -> String {
-    serde_json::to_string_pretty(&schemars::schema_for!(DiffReport)).expect("a schema serializes")
-        + "\n"
-}
-
 /// Builds both toolchains, compares, prints; exit 1 on a regression (or a
 /// change with `--fail-on-change`), 3 when a build failed.
 pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.profiles)?;
-    let shared = BuildArgs {
-        profiles: args.profiles.clone(),
-        toolchain: None,
-        install: args.install,
-        backend: Backend::Builtin,
-        target_root: args.target_root.clone(),
-    };
+    let profiles = args.target.profiles(ui)?;
+    if args.target.install {
+        super::history::ensure_toolchains(ui, &[args.from.clone(), args.to.clone()], true)?;
+    }
     let jobs = [
-        session::options(&shared, Some(args.from.clone()), args.install),
-        session::options(&shared, Some(args.to.clone()), args.install),
+        args.target.options(Some(args.from.clone())),
+        args.target.options(Some(args.to.clone())),
     ];
     let mut builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
     let to = builds.pop().expect("two toolchains");
     let from = builds.pop().expect("two toolchains");
     let r = compare(&profiles, &from, &to);
-    let text = match args.format {
-        DiffFormat::Text => render_text(ui, &r, args.summary),
-        DiffFormat::Md => render_md(&r),
-        DiffFormat::Json => render_json(&r),
-        DiffFormat::Html => render_html(&r),
-    };
-    match &args.out {
-        Some(path) => {
-            std::fs::write(path, &text).map_err(|e| {
-                CliError::environment(format!("cannot write {}: {e}", path.display()))
-            })?;
-            if !ui.quiet {
-                outln!("wrote {}", path.display());
-                outln!("{}", totals_line(&r));
-            }
-        }
-        None => out!("{text}"),
+    let text = args
+        .output
+        .render(ui, || document(&r, args.summary), || render_json(&r));
+    args.output.write(ui, &text)?;
+    if args.output.out.is_some() && !ui.quiet {
+        outln!("{}", totals_line(&r));
     }
     from.report_failures(ui);
     to.report_failures(ui);
@@ -848,7 +669,7 @@ mod tests {
     fn probe_diff(before: Option<usize>, after: Option<usize>, hot_changed: bool) -> ProbeDiff {
         ProbeDiff {
             probe: "probe_x".into(),
-            state: "changed".into(),
+            state: ProbeState::Changed,
             hot_changed,
             before: before.map(figures),
             after: after.map(figures),
@@ -907,16 +728,6 @@ mod tests {
 
     #[test]
     fn the_committed_json_schema_is_the_generated_one() {
-        let path = allocasm_suite::codegen::manifest_dir().join("docs/diff.schema.json");
-        let generated = json_schema();
-        if std::env::var_os("ALLOCASM_UPDATE_SCHEMA").is_some() {
-            std::fs::write(&path, &generated).unwrap();
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == generated,
-            "docs/diff.schema.json is not DiffReport's schema: run \
-             `ALLOCASM_UPDATE_SCHEMA=1 cargo test -p allocasm-suite --bin allocasm schema`"
-        );
+        crate::cli::check_schema::<DiffReport>("diff.schema.json");
     }
 }

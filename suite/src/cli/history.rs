@@ -12,21 +12,21 @@
 //! documented in `docs/history-json.md`.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Instant;
 
 use allocasm_suite::codegen::Profile;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::project::probes;
-use clap::{Args, ValueEnum};
+pub use allocasm_suite::toolchain::install_line;
+use allocasm_suite::toolchain::{self, RustcVersion};
+use clap::Args;
+use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::report::html::escape;
+use allocasm_suite::render::{self, Align, Block, Doc, Mark, Text};
 
 use super::session::{self, build_error_message};
-use super::{Backend, CliError, ColorWhen, Status, Ui};
+use super::{Backend, CliError, OutputArgs, Status, TargetArgs, Ui};
 
 /// `history` arguments.
 #[derive(Debug, Args)]
@@ -41,35 +41,10 @@ pub struct HistoryArgs {
         num_args = 1..
     )]
     pub toolchains: Vec<String>,
-    /// Profile to build (a targets/*.toml name); repeat or separate with commas. Default: all
-    #[arg(short, long = "profile", value_name = "P", value_delimiter = ',')]
-    pub profiles: Vec<String>,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
-    pub format: HistoryFormat,
-    /// Write the table(s) to this file instead of stdout (text without colour)
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Install missing toolchains (`rustup toolchain install <tc> --profile minimal`) and rustup
-    /// targets, one rustup call at a time
-    #[arg(long)]
-    pub install: bool,
-    /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
-    #[arg(long, value_name = "DIR")]
-    pub target_root: Option<PathBuf>,
-}
-
-/// `history --format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HistoryFormat {
-    /// Aligned columns; a changed cell is marked `*` (and yellow on a terminal)
-    Text,
-    /// GitHub Markdown tables; a changed cell is bold
-    Md,
-    /// One JSON document (`allocasm-history/1`, see docs/history-json.md)
-    Json,
-    /// One self-contained HTML page; a changed cell is bold
-    Html,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Whether a build error means the toolchain has no standard library for
@@ -100,71 +75,27 @@ pub fn failure_reason(e: &BuildError) -> String {
     )
 }
 
-/// `rustup toolchain install <tc> --profile minimal`, under the rustup lock;
-/// the error is rustup's first error line.
-pub fn install_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
-    let _guard = build::rustup_guard();
-    let mut cmd = Command::new("rustup");
-    cmd.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
-    ui.note(&format!(
-        "running `rustup toolchain install {toolchain} --profile minimal`"
-    ));
-    let out = cmd.output();
-    // The toolchain list changed (or may have, on a failure).
-    build::forget_queries();
-    let out = out.map_err(|e| format!("cannot run rustup: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    Err(lines
-        .iter()
-        .find(|l| l.starts_with("error"))
-        .or(lines.last())
-        .map_or_else(|| "rustup failed".to_string(), |l| l.to_string()))
+/// [`toolchain::install_toolchain`], announced on `ui`; the error is
+/// rustup's first error line.
+pub fn install_toolchain(ui: &Ui, tc: &str) -> Result<(), String> {
+    toolchain::install_toolchain(tc, &|c| ui.note(&format!("running `{c}`"))).map_err(|e| match e {
+        BuildError::InstallFailed { first_error, .. } => first_error,
+        e => e.to_string(),
+    })
 }
 
-/// `rustup toolchain uninstall <tc>`, under the rustup lock.
-pub fn uninstall_toolchain(ui: &Ui, toolchain: &str) -> Result<(), String> {
-    let _guard = build::rustup_guard();
-    ui.note(&format!("running `rustup toolchain uninstall {toolchain}`"));
-    let out = Command::new("rustup")
-        .args(["toolchain", "uninstall", toolchain])
-        .output();
-    build::forget_queries();
-    let out = out.map_err(|e| format!("cannot run rustup: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
+/// [`toolchain::uninstall_toolchain`], announced on `ui`.
+pub fn uninstall_toolchain(ui: &Ui, tc: &str) -> Result<(), String> {
+    toolchain::uninstall_toolchain(tc, &|c| ui.note(&format!("running `{c}`")))
 }
 
 /// Whether `toolchain` is installed (by its short or its full name).
-pub fn is_installed(toolchain: &str) -> Result<bool, CliError> {
-    let opts = BuildOptions {
-        toolchain: Some(toolchain.to_string()),
-        ..BuildOptions::default()
-    };
-    match build::resolve_toolchain(&opts) {
-        Ok(_) => Ok(true),
-        Err(BuildError::ToolchainMissing { .. }) => Ok(false),
-        Err(e) => Err(CliError::environment(build_error_message(&e))),
-    }
-}
-
-/// The line that installs `toolchain`.
-pub fn install_line(toolchain: &str) -> String {
-    format!("rustup toolchain install {toolchain} --profile minimal")
+pub fn is_installed(tc: &str) -> Result<bool, CliError> {
+    toolchain::is_installed(tc).map_err(|e| CliError::environment(build_error_message(&e)))
 }
 
 /// One toolchain's column header.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ToolchainInfo {
     /// The rustup toolchain (`1.95.0`, `nightly`).
     pub toolchain: String,
@@ -177,14 +108,11 @@ pub struct ToolchainInfo {
 impl ToolchainInfo {
     /// From `rustc -vV`.
     pub fn from_rustc_vv(toolchain: &str, vv: &str) -> ToolchainInfo {
+        let vv = RustcVersion::parse(vv);
         ToolchainInfo {
             toolchain: toolchain.to_string(),
-            release: vv.lines().next().unwrap_or("").to_string(),
-            llvm: vv
-                .lines()
-                .find_map(|l| l.strip_prefix("LLVM version: "))
-                .unwrap_or("unknown")
-                .to_string(),
+            release: vv.release().to_string(),
+            llvm: vv.llvm().to_string(),
         }
     }
 }
@@ -225,6 +153,47 @@ impl Row {
     }
 }
 
+/// Why a toolchain's column of a table is empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// `NotAvailable` or `Failed`.
+    pub status: ColumnStatus,
+    /// The reason shown under the table.
+    pub reason: String,
+}
+
+impl Failure {
+    /// From the build's error (`None`: the profile was not built at all).
+    pub fn of(e: Option<&BuildError>) -> Failure {
+        match e {
+            Some(e) => Failure {
+                status: if e.is_not_available() {
+                    ColumnStatus::NotAvailable
+                } else {
+                    ColumnStatus::Failed
+                },
+                reason: failure_reason(e),
+            },
+            None => Failure {
+                status: ColumnStatus::Failed,
+                reason: "not built".to_string(),
+            },
+        }
+    }
+}
+
+/// A column's status in the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ColumnStatus {
+    /// The profile built with this toolchain.
+    Built,
+    /// The toolchain has no standard library for the target.
+    NotAvailable,
+    /// The build failed.
+    Failed,
+}
+
 /// One profile's table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Table {
@@ -233,7 +202,7 @@ pub struct Table {
     /// Its triple.
     pub triple: String,
     /// Per toolchain: why the profile did not build (`None`: it built).
-    pub failures: Vec<Option<String>>,
+    pub failures: Vec<Option<Failure>>,
     /// One row per probe, registry order.
     pub rows: Vec<Row>,
 }
@@ -264,213 +233,128 @@ fn cell_text(cell: Cell) -> String {
     }
 }
 
-const LEGEND: &str = "hot-path instructions per probe (rows) and toolchain (columns)";
-
-/// The text tables: `*` (and `paint`) on a cell that differs from its left.
-pub fn text(h: &History, paint: &dyn Fn(&str) -> String) -> String {
-    let mut s = format!("{LEGEND}; * = differs from the cell to its left\n");
-    let name_w = h
-        .toolchains
-        .iter()
-        .map(|t| t.toolchain.chars().count())
-        .max()
-        .unwrap_or(0);
-    for t in &h.toolchains {
-        let _ = writeln!(
-            s,
-            "  {:name_w$}  {} · LLVM {}",
-            t.toolchain, t.release, t.llvm
-        );
-    }
-    let probe_w = h
-        .tables
-        .iter()
-        .flat_map(|t| t.rows.iter().map(|r| r.probe.chars().count()))
-        .max()
-        .unwrap_or(5)
-        .max(5);
+/// The document: the toolchains, then one table per profile with the
+/// reasons of its `n/a` columns under it.
+pub fn document(h: &History) -> Doc {
+    let mut doc = Doc::new("allocasm history");
+    doc.push(Block::Heading(1, Text::plain("History")))
+        .push(Block::Para(Text::plain(
+            "hot-path instructions per probe (rows) and toolchain (columns); a marked cell \
+             (* in text, bold elsewhere) differs from the cell to its left",
+        )))
+        .push(Block::List(
+            h.toolchains
+                .iter()
+                .map(|t| {
+                    Text::code(&t.toolchain).then(format!(": {} · LLVM {}", t.release, t.llvm))
+                })
+                .collect(),
+        ));
     for table in &h.tables {
-        let widths: Vec<usize> = h
-            .toolchains
+        let mut columns = vec![("probe".to_string(), Align::Left)];
+        columns.extend(
+            h.toolchains
+                .iter()
+                .map(|t| (t.toolchain.clone(), Align::Right)),
+        );
+        let rows = table
+            .rows
             .iter()
-            .map(|t| t.toolchain.chars().count().max(4) + 1)
+            .map(|row| {
+                let mut cells = vec![render::Cell::new(Text::code(&row.probe), Mark::Plain)];
+                cells.extend(row.cells.iter().enumerate().map(|(i, c)| {
+                    let mark = match c {
+                        _ if row.changed(i) => Mark::Changed,
+                        Cell::NotBuilt => Mark::Muted,
+                        Cell::Missing => Mark::Missing,
+                        Cell::Count(_) => Mark::Plain,
+                    };
+                    render::Cell::new(cell_text(*c), mark)
+                }));
+                cells
+            })
             .collect();
-        let _ = write!(
-            s,
-            "\n{} ({})\n  {:probe_w$}",
-            table.profile, table.triple, "probe"
-        );
-        for (t, w) in h.toolchains.iter().zip(&widths) {
-            let _ = write!(s, "  {:>w$}", format!("{} ", t.toolchain));
-        }
-        s.push('\n');
-        for row in &table.rows {
-            let _ = write!(s, "  {:probe_w$}", row.probe);
-            for (i, w) in widths.iter().enumerate() {
-                let changed = row.changed(i);
-                let text = format!(
-                    "{}{}",
-                    cell_text(row.cells[i]),
-                    if changed { "*" } else { " " }
-                );
-                let pad = w.saturating_sub(text.chars().count());
-                let shown = if changed { paint(&text) } else { text };
-                let _ = write!(s, "  {}{shown}", " ".repeat(pad));
-            }
-            s.push('\n');
-        }
-        for (t, f) in h.toolchains.iter().zip(&table.failures) {
-            if let Some(reason) = f {
-                let _ = writeln!(s, "  n/a {}: {reason}", t.toolchain);
-            }
-        }
-    }
-    s
-}
-
-/// Markdown: one table per profile, a changed cell in bold.
-pub fn markdown(h: &History) -> String {
-    let mut s = format!("# History\n\n{LEGEND}; **bold**: differs from the cell to its left.\n\n");
-    for t in &h.toolchains {
-        let _ = writeln!(s, "- `{}`: {} · LLVM {}", t.toolchain, t.release, t.llvm);
-    }
-    for table in &h.tables {
-        let _ = write!(
-            s,
-            "\n## {} (`{}`)\n\n| probe |",
-            table.profile, table.triple
-        );
-        for t in &h.toolchains {
-            let _ = write!(s, " {} |", t.toolchain);
-        }
-        s.push_str("\n| --- |");
-        for _ in &h.toolchains {
-            s.push_str(" ---: |");
-        }
-        s.push('\n');
-        for row in &table.rows {
-            let _ = write!(s, "| `{}` |", row.probe);
-            for (i, cell) in row.cells.iter().enumerate() {
-                let text = cell_text(*cell);
-                if row.changed(i) {
-                    let _ = write!(s, " **{text}** |");
-                } else {
-                    let _ = write!(s, " {text} |");
-                }
-            }
-            s.push('\n');
-        }
-        let notes: Vec<String> = h
+        doc.push(Block::Heading(
+            2,
+            Text::plain(format!("{} (", table.profile))
+                .with(Mark::Code, &table.triple)
+                .then(")"),
+        ))
+        .push(Block::Table(render::Table { columns, rows }));
+        let notes: Vec<Text> = h
             .toolchains
             .iter()
             .zip(&table.failures)
-            .filter_map(|(t, f)| f.as_ref().map(|r| format!("- n/a `{}`: {r}", t.toolchain)))
+            .filter_map(|(t, f)| {
+                let reason = &f.as_ref()?.reason;
+                Some(
+                    Text::plain("n/a ")
+                        .with(Mark::Code, &t.toolchain)
+                        .then(format!(": {reason}")),
+                )
+            })
             .collect();
         if !notes.is_empty() {
-            let _ = write!(s, "\n{}\n", notes.join("\n"));
+            doc.push(Block::List(notes));
         }
     }
-    s
+    doc
 }
 
-/// One self-contained HTML page, a changed cell in bold.
-pub fn html(h: &History) -> String {
-    let mut s = String::from(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>allocasm history</title>\n<style>\
-         body{font:14px/1.45 system-ui,sans-serif;margin:16px 20px}\
-         table{border-collapse:collapse;margin:8px 0}\
-         th,td{border:1px solid #d6dbe0;padding:3px 8px}td.n{text-align:right}\
-         td.changed{font-weight:bold;background:#fff3c4}code{font-family:ui-monospace,monospace}\
-         </style></head><body>\n<h1>allocasm history</h1>\n",
-    );
-    let _ = writeln!(
-        s,
-        "<p>{}; <b>bold</b>: differs from the cell to its left.</p>\n<ul>",
-        escape(LEGEND)
-    );
-    for t in &h.toolchains {
-        let _ = writeln!(
-            s,
-            "<li><code>{}</code>: {} · LLVM {}</li>",
-            escape(&t.toolchain),
-            escape(&t.release),
-            escape(&t.llvm)
-        );
-    }
-    s.push_str("</ul>\n");
-    for table in &h.tables {
-        let _ = write!(
-            s,
-            "<h2>{} (<code>{}</code>)</h2>\n<table>\n<tr><th>probe</th>",
-            escape(&table.profile),
-            escape(&table.triple)
-        );
-        for t in &h.toolchains {
-            let _ = write!(s, "<th>{}</th>", escape(&t.toolchain));
-        }
-        s.push_str("</tr>\n");
-        for row in &table.rows {
-            let _ = write!(s, "<tr><td><code>{}</code></td>", escape(&row.probe));
-            for (i, cell) in row.cells.iter().enumerate() {
-                let text = escape(&cell_text(*cell));
-                if row.changed(i) {
-                    let _ = write!(s, "<td class=\"n changed\"><b>{text}</b></td>");
-                } else {
-                    let _ = write!(s, "<td class=\"n\">{text}</td>");
-                }
-            }
-            s.push_str("</tr>\n");
-        }
-        s.push_str("</table>\n");
-        for (t, f) in h.toolchains.iter().zip(&table.failures) {
-            if let Some(reason) = f {
-                let _ = writeln!(
-                    s,
-                    "<p>n/a <code>{}</code>: {}</p>",
-                    escape(&t.toolchain),
-                    escape(reason)
-                );
-            }
-        }
-    }
-    s.push_str("</body></html>\n");
-    s
-}
-
-#[derive(Serialize)]
+/// `history --format json` (`allocasm-history/1`; docs/history-json.md).
+#[derive(Serialize, JsonSchema)]
 struct JsonHistory<'a> {
+    /// `allocasm-history/1`.
     schema: &'static str,
+    /// `allocasm <crate version>`.
     generator: String,
+    /// The columns, in the order of `--toolchains`.
     toolchains: &'a [ToolchainInfo],
+    /// One table per profile asked for, in `targets/` order.
     profiles: Vec<JsonProfile<'a>>,
 }
 
-#[derive(Serialize)]
+/// One profile's table.
+#[derive(Serialize, JsonSchema)]
 struct JsonProfile<'a> {
+    /// The profile (`targets/<name>.toml`).
     name: &'a str,
+    /// Its target triple.
     triple: &'a str,
+    /// `toolchains[i]` on this profile.
     columns: Vec<JsonColumn<'a>>,
+    /// One per probe of the registry, registry order.
     rows: Vec<JsonRow<'a>>,
 }
 
-#[derive(Serialize)]
+/// One toolchain on one profile.
+#[derive(Serialize, JsonSchema)]
 struct JsonColumn<'a> {
+    /// The rustup toolchain.
     toolchain: &'a str,
-    status: &'static str,
+    /// Whether the profile built with it.
+    status: ColumnStatus,
+    /// Null when built; else the reason printed under the text table.
     reason: Option<&'a str>,
 }
 
-#[derive(Serialize)]
+/// One probe's row.
+#[derive(Serialize, JsonSchema)]
 struct JsonRow<'a> {
+    /// The probe's symbol.
     probe: &'a str,
+    /// One per toolchain.
     cells: Vec<JsonCell>,
 }
 
-#[derive(Serialize)]
+/// The probe under one toolchain.
+#[derive(Serialize, JsonSchema)]
 struct JsonCell {
+    /// `found`, `missing` (the build has no such function) or `not-built`.
     status: &'static str,
+    /// The hot path's instruction count; null unless found.
     instructions: Option<usize>,
+    /// It differs from the nearest built cell to its left.
     changed: bool,
 }
 
@@ -492,12 +376,8 @@ pub fn json(h: &History) -> String {
                     .zip(&t.failures)
                     .map(|(tc, f)| JsonColumn {
                         toolchain: &tc.toolchain,
-                        status: match f {
-                            None => "built",
-                            Some(r) if r.starts_with("not available") => "not-available",
-                            Some(_) => "failed",
-                        },
-                        reason: f.as_deref(),
+                        status: f.as_ref().map_or(ColumnStatus::Built, |f| f.status),
+                        reason: f.as_ref().map(|f| f.reason.as_str()),
                     })
                     .collect(),
                 rows: t
@@ -535,7 +415,7 @@ pub fn json(h: &History) -> String {
 /// Every requested toolchain installed (or, with `--install`, installed
 /// now); a missing one without `--install` is an environment error naming
 /// the line to run.
-fn ensure_toolchains(ui: &Ui, toolchains: &[String], install: bool) -> Result<(), CliError> {
+pub fn ensure_toolchains(ui: &Ui, toolchains: &[String], install: bool) -> Result<(), CliError> {
     let mut missing = Vec::new();
     for tc in toolchains {
         if !is_installed(tc)? {
@@ -563,7 +443,7 @@ fn ensure_toolchains(ui: &Ui, toolchains: &[String], install: bool) -> Result<()
 /// Builds every profile with every toolchain and prints the tables; exit 3
 /// when nothing built.
 pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.profiles)?;
+    let profiles = args.target.profiles(ui)?;
     let mut toolchains: Vec<String> = Vec::new();
     for tc in &args.toolchains {
         let tc = tc.trim();
@@ -577,12 +457,12 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
         }
         toolchains.push(tc.to_string());
     }
-    ensure_toolchains(ui, &toolchains, args.install)?;
+    ensure_toolchains(ui, &toolchains, args.target.install)?;
     let started = Instant::now();
     // Targets first, one (toolchain, triple) and one rustup call at a time; a
     // failure belongs to that toolchain's column of those profiles only.
     let mut target_errors: BTreeMap<(usize, String), BuildError> = BTreeMap::new();
-    if args.install {
+    if args.target.install {
         for (i, tc) in toolchains.iter().enumerate() {
             let mut seen = std::collections::BTreeSet::new();
             for p in &profiles {
@@ -602,7 +482,7 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
     }
     let jobs: Vec<BuildOptions> = toolchains
         .iter()
-        .map(|tc| session::build_options(Some(tc.clone()), args.target_root.as_ref(), false))
+        .map(|tc| session::build_options(Some(tc.clone()), args.target.target_root.as_ref(), false))
         .collect();
     let builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
     let mut infos = Vec::new();
@@ -632,25 +512,10 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
         profiles.len(),
         started.elapsed().as_secs_f64()
     ));
-    let rendered = match args.format {
-        HistoryFormat::Text => {
-            let plain = Ui::new(ColorWhen::Never, ui.quiet, ui.verbose, PathBuf::new());
-            let painter = if args.out.is_some() { &plain } else { ui };
-            text(&history, &|s| painter.yellow(s))
-        }
-        HistoryFormat::Md => markdown(&history),
-        HistoryFormat::Json => json(&history),
-        HistoryFormat::Html => html(&history),
-    };
-    match &args.out {
-        Some(path) => {
-            std::fs::write(path, &rendered).map_err(|e| {
-                CliError::environment(format!("cannot write {}: {e}", path.display()))
-            })?;
-            ui.note(&format!("wrote {}", path.display()));
-        }
-        None => out!("{rendered}"),
-    }
+    let rendered = args
+        .output
+        .render(ui, || document(&history), || json(&history));
+    args.output.write(ui, &rendered)?;
     if history.all_failed() {
         return Err(CliError::environment(
             "no profile built with any toolchain (reasons under each table; --verbose prints \
@@ -680,9 +545,7 @@ fn table(
                         .find(|(p, _)| p.name == profile.name)
                         .map(|(_, e)| e)
                 });
-                failures.push(Some(
-                    error.map_or_else(|| "not built".to_string(), failure_reason),
-                ));
+                failures.push(Some(Failure::of(error)));
                 columns.push(None);
             }
         }
@@ -714,6 +577,7 @@ fn table(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn tc(name: &str, llvm: &str) -> ToolchainInfo {
         ToolchainInfo {
@@ -734,7 +598,14 @@ mod tests {
             tables: vec![Table {
                 profile: "x86_64-linux".into(),
                 triple: "x86_64-unknown-linux-gnu".into(),
-                failures: vec![None, Some("not available: no rust-std".into()), None],
+                failures: vec![
+                    None,
+                    Some(Failure {
+                        status: ColumnStatus::NotAvailable,
+                        reason: "not available: no rust-std".into(),
+                    }),
+                    None,
+                ],
                 rows: vec![
                     Row {
                         probe: "probe_same".into(),
@@ -782,84 +653,27 @@ mod tests {
         );
     }
 
+    /// The document, rendered: a changed cell marked (`*` in text, bold in
+    /// Markdown, class `changed` in HTML), an `n/a` column's reason under
+    /// the table, reasons escaped in HTML.
     #[test]
-    fn text_marks_changed_cells_and_lists_why_a_column_is_na() {
-        let out = text(&sample(), &|s| format!("<{s}>"));
-        assert!(
-            out.contains("1.95.0   rustc 1.95.0 (0123456789 2026-01-01) · LLVM 22.1.2"),
-            "{out}"
-        );
-        assert!(
-            out.contains("x86_64-linux (x86_64-unknown-linux-gnu)"),
-            "{out}"
-        );
-        let line = |probe: &str| {
-            out.lines()
-                .find(|l| l.trim_start().starts_with(probe))
-                .unwrap_or_else(|| panic!("no row {probe} in\n{out}"))
-                .to_string()
-        };
-        assert_eq!(
-            line("probe_grows").split_whitespace().collect::<Vec<_>>(),
-            ["probe_grows", "40", "n/a", "<41*>"]
-        );
-        assert_eq!(
-            line("probe_same").split_whitespace().collect::<Vec<_>>(),
-            ["probe_same", "7", "n/a", "7"]
-        );
-        assert_eq!(
-            line("probe_gone").split_whitespace().collect::<Vec<_>>(),
-            ["probe_gone", "3", "n/a", "<—*>"]
-        );
-        assert!(
-            out.contains("  n/a beta: not available: no rust-std\n"),
-            "{out}"
-        );
-        // The columns line up: every cell ends where its header ends.
-        let header = out
-            .lines()
-            .find(|l| l.trim_start().starts_with("probe "))
-            .unwrap();
-        let plain = text(&sample(), &|s| s.to_string());
-        let grows = plain.lines().find(|l| l.contains("probe_grows")).unwrap();
-        assert_eq!(header.chars().count(), grows.chars().count(), "{plain}");
-    }
-
-    #[test]
-    fn markdown_bolds_changed_cells() {
-        let out = markdown(&sample());
-        assert!(
-            out.contains("| probe | 1.95.0 | beta | nightly |\n| --- | ---: | ---: | ---: |\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("| `probe_grows` | 40 | n/a | **41** |\n"),
-            "{out}"
-        );
-        assert!(out.contains("| `probe_same` | 7 | n/a | 7 |\n"), "{out}");
-        assert!(
-            out.contains("| `probe_gone` | 3 | n/a | **—** |\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("- n/a `beta`: not available: no rust-std"),
-            "{out}"
-        );
-        assert!(
-            out.contains("- `nightly`: rustc nightly (0123456789 2026-01-01) · LLVM 23.1.1"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn html_bolds_changed_cells_and_escapes() {
+    fn the_document_marks_changed_cells_and_says_why_a_column_is_na() {
         let mut h = sample();
-        h.tables[0].failures[1] = Some("build failed: error<&>".into());
-        let out = html(&h);
-        assert!(out.contains("<td class=\"n\">40</td><td class=\"n\">n/a</td><td class=\"n changed\"><b>41</b></td>"), "{out}");
-        assert!(out.contains("build failed: error&lt;&amp;&gt;"), "{out}");
-        assert!(!out.contains("error<&>"), "{out}");
-        assert!(out.starts_with("<!doctype html>") && out.ends_with("</html>\n"));
+        let doc = document(&h);
+        insta::assert_snapshot!("history_text", render::text::render(&doc, false));
+        insta::assert_snapshot!("history_md", render::markdown::render(&doc));
+        h.tables[0].failures[1] = Some(Failure {
+            status: ColumnStatus::Failed,
+            reason: "build failed: error<&>".into(),
+        });
+        let html = render::html::render(&document(&h));
+        assert!(html.contains("build failed: error&lt;&amp;&gt;"), "{html}");
+        assert!(!html.contains("error<&>"), "{html}");
+    }
+
+    #[test]
+    fn the_committed_json_schema_is_the_generated_one() {
+        crate::cli::check_schema::<JsonHistory<'static>>("history.schema.json");
     }
 
     #[test]

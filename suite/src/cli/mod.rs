@@ -5,6 +5,7 @@
 //! probes, drives the builds (with a progress bar) and prints.
 
 mod bisect;
+mod cargo_show_asm;
 mod check;
 mod diff;
 mod doctor;
@@ -15,7 +16,6 @@ mod reference;
 mod report_cmd;
 mod session;
 mod show;
-mod show_asm;
 mod snapshot;
 mod ui;
 mod verify;
@@ -24,12 +24,14 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
+use allocasm_suite::codegen;
 use allocasm_suite::codegen::project::{self, Project};
+use allocasm_suite::render::{self, Doc, OutputFormat};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use ui::Ui;
 
-/// Exit codes, as documented in `allocasm --help` and the README.
+/// Exit codes, as documented in `allocasm --help` and docs/cli.md.
 pub mod exit {
     /// Everything ran and every expectation held.
     pub const OK: u8 = 0;
@@ -186,29 +188,99 @@ pub enum Command {
     /// installs it on this OS. Exit 0 when every view this host can produce (linked views,
     /// executed counts, llvm-mca predictions) has its tools, 1 when some will be missing.
     Doctor,
-    /// Print the README's command reference (generated from --help)
+    /// Print the command reference of docs/cli.md (generated from --help)
     #[command(hide = true)]
     HelpMarkdown(reference::ReferenceArgs),
 }
 
-/// Options shared by the commands that build profiles.
+/// Which profiles to build and where: flattened into every command that
+/// builds profiles ([`BuildArgs`], `diff`, `history`).
 #[derive(Debug, Clone, Args)]
-pub struct BuildArgs {
+pub struct TargetArgs {
     /// Profile to build (a targets/*.toml name); repeat or separate with commas. Default: all
     #[arg(short, long = "profile", value_name = "P", value_delimiter = ',')]
     pub profiles: Vec<String>,
-    /// rustup toolchain to build with (default: the one rust-toolchain.toml pins)
-    #[arg(long, value_name = "TOOLCHAIN")]
-    pub toolchain: Option<String>,
-    /// Run `rustup target add` for a profile whose target is not installed
+    /// Install what a build lacks, one rustup call at a time: each profile's rustup target
+    /// (`rustup target add`) and, for diff and history, a toolchain they name
+    /// (`rustup toolchain install <tc> --profile minimal`)
     #[arg(long)]
     pub install: bool,
-    /// How listings are extracted from the compiler's output
-    #[arg(long, value_enum, default_value_t = Backend::Builtin)]
-    pub backend: Backend,
     /// Root of the per-toolchain, per-profile target dirs [default: target/allocasm-asm/]
     #[arg(long, value_name = "DIR")]
     pub target_root: Option<PathBuf>,
+}
+
+impl TargetArgs {
+    /// The selected profiles (all by default), loaded and checked once.
+    pub fn profiles(&self, ui: &Ui) -> Result<Vec<codegen::Profile>, CliError> {
+        session::select_profiles(session::load_profiles(ui)?, &self.profiles)
+    }
+
+    /// Build options for `toolchain` (`None`: the one rustup selects).
+    pub fn options(&self, toolchain: Option<String>) -> codegen::build::BuildOptions {
+        session::build_options(toolchain, self.target_root.as_ref(), self.install)
+    }
+}
+
+/// How a view is written: flattened into `diff`, `history` and `bisect`.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Output format (json: the command's schema, see docs/)
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// Write the output to this FILE instead of stdout (text without colour)
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// `doc` rendered in the asked format (`json` for JSON), coloured on a
+    /// terminal.
+    pub fn render(
+        &self,
+        ui: &Ui,
+        doc: impl FnOnce() -> Doc,
+        json: impl FnOnce() -> String,
+    ) -> String {
+        match self.format {
+            OutputFormat::Json => json(),
+            format => render::render(&doc(), format, ui.colors() && self.out.is_none()),
+        }
+    }
+
+    /// Writes `text` to `--out` (saying so unless quiet) or to stdout.
+    pub fn write(&self, ui: &Ui, text: &str) -> Result<(), CliError> {
+        match &self.out {
+            Some(path) => {
+                std::fs::write(path, text).map_err(|e| {
+                    CliError::environment(format!("cannot write {}: {e}", path.display()))
+                })?;
+                ui.note(&format!("wrote {}", path.display()));
+            }
+            None => out!("{text}"),
+        }
+        Ok(())
+    }
+}
+
+impl BuildArgs {
+    /// Build options for `--toolchain`.
+    pub fn options(&self) -> codegen::build::BuildOptions {
+        self.target.options(self.toolchain.clone())
+    }
+}
+
+/// Options shared by the commands that build profiles with one toolchain.
+#[derive(Debug, Clone, Args)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// rustup toolchain to build with (default: the one rust-toolchain.toml pins)
+    #[arg(long, value_name = "TOOLCHAIN")]
+    pub toolchain: Option<String>,
+    /// How listings are extracted from the compiler's output
+    #[arg(long, value_enum, default_value_t = Backend::Builtin)]
+    pub backend: Backend,
 }
 
 /// `--backend`.
@@ -349,4 +421,24 @@ where
         Command::VerifyExtractor(args) => verify::run(&ui, &args),
         Command::HelpMarkdown(_) => unreachable!("handled before the project is found"),
     }
+}
+
+/// Fails unless `docs/<file>` is `T`'s JSON Schema as schemars generates
+/// it; `ALLOCASM_UPDATE_SCHEMA=1` rewrites the file first.
+#[cfg(test)]
+pub(crate) fn check_schema<T: schemars::JsonSchema>(file: &str) {
+    let path = codegen::manifest_dir().join("docs").join(file);
+    let generated = serde_json::to_string_pretty(&schemars::schema_for!(T))
+        .expect("a schema serializes")
+        + "\n";
+    if std::env::var_os("ALLOCASM_UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, &generated).expect("write the schema");
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "docs/{file} is not {}'s schema: run \
+         `ALLOCASM_UPDATE_SCHEMA=1 cargo test -p allocasm-suite --bin allocasm schema`",
+        std::any::type_name::<T>()
+    );
 }

@@ -57,7 +57,7 @@ pub struct ReportArgs {
 /// a supplement (`allocasm show --linked` and the test suite treat it as an
 /// error).
 pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
+    let profiles = args.build.target.profiles(ui)?;
     // The README's main command must work on a fresh machine where
     // RUSTUP_AUTO_INSTALL=0: `report` installs missing targets itself.
     let install = !args.no_install;
@@ -68,7 +68,11 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     // (`linked_probes`, `probe_driver`); another project's report has the
     // listings, their hot paths and llvm-mca's predictions.
     let with_linked = !args.no_linked && project::current().is_allocasm();
-    let opts = session::options(&args.build, args.build.toolchain.clone(), install);
+    let opts = session::build_options(
+        args.build.toolchain.clone(),
+        args.build.target.target_root.as_ref(),
+        install,
+    );
     let builds = session::build_all_with(
         ui,
         &profiles,
@@ -138,11 +142,11 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         .map_err(|e| CliError::environment(format!("cannot create {}: {e}", args.out.display())))?;
     for name in &args.format {
         let format = report::format(name).expect("clap checked the format name");
-        let path = args.out.join(format.file_name());
-        std::fs::write(&path, format.render(&report))
+        let path = args.out.join(format.file_name);
+        std::fs::write(&path, (format.render)(&report))
             .map_err(|e| CliError::environment(format!("cannot write {}: {e}", path.display())))?;
         if !ui.quiet {
-            outln!("wrote {} ({})", path.display(), format.name());
+            outln!("wrote {} ({})", path.display(), format.name);
         }
     }
     builds.report_failures(ui);

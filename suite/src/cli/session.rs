@@ -14,7 +14,7 @@ use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{self, AsmOutput, ProbeListings, Profile};
 
 use super::ui::Progress;
-use super::{Backend, BuildArgs, CliError, Ui, show_asm};
+use super::{Backend, CliError, Ui, cargo_show_asm};
 
 /// One profile, built, with every probe extracted.
 pub struct Built {
@@ -290,11 +290,6 @@ fn or_list(names: &[&str]) -> String {
     }
 }
 
-/// Build options from the shared arguments.
-pub fn options(args: &BuildArgs, toolchain: Option<String>, install: bool) -> BuildOptions {
-    build_options(toolchain, args.target_root.as_ref(), install)
-}
-
 /// Build options for this crate: `toolchain`, the target root
 /// (`target/allocasm-asm/` unless one is named), whether to install
 /// missing targets.
@@ -381,10 +376,12 @@ pub fn build_all_with(
                         .map(|r| r.map(|o| (o, None)))
                         .collect(),
                     Backend::CargoShowAsm => {
-                        show_asm::build_profiles(profiles, opts, probes(), &|e| on_event(tc, e))
-                            .into_iter()
-                            .map(|r| r.map(|(o, l)| (o, Some(l))))
-                            .collect()
+                        cargo_show_asm::build_profiles(profiles, opts, probes(), &|e| {
+                            on_event(tc, e)
+                        })
+                        .into_iter()
+                        .map(|r| r.map(|(o, l)| (o, Some(l))))
+                        .collect()
                     }
                 })
             })

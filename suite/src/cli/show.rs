@@ -135,12 +135,8 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
             "--linked shows allocasm's own linked examples; this project has none".to_string(),
         ));
     }
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
-    let opts = session::options(
-        &args.build,
-        args.build.toolchain.clone(),
-        args.build.install,
-    );
+    let profiles = args.build.target.profiles(ui)?;
+    let opts = args.build.options();
     let builds = session::build_all_with(ui, &profiles, &[opts], args.build.backend, args.linked)?
         .pop()
         .expect("one toolchain");

@@ -144,12 +144,8 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 /// Builds the selected profiles and compares every listing with its
 /// snapshot; exit 1 when one is new or changed (unless `--accept`).
 pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
-    let opts = session::options(
-        &args.build,
-        args.build.toolchain.clone(),
-        args.build.install,
-    );
+    let profiles = args.build.target.profiles(ui)?;
+    let opts = args.build.options();
     let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
         .pop()
         .expect("one toolchain");

@@ -50,6 +50,11 @@ impl Ui {
         !self.quiet && !self.stderr_tty
     }
 
+    /// Whether output to the terminal is coloured.
+    pub fn colors(&self) -> bool {
+        self.color
+    }
+
     fn paint(&self, code: &str, s: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{s}\x1b[0m")

@@ -2,7 +2,7 @@
 //! cargo-show-asm, probe by probe, profile by profile.
 //!
 //! cargo-show-asm always builds with `-C debuginfo=2 -C codegen-units=1`
-//! ([`show_asm::FORCED_FLAGS`]), so the built-in extractor is run on a build
+//! ([`cargo_show_asm::FORCED_FLAGS`]), so the built-in extractor is run on a build
 //! with the same flags: any difference left is an extraction or
 //! normalization difference. Where the default build (the release profile's
 //! codegen units) differs from that build, the cause is checked, not guessed:
@@ -15,7 +15,7 @@ use clap::Args;
 use similar::TextDiff;
 
 use super::session::{self, Built};
-use super::{Backend, BuildArgs, CliError, Status, Ui, show_asm};
+use super::{Backend, BuildArgs, CliError, Status, Ui, cargo_show_asm};
 
 /// `verify-extractor` arguments.
 #[derive(Debug, Args)]
@@ -31,12 +31,8 @@ fn instructions(b: &Built, probe: &str) -> Option<String> {
 
 /// Runs both backends and compares; exit 1 on any disagreement.
 pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
-    let profiles = session::select_profiles(session::load_profiles(ui)?, &args.build.profiles)?;
-    let opts = session::options(
-        &args.build,
-        args.build.toolchain.clone(),
-        args.build.install,
-    );
+    let profiles = args.build.target.profiles(ui)?;
+    let opts = args.build.options();
     // The built-in extractor on a build with cargo-show-asm's flags, in its
     // own target dirs.
     let with_flags = |flags: &[&str], dir: &str| {
@@ -52,7 +48,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
         o.target_root = opts.target_root.join(dir);
         (profiles, o)
     };
-    let (same_flags, same_opts) = with_flags(show_asm::FORCED_FLAGS, "cargo-show-asm-flags");
+    let (same_flags, same_opts) = with_flags(cargo_show_asm::FORCED_FLAGS, "cargo-show-asm-flags");
     ui.note("building with the built-in extractor (default flags, and cargo-show-asm's flags)");
     let default = session::build_all(ui, &profiles, std::slice::from_ref(&opts), Backend::Builtin)?
         .pop()
@@ -61,7 +57,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
         .pop()
         .expect("one toolchain");
     // Each forced flag alone, to attribute a default-vs-forced difference.
-    let single: Vec<(String, session::Builds)> = show_asm::FORCED_FLAGS
+    let single: Vec<(String, session::Builds)> = cargo_show_asm::FORCED_FLAGS
         .chunks(2)
         .map(|flag| {
             let (p, o) = with_flags(flag, &format!("only-{}", flag[1].replace('=', "-")));
@@ -78,7 +74,7 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
         ui.bold(&format!(
             "built-in extractor vs cargo-show-asm ({}), both with {}",
             builtin.toolchain,
-            show_asm::FORCED_FLAGS.join(" ")
+            cargo_show_asm::FORCED_FLAGS.join(" ")
         ))
     );
     let (mut same, mut different, mut missing, mut cgu_effect) = (0, 0, 0, 0);

@@ -17,7 +17,7 @@ use regex::Regex;
 use serde::Serialize;
 
 /// A highlight tag of one listing line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tag {
     /// An atomic read-modify-write (or an outline-atomics call).
@@ -46,7 +46,7 @@ impl Tag {
 }
 
 /// A note on one key instruction.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Annotation {
     /// The instruction, as in the listing (`lock xadd qword ptr [rdi], rax`).
     pub instruction: String,
@@ -55,7 +55,7 @@ pub struct Annotation {
 }
 
 /// How a listing reaches thread-local storage.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TlsAccess {
     /// `none`, `local-exec`, `initial-exec`, `general-dynamic`, `local-dynamic`, `tlsdesc`,
     /// `macos-tlv`, `windows-tls`, `aeabi-read-tp`.

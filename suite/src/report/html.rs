@@ -16,28 +16,12 @@ use regex::Regex;
 
 use super::text::join_or_none;
 use super::{
-    Annotation, Counts, CrossSummary, ExecutedSection, Format, HotPathReport, LinkedView,
-    ListingLine, ProbeReport, ProbeResult, Report, SummaryCell, TlsAccess,
+    Annotation, Counts, CrossSummary, ExecutedSection, HotPathReport, LinkedView, ListingLine,
+    ProbeReport, ProbeResult, Report, SummaryCell, TlsAccess,
 };
 
-/// `report.html`.
-pub struct Html;
-
-/// Escapes text for HTML content and attributes.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for HTML content and attributes (the renderers' escape).
+pub use allocasm_suite::render::html::escape;
 
 /// The profiles shown side by side before the reader chooses: these two
 /// when the report has them, else its first two.
@@ -844,120 +828,111 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
     let _ = writeln!(s, "</section>");
 }
 
-impl Format for Html {
-    fn name(&self) -> &'static str {
-        "html"
-    }
-
-    fn file_name(&self) -> &'static str {
-        "report.html"
-    }
-
-    fn render(&self, r: &Report) -> String {
-        let mut s = String::new();
-        let _ = write!(
-            s,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>allocasm asm report · {}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
-            escape(&r.compiler.release)
-        );
-        header_html(&mut s, r);
-        controls_html(&mut s, r);
-        let _ = writeln!(s, "<main>");
-        // The cross-profile summary: every profile, whatever is chosen.
+/// The whole `report` in this format.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>allocasm asm report · {}</title>\n<style>{CSS}</style>\n</head>\n<body>\n",
+        escape(&r.compiler.release)
+    );
+    header_html(&mut s, r);
+    controls_html(&mut s, r);
+    let _ = writeln!(s, "<main>");
+    // The cross-profile summary: every profile, whatever is chosen.
+    let _ = writeln!(
+        s,
+        "<h2 id=\"summary\">Summary</h2>\n<p class=\"muted legend-marks\">Probes down, profiles across: each cell is the probe's hot-path instruction count, the whole function's in parentheses, marked where its fast path grows.</p>"
+    );
+    s.push_str(&summary_table(r, "summary-table", |v| v == "asm"));
+    let legend: Vec<String> = r
+        .summary
+        .legend
+        .iter()
+        .map(|l| {
+            let class = match l.mark {
+                "A" => "mk a",
+                "C" => "mk c",
+                "L" => "mk l",
+                "✅" => "mk ok",
+                _ => "mk no",
+            };
+            let mark = match l.mark {
+                "✅" => "✔",
+                "❌" => "✘",
+                m => m,
+            };
+            format!(
+                "<span class=\"{class}\">{mark}</span> {}",
+                escape(l.meaning)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "<p class=\"muted legend-marks\">{}</p>",
+        legend.join(" · ")
+    );
+    profiles_html(&mut s, r);
+    if let Some(m) = &r.mutations {
         let _ = writeln!(
             s,
-            "<h2 id=\"summary\">Summary</h2>\n<p class=\"muted legend-marks\">Probes down, profiles across: each cell is the probe's hot-path instruction count, the whole function's in parentheses, marked where its fast path grows.</p>"
+            "<h2 id=\"mutations\">What this suite can and cannot see</h2><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p><table class=\"summary\"><tr><th>mutation</th>{}</tr>",
+            escape(&m.commit[..m.commit.len().min(12)]),
+            escape(super::MUTATION_LEGEND),
+            m.profiles
+                .iter()
+                .map(|p| format!("<th>{}</th>", breakable(p)))
+                .collect::<String>()
         );
-        s.push_str(&summary_table(r, "summary-table", |v| v == "asm"));
-        let legend: Vec<String> = r
-            .summary
-            .legend
-            .iter()
-            .map(|l| {
-                let class = match l.mark {
-                    "A" => "mk a",
-                    "C" => "mk c",
-                    "L" => "mk l",
-                    "✅" => "mk ok",
-                    _ => "mk no",
-                };
-                let mark = match l.mark {
-                    "✅" => "✔",
-                    "❌" => "✘",
-                    m => m,
-                };
-                format!(
-                    "<span class=\"{class}\">{mark}</span> {}",
-                    escape(l.meaning)
-                )
-            })
-            .collect();
-        let _ = writeln!(
-            s,
-            "<p class=\"muted legend-marks\">{}</p>",
-            legend.join(" · ")
-        );
-        profiles_html(&mut s, r);
-        if let Some(m) = &r.mutations {
+        for row in &m.rows {
             let _ = writeln!(
                 s,
-                "<h2 id=\"mutations\">What this suite can and cannot see</h2><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p><table class=\"summary\"><tr><th>mutation</th>{}</tr>",
-                escape(&m.commit[..m.commit.len().min(12)]),
-                escape(super::MUTATION_LEGEND),
-                m.profiles
+                "<tr><td><code>{}</code></td>{}</tr>",
+                escape(&row.mutation),
+                row.cells
                     .iter()
-                    .map(|p| format!("<th>{}</th>", breakable(p)))
+                    .map(|c| {
+                        let class = if c == "caught" {
+                            "pass"
+                        } else if c.contains("MISSED") {
+                            "fail"
+                        } else {
+                            "none"
+                        };
+                        format!("<td class=\"{class}\">{}</td>", escape(c))
+                    })
                     .collect::<String>()
             );
-            for row in &m.rows {
-                let _ = writeln!(
-                    s,
-                    "<tr><td><code>{}</code></td>{}</tr>",
-                    escape(&row.mutation),
-                    row.cells
-                        .iter()
-                        .map(|c| {
-                            let class = if c == "caught" {
-                                "pass"
-                            } else if c.contains("MISSED") {
-                                "fail"
-                            } else {
-                                "none"
-                            };
-                            format!("<td class=\"{class}\">{}</td>", escape(c))
-                        })
-                        .collect::<String>()
-                );
-            }
-            s.push_str("</table>\n");
         }
-        if let Some(e) = &r.executed {
-            executed_html(&mut s, r, e);
-        }
-        let linked = summary_table(r, "linked-table", |v| v != "asm");
-        if !linked.is_empty() {
-            let _ = writeln!(
-                s,
-                "<h2 id=\"linked\">Linked executables</h2><p class=\"muted\">The same probes disassembled from an executable linked with the release profile (linked) and with <code>lto = \"fat\"</code> (linked+LTO); a view not built for want of a tool is grey.</p>"
-            );
-            s.push_str(&linked);
-        } else if !r.linked_views {
-            let _ = writeln!(
-                s,
-                "<p class=\"muted\">Linked views left out (<code>--no-linked</code>).</p>"
-            );
-        }
-        // Per probe: profiles side by side.
+        s.push_str("</table>\n");
+    }
+    if let Some(e) = &r.executed {
+        executed_html(&mut s, r, e);
+    }
+    let linked = summary_table(r, "linked-table", |v| v != "asm");
+    if !linked.is_empty() {
         let _ = writeln!(
             s,
-            "<h2 id=\"probes\">Probes</h2>\n<p class=\"legend\">Highlights: <span class=\"atomic-rmw\">atomic read-modify-write</span><span class=\"atomic\">other atomic</span><span class=\"call\">call</span><span class=\"tls\">thread-local access</span><span class=\"loop\">loop (backward branch)</span><span class=\"hot\" style=\"border-left:3px solid\">hot path</span><span class=\"cold\">cold block</span> · a shortened symbol shows its full name on hover</p>"
+            "<h2 id=\"linked\">Linked executables</h2><p class=\"muted\">The same probes disassembled from an executable linked with the release profile (linked) and with <code>lto = \"fat\"</code> (linked+LTO); a view not built for want of a tool is grey.</p>"
         );
-        for probe in &r.probes {
-            probe_html(&mut s, probe);
-        }
-        let _ = writeln!(s, "</main>\n<script>{SCRIPT}</script>\n</body>\n</html>");
-        s
+        s.push_str(&linked);
+    } else if !r.linked_views {
+        let _ = writeln!(
+            s,
+            "<p class=\"muted\">Linked views left out (<code>--no-linked</code>).</p>"
+        );
     }
+    // Per probe: profiles side by side.
+    let _ = writeln!(
+        s,
+        "<h2 id=\"probes\">Probes</h2>\n<p class=\"legend\">Highlights: <span class=\"atomic-rmw\">atomic read-modify-write</span><span class=\"atomic\">other atomic</span><span class=\"call\">call</span><span class=\"tls\">thread-local access</span><span class=\"loop\">loop (backward branch)</span><span class=\"hot\" style=\"border-left:3px solid\">hot path</span><span class=\"cold\">cold block</span> · a shortened symbol shows its full name on hover</p>"
+    );
+    for probe in &r.probes {
+        probe_html(&mut s, probe);
+    }
+    let _ = writeln!(s, "</main>\n<script>{SCRIPT}</script>\n</body>\n</html>");
+    s
 }
 
 #[cfg(test)]

@@ -7,12 +7,8 @@ use std::fmt::Write;
 
 use super::text::{join_or_none, side_by_side_fit};
 use super::{
-    CrossSummary, ExecutedSection, Format, LinkedViews, MUTATION_LEGEND, ProbeResult, Report,
-    SummaryCell,
+    CrossSummary, ExecutedSection, LinkedViews, MUTATION_LEGEND, ProbeResult, Report, SummaryCell,
 };
-
-/// `report.md`.
-pub struct Markdown;
 
 fn cell(c: &SummaryCell) -> String {
     let mark = match c.passed {
@@ -206,193 +202,177 @@ fn code(s: &str) -> String {
     format!("`{}`", s.replace('`', "'").replace('|', "\\|"))
 }
 
-impl Format for Markdown {
-    fn name(&self) -> &'static str {
-        "md"
-    }
-
-    fn file_name(&self) -> &'static str {
-        "report.md"
-    }
-
-    fn render(&self, r: &Report) -> String {
-        let mut s = String::new();
-        let _ = writeln!(s, "# allocasm asm report\n");
-        let _ = writeln!(s, "- generator: {}", r.generator);
-        let _ = writeln!(s, "- commit: `{}`", r.commit_line());
+/// The whole `report` in this format.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# allocasm asm report\n");
+    let _ = writeln!(s, "- generator: {}", r.generator);
+    let _ = writeln!(s, "- commit: `{}`", r.commit_line());
+    let _ = writeln!(
+        s,
+        "- compiler: {} (toolchain `{}`), LLVM {}",
+        r.compiler.release, r.compiler.toolchain, r.compiler.llvm
+    );
+    let _ = writeln!(s, "- extractor: {}", r.backend);
+    let _ = writeln!(s, "- reproduce: `cargo run --release -- report`\n");
+    let _ = writeln!(
+        s,
+        "<details><summary><code>rustc -vV</code></summary>\n\n```text\n{}\n```\n\n</details>\n",
+        r.compiler.rustc_vv
+    );
+    let _ = writeln!(s, "## Profiles\n");
+    let _ = writeln!(
+        s,
+        "| profile | triple | flags passed after `--emit asm` | codegen units | build |"
+    );
+    let _ = writeln!(s, "| --- | --- | --- | --- | --- |");
+    for p in &r.profiles {
         let _ = writeln!(
             s,
-            "- compiler: {} (toolchain `{}`), LLVM {}",
-            r.compiler.release, r.compiler.toolchain, r.compiler.llvm
-        );
-        let _ = writeln!(s, "- extractor: {}", r.backend);
-        let _ = writeln!(s, "- reproduce: `cargo run --release -- report`\n");
-        let _ = writeln!(
-            s,
-            "<details><summary><code>rustc -vV</code></summary>\n\n```text\n{}\n```\n\n</details>\n",
-            r.compiler.rustc_vv
-        );
-        let _ = writeln!(s, "## Profiles\n");
-        let _ = writeln!(
-            s,
-            "| profile | triple | flags passed after `--emit asm` | codegen units | build |"
-        );
-        let _ = writeln!(s, "| --- | --- | --- | --- | --- |");
-        for p in &r.profiles {
-            let _ = writeln!(
-                s,
-                "| `{}` | `{}`{} | {} | {} | {} |",
-                p.name,
-                p.triple,
-                p.compiler
-                    .as_ref()
-                    .map_or_else(String::new, |c| format!(" · built with {c}")),
-                code(&join_or_none(&p.build_flags)),
-                p.codegen_units,
-                match &p.error {
-                    None => "built".to_string(),
-                    Some(e) => format!(
-                        "**failed**: {}",
-                        e.lines().next().unwrap_or("").replace('|', "\\|")
-                    ),
-                }
-            );
-        }
-        let _ = writeln!(s, "\n## Summary\n");
-        let _ = writeln!(
-            s,
-            "Probes down, profiles across: each cell is the probe's instruction count, marked \
-             where its fast path grows.\n"
-        );
-        s.push_str(&summary_table(&r.summary, |v| v == "asm"));
-        let legend: Vec<String> = r
-            .summary
-            .legend
-            .iter()
-            .map(|l| format!("**{}** {}", l.mark, l.meaning))
-            .collect();
-        let _ = writeln!(s, "\n{}.\n", legend.join(" · "));
-        let linked = summary_table(&r.summary, |v| v != "asm");
-        if !linked.is_empty() {
-            let _ = writeln!(
-                s,
-                "### Linked executables\n\nThe same probes disassembled from an executable linked \
-                 with the release profile (`linked`) and with `lto = \"fat\"` (`linked+LTO`):\n"
-            );
-            s.push_str(&linked);
-            s.push('\n');
-        } else if !r.linked_views {
-            let _ = writeln!(s, "Linked views left out (`--no-linked`).\n");
-        }
-        if let Some(e) = &r.executed {
-            executed_section(&mut s, e);
-        }
-        if let Some(m) = &r.mutations {
-            let _ = writeln!(
-                s,
-                "### What this suite can and cannot see\n\nThe mutation self-test (`scripts/test mutate`, commit `{}`): each mutation applied to a scratch copy, every profile rebuilt and checked. {}.\n",
-                &m.commit[..m.commit.len().min(12)],
-                MUTATION_LEGEND
-            );
-            let _ = writeln!(s, "| mutation | {} |", m.profiles.join(" | "));
-            let _ = writeln!(s, "| --- |{}", " --- |".repeat(m.profiles.len()));
-            for row in &m.rows {
-                let _ = writeln!(s, "| {} | {} |", row.mutation, row.cells.join(" | "));
-            }
-            s.push('\n');
-        }
-        let t = r.totals;
-        let _ = writeln!(
-            s,
-            "\n{} probes × {} profiles: {} listings found, {} missing, {} of {} expectations failed{}.\n",
-            t.probes,
-            t.profiles,
-            t.found,
-            t.missing,
-            t.failures,
-            t.expectations,
-            if t.profiles_failed > 0 {
-                format!(", {} profile build(s) failed", t.profiles_failed)
-            } else {
-                String::new()
+            "| `{}` | `{}`{} | {} | {} | {} |",
+            p.name,
+            p.triple,
+            p.compiler
+                .as_ref()
+                .map_or_else(String::new, |c| format!(" · built with {c}")),
+            code(&join_or_none(&p.build_flags)),
+            p.codegen_units,
+            match &p.error {
+                None => "built".to_string(),
+                Some(e) => format!(
+                    "**failed**: {}",
+                    e.lines().next().unwrap_or("").replace('|', "\\|")
+                ),
             }
         );
-        let _ = writeln!(s, "## Listings");
-        for probe in &r.probes {
-            let _ = writeln!(s, "\n### {}\n", probe.name);
-            let _ = writeln!(
-                s,
-                "`{}` · {} · {} — expected: {}\n",
-                probe.allocator, probe.operation, probe.kind, probe.expect
-            );
-            for res in &probe.results {
-                let _ = writeln!(s, "#### {} on `{}`\n", probe.name, res.profile);
-                match res.status {
-                    "found" => {}
-                    "missing" => {
-                        let _ = writeln!(
-                            s,
-                            "**Missing**: the probe is not in this profile's assembly.\n"
-                        );
-                    }
-                    _ => {
-                        let _ = writeln!(s, "Not built (see Profiles).\n");
-                        continue;
-                    }
-                }
-                if let (Some(c), Some(tls)) = (res.summary, &res.tls) {
+    }
+    let _ = writeln!(s, "\n## Summary\n");
+    let _ = writeln!(
+        s,
+        "Probes down, profiles across: each cell is the probe's instruction count, marked \
+         where its fast path grows.\n"
+    );
+    s.push_str(&summary_table(&r.summary, |v| v == "asm"));
+    let legend: Vec<String> = r
+        .summary
+        .legend
+        .iter()
+        .map(|l| format!("**{}** {}", l.mark, l.meaning))
+        .collect();
+    let _ = writeln!(s, "\n{}.\n", legend.join(" · "));
+    let linked = summary_table(&r.summary, |v| v != "asm");
+    if !linked.is_empty() {
+        let _ = writeln!(
+            s,
+            "### Linked executables\n\nThe same probes disassembled from an executable linked \
+             with the release profile (`linked`) and with `lto = \"fat\"` (`linked+LTO`):\n"
+        );
+        s.push_str(&linked);
+        s.push('\n');
+    } else if !r.linked_views {
+        let _ = writeln!(s, "Linked views left out (`--no-linked`).\n");
+    }
+    if let Some(e) = &r.executed {
+        executed_section(&mut s, e);
+    }
+    if let Some(m) = &r.mutations {
+        let _ = writeln!(
+            s,
+            "### What this suite can and cannot see\n\nThe mutation self-test (`scripts/test mutate`, commit `{}`): each mutation applied to a scratch copy, every profile rebuilt and checked. {}.\n",
+            &m.commit[..m.commit.len().min(12)],
+            MUTATION_LEGEND
+        );
+        let _ = writeln!(s, "| mutation | {} |", m.profiles.join(" | "));
+        let _ = writeln!(s, "| --- |{}", " --- |".repeat(m.profiles.len()));
+        for row in &m.rows {
+            let _ = writeln!(s, "| {} | {} |", row.mutation, row.cells.join(" | "));
+        }
+        s.push('\n');
+    }
+    let t = r.totals;
+    let _ = writeln!(
+        s,
+        "\n{} probes × {} profiles: {} listings found, {} missing, {} of {} expectations failed{}.\n",
+        t.probes,
+        t.profiles,
+        t.found,
+        t.missing,
+        t.failures,
+        t.expectations,
+        if t.profiles_failed > 0 {
+            format!(", {} profile build(s) failed", t.profiles_failed)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(s, "## Listings");
+    for probe in &r.probes {
+        let _ = writeln!(s, "\n### {}\n", probe.name);
+        let _ = writeln!(
+            s,
+            "`{}` · {} · {} — expected: {}\n",
+            probe.allocator, probe.operation, probe.kind, probe.expect
+        );
+        for res in &probe.results {
+            let _ = writeln!(s, "#### {} on `{}`\n", probe.name, res.profile);
+            match res.status {
+                "found" => {}
+                "missing" => {
                     let _ = writeln!(
                         s,
-                        "{} instructions · {} atomic RMW · {} atomics · {} calls · {} branches · {} loops · TLS: {}\n",
-                        c.instructions,
-                        c.atomic_rmw,
-                        c.atomics,
-                        c.calls,
-                        c.branches,
-                        c.loops,
-                        tls.how
+                        "**Missing**: the probe is not in this profile's assembly.\n"
                     );
-                    if let Some(h) = &res.hot_path {
-                        let _ = writeln!(s, "{}\n", h.line());
-                        measured_lines(&mut s, res);
-                        let _ = writeln!(
-                            s,
-                            "<details><summary>hot path</summary>\n\n```asm\n{}\n```\n\n</details>\n",
-                            h.lines.join("\n")
-                        );
-                    }
-                    match &res.linked {
-                        Some(linked) => linked_block(&mut s, &probe.name, res, linked),
-                        None => {
-                            let _ =
-                                writeln!(s, "```asm\n{}:\n{}```\n", probe.name, res.listing_text());
-                        }
-                    }
                 }
-                for a in &res.annotations {
-                    let _ = writeln!(s, "- {}: {}", code(&a.instruction), a.note);
+                _ => {
+                    let _ = writeln!(s, "Not built (see Profiles).\n");
+                    continue;
                 }
-                if !res.annotations.is_empty() {
-                    s.push('\n');
-                }
-                for e in &res.expectations {
+            }
+            if let (Some(c), Some(tls)) = (res.summary, &res.tls) {
+                let _ = writeln!(
+                    s,
+                    "{} instructions · {} atomic RMW · {} atomics · {} calls · {} branches · {} loops · TLS: {}\n",
+                    c.instructions, c.atomic_rmw, c.atomics, c.calls, c.branches, c.loops, tls.how
+                );
+                if let Some(h) = &res.hot_path {
+                    let _ = writeln!(s, "{}\n", h.line());
+                    measured_lines(&mut s, res);
                     let _ = writeln!(
                         s,
-                        "- {} {}{}",
-                        if e.passed { "✅" } else { "❌" },
-                        code(&e.rule),
-                        e.offending
-                            .as_ref()
-                            .map(|o| format!(" — {}", code(o)))
-                            .unwrap_or_default()
+                        "<details><summary>hot path</summary>\n\n```asm\n{}\n```\n\n</details>\n",
+                        h.lines.join("\n")
                     );
                 }
-                if let Some(why) = res.expectations.iter().find_map(|e| e.why.as_ref()) {
-                    let _ = writeln!(s, "\n> why: {why}");
+                match &res.linked {
+                    Some(linked) => linked_block(&mut s, &probe.name, res, linked),
+                    None => {
+                        let _ = writeln!(s, "```asm\n{}:\n{}```\n", probe.name, res.listing_text());
+                    }
                 }
+            }
+            for a in &res.annotations {
+                let _ = writeln!(s, "- {}: {}", code(&a.instruction), a.note);
+            }
+            if !res.annotations.is_empty() {
                 s.push('\n');
             }
+            for e in &res.expectations {
+                let _ = writeln!(
+                    s,
+                    "- {} {}{}",
+                    if e.passed { "✅" } else { "❌" },
+                    code(&e.rule),
+                    e.offending
+                        .as_ref()
+                        .map(|o| format!(" — {}", code(o)))
+                        .unwrap_or_default()
+                );
+            }
+            if let Some(why) = res.expectations.iter().find_map(|e| e.why.as_ref()) {
+                let _ = writeln!(s, "\n> why: {why}");
+            }
+            s.push('\n');
         }
-        s
     }
+    s
 }

@@ -40,7 +40,7 @@ an atomic read-modify-write a few ports, not the cache-line transfer. LLVM's App
 Instructions a model has no scheduling for are skipped and listed.";
 
 /// The report's `executed` section.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ExecutedSection {
     /// [`METHOD`].
     pub method: String,
@@ -55,7 +55,7 @@ pub struct ExecutedSection {
 }
 
 /// One profile's measurement status.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ProfileMeasurement {
     /// The profile.
     pub profile: String,
@@ -74,7 +74,7 @@ pub struct ProfileMeasurement {
 }
 
 /// The cross-profile table of the three figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ExecutedTable {
     /// The measured profiles (the Linux profiles of the report).
     pub columns: Vec<String>,
@@ -83,7 +83,7 @@ pub struct ExecutedTable {
 }
 
 /// One probe's row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ExecutedRow {
     /// The probe.
     pub probe: String,
@@ -93,7 +93,7 @@ pub struct ExecutedRow {
 
 /// One probe on one profile: `hot-path instructions / executed / mca
 /// cycles`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ExecutedCell {
     /// `hot_path.instructions` of the `.s` listing.
     pub hot_path: Option<usize>,
@@ -115,7 +115,7 @@ pub struct ExecutedCell {
 }
 
 /// One CPU's cycles in a cell.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct McaCycles {
     /// The CPU model.
     pub cpu: String,
@@ -126,7 +126,7 @@ pub struct McaCycles {
 }
 
 /// One probe's executed count on one profile (`probes[].results[].executed`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ExecutedReport {
     /// `release`.
     pub build: String,
@@ -152,7 +152,7 @@ pub struct ExecutedReport {
 }
 
 /// One helper's instructions per call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HelperReport {
     /// The helper (`__aarch64_ldadd8_relax`).
     pub function: String,
@@ -215,7 +215,7 @@ impl ExecutedReport {
 }
 
 /// One CPU's llvm-mca prediction (`probes[].results[].mca[]`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct McaReport {
     /// The CPU model.
     pub cpu: String,

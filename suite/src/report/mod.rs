@@ -25,29 +25,35 @@ pub use measured::{ExecutedReport, ExecutedSection, McaReport, Measurement};
 /// incompatible change (see docs/json-schema.md).
 pub const SCHEMA: &str = "allocasm-report/1";
 
-/// One output kind.
-pub trait Format {
-    /// The `--format` name (`md`, `json`, `html`, `text`).
-    fn name(&self) -> &'static str;
-    /// The file it is written to in the output directory.
-    fn file_name(&self) -> &'static str;
+/// One output kind: its `--format` name (`md`, `json`, `html`, `text`), the
+/// file it is written to in the output directory, and its renderer.
+pub struct Format {
+    /// The `--format` name.
+    pub name: &'static str,
+    /// The file in the output directory.
+    pub file_name: &'static str,
     /// The whole document.
-    fn render(&self, report: &Report) -> String;
+    pub render: fn(&Report) -> String,
 }
 
 /// Every output kind, by `--format` name.
-pub fn format(name: &str) -> Option<Box<dyn Format>> {
-    match name {
-        "text" | "txt" => Some(Box::new(text::Text)),
-        "md" | "markdown" => Some(Box::new(markdown::Markdown)),
-        "json" => Some(Box::new(json::Json)),
-        "html" => Some(Box::new(html::Html)),
-        _ => None,
-    }
+pub fn format(name: &str) -> Option<Format> {
+    let (name, file_name, render): (_, _, fn(&Report) -> String) = match name {
+        "text" | "txt" => ("text", "report.txt", text::render),
+        "md" | "markdown" => ("md", "report.md", markdown::render),
+        "json" => ("json", "report.json", json::render),
+        "html" => ("html", "report.html", html::render),
+        _ => return None,
+    };
+    Some(Format {
+        name,
+        file_name,
+        render,
+    })
 }
 
 /// The whole report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// [`SCHEMA`].
     pub schema: &'static str,
@@ -85,7 +91,7 @@ pub struct Report {
 /// row per probe, one column per profile's `.s` view and then one per linked
 /// view, each cell the instruction count with a mark for atomics, calls and
 /// loops.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CrossSummary {
     /// What the marks mean.
     pub legend: Vec<LegendEntry>,
@@ -97,7 +103,7 @@ pub struct CrossSummary {
 }
 
 /// One mark of the summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LegendEntry {
     /// `A`, `C`, `L`, `✅`, …
     pub mark: &'static str,
@@ -106,7 +112,7 @@ pub struct LegendEntry {
 }
 
 /// A column of the summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SummaryColumn {
     /// The profile.
     pub profile: String,
@@ -127,7 +133,7 @@ impl SummaryColumn {
 }
 
 /// One probe's row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SummaryRow {
     /// The probe.
     pub probe: String,
@@ -136,7 +142,7 @@ pub struct SummaryRow {
 }
 
 /// One probe in one view.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SummaryCell {
     /// `found`, `missing` or `not-built`.
     pub status: &'static str,
@@ -160,7 +166,7 @@ pub struct SummaryCell {
 
 /// The mutation self-test's table (`target/mutate/mutations.json`, written
 /// by `scripts/test mutate`): mutations down, profiles across.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MutationTable {
     /// The commit the self-test ran on.
     pub commit: String,
@@ -171,7 +177,7 @@ pub struct MutationTable {
 }
 
 /// One mutation on every profile.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MutationRow {
     /// `relaxed-to-seqcst`, `cold-removed`, ...
     pub mutation: String,
@@ -257,7 +263,7 @@ pub const LEGEND: &[LegendEntry] = &[
 ];
 
 /// Both linked views of one probe on one profile.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LinkedViews {
     /// In the executable built with the crate's release profile.
     pub release: LinkedView,
@@ -276,7 +282,7 @@ impl LinkedViews {
 }
 
 /// One probe disassembled from one linked executable.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LinkedView {
     /// `found`, `missing` (not in the executable) or `not-built` (the linked
     /// build or its disassembly failed: see `error`).
@@ -315,7 +321,7 @@ impl LinkedView {
 }
 
 /// A profile's two linked executables.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LinkedBuilds {
     /// With the crate's release profile.
     pub release: LinkedBuildInfo,
@@ -324,7 +330,7 @@ pub struct LinkedBuilds {
 }
 
 /// One linked executable.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LinkedBuildInfo {
     /// `built` or `failed`.
     pub status: &'static str,
@@ -347,7 +353,7 @@ pub struct LinkedBuild<'a> {
 }
 
 /// `git rev-parse HEAD` and whether the tree had uncommitted changes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Git {
     /// The commit hash, or `null` outside a git checkout.
     pub commit: Option<String>,
@@ -356,7 +362,7 @@ pub struct Git {
 }
 
 /// The compiler the listings come from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Compiler {
     /// The rustup toolchain (`1.95.0`).
     pub toolchain: String,
@@ -369,7 +375,7 @@ pub struct Compiler {
 }
 
 /// One profile.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ProfileInfo {
     /// Its name.
     pub name: String,
@@ -401,7 +407,7 @@ pub struct ProfileInfo {
 }
 
 /// One probe on every profile.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ProbeReport {
     /// The exported symbol.
     pub name: String,
@@ -418,7 +424,7 @@ pub struct ProbeReport {
 }
 
 /// One probe on one profile.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ProbeResult {
     /// The profile's name.
     pub profile: String,
@@ -456,7 +462,7 @@ pub struct ProbeResult {
 }
 
 /// The counts of a listing.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct Counts {
     /// Instructions.
     pub instructions: usize,
@@ -486,7 +492,7 @@ impl From<Summary> for Counts {
 }
 
 /// The hot path of one listing ([`allocasm_suite::codegen::cfg::HotPath`]).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HotPathReport {
     /// Instructions on the hot path, entry to return (a loop's body once).
     pub instructions: usize,
@@ -570,7 +576,7 @@ impl HotPathReport {
 }
 
 /// One line of a listing.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ListingLine {
     /// `label`, `instruction` or `data` (a data directive: a literal pool
     /// entry, never counted as an instruction).
@@ -586,7 +592,7 @@ pub struct ListingLine {
 }
 
 /// One expectation's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ExpectationResult {
     /// The rule as written (`has /^lock xadd /`, `forbid call (suite: …)`).
     pub rule: String,
@@ -599,7 +605,7 @@ pub struct ExpectationResult {
 }
 
 /// Counts over the whole report.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct Totals {
     /// Probes in the registry.
     pub probes: usize,
@@ -1072,14 +1078,11 @@ pub fn git_state() -> Git {
 impl Compiler {
     /// From `rustc -vV`.
     pub fn from_rustc_vv(toolchain: &str, rustc_vv: &str) -> Compiler {
+        let vv = allocasm_suite::toolchain::RustcVersion::parse(rustc_vv);
         Compiler {
             toolchain: toolchain.to_string(),
-            release: rustc_vv.lines().next().unwrap_or("").to_string(),
-            llvm: rustc_vv
-                .lines()
-                .find_map(|l| l.strip_prefix("LLVM version: "))
-                .unwrap_or("unknown")
-                .to_string(),
+            release: vv.release().to_string(),
+            llvm: vv.llvm().to_string(),
             rustc_vv: rustc_vv.to_string(),
         }
     }
@@ -1123,5 +1126,14 @@ impl Report {
             ),
             None => "(not a git checkout)".to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    /// docs/report.schema.json is generated from [`super::Report`].
+    #[test]
+    fn the_committed_json_schema_is_the_generated_one() {
+        crate::cli::check_schema::<super::Report>("report.schema.json");
     }
 }

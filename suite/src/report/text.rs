@@ -3,183 +3,171 @@
 
 use std::fmt::Write;
 
-use super::{Format, Report};
+use super::Report;
 
-/// `report.txt`.
-pub struct Text;
-
-impl Format for Text {
-    fn name(&self) -> &'static str {
-        "text"
-    }
-
-    fn file_name(&self) -> &'static str {
-        "report.txt"
-    }
-
-    fn render(&self, r: &Report) -> String {
-        let mut s = String::new();
-        let _ = writeln!(s, "allocasm report ({})", r.generator);
-        let _ = writeln!(s, "commit:   {}", r.commit_line());
+/// The whole `report` in this format.
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "allocasm report ({})", r.generator);
+    let _ = writeln!(s, "commit:   {}", r.commit_line());
+    let _ = writeln!(
+        s,
+        "compiler: {} (LLVM {})",
+        r.compiler.release, r.compiler.llvm
+    );
+    let _ = writeln!(s, "backend:  {}", r.backend);
+    for p in &r.profiles {
         let _ = writeln!(
             s,
-            "compiler: {} (LLVM {})",
-            r.compiler.release, r.compiler.llvm
+            "profile {} ({}{}): flags {} · {} · {}",
+            p.name,
+            p.triple,
+            p.compiler
+                .as_ref()
+                .map_or_else(String::new, |c| format!(", built with {c}")),
+            join_or_none(&p.build_flags),
+            p.codegen_units,
+            p.status
         );
-        let _ = writeln!(s, "backend:  {}", r.backend);
-        for p in &r.profiles {
-            let _ = writeln!(
-                s,
-                "profile {} ({}{}): flags {} · {} · {}",
-                p.name,
-                p.triple,
-                p.compiler
-                    .as_ref()
-                    .map_or_else(String::new, |c| format!(", built with {c}")),
-                join_or_none(&p.build_flags),
-                p.codegen_units,
-                p.status
-            );
-        }
-        if let Some(m) = &r.mutations {
-            let _ = writeln!(
-                s,
-                "\nwhat this suite can and cannot see (scripts/test mutate):"
-            );
-            for row in &m.rows {
-                let cells: Vec<String> = m
-                    .profiles
-                    .iter()
-                    .zip(&row.cells)
-                    .map(|(p, c)| format!("{p}={c}"))
-                    .collect();
-                let _ = writeln!(s, "  {}: {}", row.mutation, cells.join(" "));
-            }
-        }
-        if let Some(e) = &r.executed
-            && !e.table.columns.is_empty()
-        {
-            let _ = writeln!(
-                s,
-                "\nwhat the CPU executes (hot-path instructions / executed (+helpers) / llvm-mca cycles per CPU):"
-            );
-            for row in &e.table.rows {
-                let cells: Vec<String> = e
-                    .table
-                    .columns
-                    .iter()
-                    .zip(&row.cells)
-                    .map(|(p, c)| format!("{p}={}", c.text))
-                    .collect();
-                let _ = writeln!(s, "  {}: {}", row.probe, cells.join("  "));
-            }
-        }
-        for probe in &r.probes {
-            let _ = writeln!(
-                s,
-                "\n== {} ({} {}, {})",
-                probe.name, probe.allocator, probe.operation, probe.kind
-            );
-            let _ = writeln!(s, "   expected: {}", probe.expect);
-            let columns: Vec<(String, Vec<String>)> = probe
-                .results
+    }
+    if let Some(m) = &r.mutations {
+        let _ = writeln!(
+            s,
+            "\nwhat this suite can and cannot see (scripts/test mutate):"
+        );
+        for row in &m.rows {
+            let cells: Vec<String> = m
+                .profiles
                 .iter()
-                .map(|res| {
-                    let mut lines: Vec<String> =
-                        res.listing_text().lines().map(str::to_string).collect();
-                    if let Some(c) = res.summary {
-                        lines.push(String::new());
-                        lines.push(format!(
-                            "{} instr, {} rmw, {} calls, {} loops",
-                            c.instructions, c.atomic_rmw, c.calls, c.loops
-                        ));
-                    }
-                    if let Some(h) = &res.hot_path {
-                        lines.push(format!(
-                            "hot {} of {}, fit check {}, {} atomics",
-                            h.instructions,
-                            h.function_instructions,
-                            h.to_fit_check.map_or("-".to_string(), |n| n.to_string()),
-                            h.atomics
-                        ));
-                        lines.push(format!(
-                            "hot calls: {}; {} stack{}, {} loops",
-                            if h.calls.is_empty() {
-                                "none".to_string()
-                            } else {
-                                h.calls.join(", ")
-                            },
-                            h.stack_accesses,
-                            if h.frame_accesses > 0 {
-                                format!(" (+ {} frame record)", h.frame_accesses)
-                            } else {
-                                String::new()
-                            },
-                            h.loops
-                        ));
-                    }
-                    if let Some(t) = &res.tls {
-                        lines.push(format!("TLS: {}", t.how));
-                    }
-                    for e in &res.expectations {
-                        lines.push(format!(
-                            "{} {}",
-                            if e.passed { "ok  " } else { "FAIL" },
-                            e.rule
-                        ));
-                    }
-                    if res.status != "found" {
-                        lines.insert(0, format!("({})", res.status));
-                    }
-                    (res.profile.clone(), lines)
-                })
+                .zip(&row.cells)
+                .map(|(p, c)| format!("{p}={c}"))
                 .collect();
-            s.push_str(&side_by_side(&columns, 44));
-            for res in &probe.results {
-                for a in &res.annotations {
-                    let _ = writeln!(s, "   [{}] {}: {}", res.profile, a.instruction, a.note);
-                }
-            }
-            for res in &probe.results {
-                let Some(linked) = &res.linked else {
-                    continue;
-                };
-                let _ = writeln!(s, "\n-- {} on {}: .s and linked", probe.name, res.profile);
-                let mut columns = vec![(
-                    ".s".to_string(),
-                    res.listing_text().lines().map(str::to_string).collect(),
-                )];
-                for (title, view) in linked.both() {
-                    let mut lines: Vec<String> =
-                        view.listing_text().lines().map(str::to_string).collect();
-                    if let Some(c) = view.summary {
-                        lines.push(String::new());
-                        lines.push(format!(
-                            "{} instr, {} rmw, {} calls, {} loops",
-                            c.instructions, c.atomic_rmw, c.calls, c.loops
-                        ));
-                    }
-                    if view.status != "found" {
-                        lines.insert(0, format!("({})", view.status));
-                        lines.extend(
-                            view.error
-                                .iter()
-                                .flat_map(|e| e.lines().map(str::to_string)),
-                        );
-                    }
-                    columns.push((title.to_string(), lines));
-                }
-                s.push_str(&side_by_side(&columns, 44));
-            }
+            let _ = writeln!(s, "  {}: {}", row.mutation, cells.join(" "));
         }
-        let t = r.totals;
+    }
+    if let Some(e) = &r.executed
+        && !e.table.columns.is_empty()
+    {
         let _ = writeln!(
             s,
-            "\n{} probes × {} profiles: {} found, {} missing, {} of {} expectations failed, {} profile build(s) failed",
-            t.probes, t.profiles, t.found, t.missing, t.failures, t.expectations, t.profiles_failed
+            "\nwhat the CPU executes (hot-path instructions / executed (+helpers) / llvm-mca cycles per CPU):"
         );
-        s
+        for row in &e.table.rows {
+            let cells: Vec<String> = e
+                .table
+                .columns
+                .iter()
+                .zip(&row.cells)
+                .map(|(p, c)| format!("{p}={}", c.text))
+                .collect();
+            let _ = writeln!(s, "  {}: {}", row.probe, cells.join("  "));
+        }
     }
+    for probe in &r.probes {
+        let _ = writeln!(
+            s,
+            "\n== {} ({} {}, {})",
+            probe.name, probe.allocator, probe.operation, probe.kind
+        );
+        let _ = writeln!(s, "   expected: {}", probe.expect);
+        let columns: Vec<(String, Vec<String>)> = probe
+            .results
+            .iter()
+            .map(|res| {
+                let mut lines: Vec<String> =
+                    res.listing_text().lines().map(str::to_string).collect();
+                if let Some(c) = res.summary {
+                    lines.push(String::new());
+                    lines.push(format!(
+                        "{} instr, {} rmw, {} calls, {} loops",
+                        c.instructions, c.atomic_rmw, c.calls, c.loops
+                    ));
+                }
+                if let Some(h) = &res.hot_path {
+                    lines.push(format!(
+                        "hot {} of {}, fit check {}, {} atomics",
+                        h.instructions,
+                        h.function_instructions,
+                        h.to_fit_check.map_or("-".to_string(), |n| n.to_string()),
+                        h.atomics
+                    ));
+                    lines.push(format!(
+                        "hot calls: {}; {} stack{}, {} loops",
+                        if h.calls.is_empty() {
+                            "none".to_string()
+                        } else {
+                            h.calls.join(", ")
+                        },
+                        h.stack_accesses,
+                        if h.frame_accesses > 0 {
+                            format!(" (+ {} frame record)", h.frame_accesses)
+                        } else {
+                            String::new()
+                        },
+                        h.loops
+                    ));
+                }
+                if let Some(t) = &res.tls {
+                    lines.push(format!("TLS: {}", t.how));
+                }
+                for e in &res.expectations {
+                    lines.push(format!(
+                        "{} {}",
+                        if e.passed { "ok  " } else { "FAIL" },
+                        e.rule
+                    ));
+                }
+                if res.status != "found" {
+                    lines.insert(0, format!("({})", res.status));
+                }
+                (res.profile.clone(), lines)
+            })
+            .collect();
+        s.push_str(&side_by_side(&columns, 44));
+        for res in &probe.results {
+            for a in &res.annotations {
+                let _ = writeln!(s, "   [{}] {}: {}", res.profile, a.instruction, a.note);
+            }
+        }
+        for res in &probe.results {
+            let Some(linked) = &res.linked else {
+                continue;
+            };
+            let _ = writeln!(s, "\n-- {} on {}: .s and linked", probe.name, res.profile);
+            let mut columns = vec![(
+                ".s".to_string(),
+                res.listing_text().lines().map(str::to_string).collect(),
+            )];
+            for (title, view) in linked.both() {
+                let mut lines: Vec<String> =
+                    view.listing_text().lines().map(str::to_string).collect();
+                if let Some(c) = view.summary {
+                    lines.push(String::new());
+                    lines.push(format!(
+                        "{} instr, {} rmw, {} calls, {} loops",
+                        c.instructions, c.atomic_rmw, c.calls, c.loops
+                    ));
+                }
+                if view.status != "found" {
+                    lines.insert(0, format!("({})", view.status));
+                    lines.extend(
+                        view.error
+                            .iter()
+                            .flat_map(|e| e.lines().map(str::to_string)),
+                    );
+                }
+                columns.push((title.to_string(), lines));
+            }
+            s.push_str(&side_by_side(&columns, 44));
+        }
+    }
+    let t = r.totals;
+    let _ = writeln!(
+        s,
+        "\n{} probes × {} profiles: {} found, {} missing, {} of {} expectations failed, {} profile build(s) failed",
+        t.probes, t.profiles, t.found, t.missing, t.failures, t.expectations, t.profiles_failed
+    );
+    s
 }
 
 /// "(none)" or the flags joined by spaces.

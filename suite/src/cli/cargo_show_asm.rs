@@ -33,22 +33,10 @@ use allocasm_suite::codegen::{
 /// `RUSTC_WORKSPACE_WRAPPER` that logs rustc's arguments).
 pub const FORCED_FLAGS: &[&str] = &["-C", "debuginfo=2", "-C", "codegen-units=1"];
 
-/// Environment that would change the build behind the profile's back.
-const SCRUBBED_ENV: &[&str] = &[
-    "RUSTFLAGS",
-    "CARGO_ENCODED_RUSTFLAGS",
-    "CARGO_BUILD_RUSTFLAGS",
-    "CARGO_TARGET_DIR",
-    "CARGO_BUILD_TARGET",
-    "RUSTC_WORKSPACE_WRAPPER",
-    "CARGO_MAKEFLAGS",
-    "MAKEFLAGS",
-];
-
 /// The `cargo asm` command for one probe of one profile.
 pub fn command(profile: &Profile, opts: &BuildOptions, toolchain: &str, probe: &str) -> Command {
-    let mut cmd = Command::new("rustup");
-    cmd.args(["run", toolchain, "cargo", "asm", "--lib", "--release"]);
+    let mut cmd = allocasm_suite::toolchain::tool(toolchain, "cargo");
+    cmd.args(["asm", "--lib", "--release"]);
     let project = allocasm_suite::codegen::project::current();
     if !project.features.is_empty() {
         cmd.args(["--features", &project.features.join(",")]);
@@ -97,7 +85,7 @@ pub fn command(profile: &Profile, opts: &BuildOptions, toolchain: &str, probe: &
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
-    for var in SCRUBBED_ENV {
+    for var in allocasm_suite::codegen::build::SCRUBBED_ENV {
         cmd.env_remove(var);
     }
     cmd
