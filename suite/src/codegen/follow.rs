@@ -580,4 +580,58 @@ rec:
         assert!(f.callees.is_empty());
         assert!(matches!(f.stops[0], Stop::Depth { .. }), "{:?}", f.stops);
     }
+
+    fn failures_with(tables: &str) -> Vec<crate::codegen::Failure> {
+        use crate::codegen::{ProbeListing, ProbeListings, expect};
+        let profile =
+            Profile::parse(&format!("{PROFILE}{tables}"), Path::new("t.toml")).expect("profile");
+        let (_, index, cold) = setup();
+        let Some(entry) = index.by_symbol("probe_q") else {
+            panic!("probe_q")
+        };
+        let mut listings = ProbeListings {
+            cold_functions: cold,
+            ..ProbeListings::default()
+        };
+        listings.probes.insert(
+            "probe_q".into(),
+            ProbeListing {
+                raw: entry.raw.clone(),
+                listing: entry.listing(&profile),
+            },
+        );
+        crate::codegen::follow_and_find(&profile, &index, &mut listings);
+        const PROBE: allocasm::probes::Probe = allocasm::probes::Probe {
+            name: "probe_q",
+            allocator: "Queue",
+            operation: "push",
+            kind: allocasm::probes::ProbeKind::Concurrent,
+            expect: "",
+        };
+        expect::check_all(&profile, &listings, &[PROBE])
+    }
+
+    #[test]
+    fn follow_true_makes_expectations_see_the_callee() {
+        let without = failures_with("[probe.probe_q]\nhas = ['^lock cmpxchg ']\n");
+        assert_eq!(without.len(), 1, "{without:?}");
+        assert_eq!(without[0].kind, crate::codegen::FailureKind::MissingPattern);
+        let with = failures_with(
+            "[probe.probe_q]\nfollow = true\nhas = ['^lock cmpxchg ']\nhot_max = 12\n",
+        );
+        assert!(with.is_empty(), "{with:?}");
+    }
+
+    #[test]
+    fn function_tables_check_any_function() {
+        let ok =
+            failures_with("[function.\"Queue::push\"]\nrequire = ['atomic-rmw']\nhot_max = 5\n");
+        assert!(ok.is_empty(), "{ok:?}");
+        let over = failures_with("[function.\"Queue::push\"]\nhot_max = 4\n");
+        assert_eq!(over.len(), 1, "{over:?}");
+        assert_eq!(over[0].probe, "Queue::push");
+        let missing = failures_with("[function.\"no_such_function\"]\nhot_max = 4\n");
+        assert_eq!(missing[0].kind, crate::codegen::FailureKind::MissingProbe);
+        assert!(format!("{}", missing[0]).contains("no function of the build"));
+    }
 }
