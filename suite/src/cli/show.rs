@@ -10,6 +10,7 @@ use allocasm_suite::codegen::follow::{self, DEFAULT_DEPTH};
 use allocasm_suite::codegen::functions::{Found, FunctionIndex};
 use allocasm_suite::codegen::linked::Lto;
 use allocasm_suite::codegen::listing::{Line, Listing};
+use allocasm_suite::codegen::normalize;
 use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{Function, ProbeListings, Profile, cfg};
 use clap::Args;
@@ -158,6 +159,16 @@ fn shown_lines(
             Found::None => return Err(unknown_name(&args.probe, &profile.name)),
         },
     };
+    // A function the model cannot read is an error naming the line.
+    if !args.raw
+        && let Some(root) = &root
+        && let Err(e) = normalize::check_readable(&root.raw, &profile.arch())
+    {
+        return Err(CliError::environment(format!(
+            "on profile {}: {e}",
+            profile.name
+        )));
+    }
     if args.follow && !args.raw {
         match root {
             Some(root) => {

@@ -193,7 +193,8 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     fn go(&mut self, caller: &Entry, listing: &Listing, hot: &HotPath, chain: &mut Vec<String>) {
-        let depth = chain.len();
+        // The caller's depth: the root is 0, its callees 1.
+        let depth = chain.len() - 1;
         let cfg = cfg::analyze(listing, self.profile, self.cold);
         let mut seen = BTreeSet::new();
         for callee in &hot.calls {
@@ -230,7 +231,7 @@ impl Walk<'_> {
                 // Called twice on one hot path: walked once.
                 continue;
             }
-            if depth >= self.max_depth {
+            if depth + 1 > self.max_depth {
                 self.out.stops.push(Stop::Depth {
                     caller: listing.name.clone(),
                     callee: callee.clone(),
@@ -312,7 +313,39 @@ pub fn follow(
     add(&mut walk.out.totals, &root_hot);
     let mut chain = vec![root.symbol.clone()];
     walk.go(root, root_listing, &root_hot, &mut chain);
+    // One line per distinct stop (a caller's three indirect calls through
+    // one register are one finding).
+    let mut seen = Vec::new();
+    walk.out.stops.retain(|s| {
+        let new = !seen.contains(s);
+        if new {
+            seen.push(s.clone());
+        }
+        new
+    });
     walk.out
+}
+
+/// `a, b ×3, c`: names in first-seen order, repeats counted.
+fn counted(names: &[String]) -> String {
+    let mut order: Vec<(&str, usize)> = Vec::new();
+    for n in names {
+        match order.iter_mut().find(|(m, _)| *m == n.as_str()) {
+            Some((_, k)) => *k += 1,
+            None => order.push((n, 1)),
+        }
+    }
+    order
+        .iter()
+        .map(|&(n, k)| {
+            if k > 1 {
+                format!("{n} ×{k}")
+            } else {
+                n.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Followed {
@@ -409,7 +442,7 @@ impl Followed {
             let calls = if c.hot.calls.is_empty() {
                 "none".to_string()
             } else {
-                c.hot.calls.join(", ")
+                counted(&c.hot.calls)
             };
             out.push(format!(
                 "{pad}  hot path: {} of {} instructions · {} atomic(s) · {} stack access(es) · \
@@ -443,7 +476,7 @@ impl Followed {
             if t.calls_leaving.is_empty() {
                 "none".to_string()
             } else {
-                t.calls_leaving.join(", ")
+                counted(&t.calls_leaving)
             }
         ));
         out
@@ -522,6 +555,7 @@ rec:
         let f = walk("probe_q");
         assert_eq!(f.callees.len(), 1, "{f:#?}");
         assert_eq!(f.callees[0].path, "queue::Queue::push");
+        assert_eq!(f.callees[0].depth, 1);
         // push's hot path: 5 instructions, the cold tail call left out.
         assert_eq!(f.callees[0].hot.instructions, 5);
         assert_eq!(f.totals.instructions, f.root_hot.instructions + 5);
@@ -552,6 +586,12 @@ rec:
             assert!(matches!(listing.lines[n], Line::Instruction(_)));
         }
         assert!(listing.text().contains("je .LBB1@1"), "{}", listing.text());
+    }
+
+    #[test]
+    fn repeated_calls_are_counted_once() {
+        let names: Vec<String> = ["a", "b", "a", "a"].map(String::from).to_vec();
+        assert_eq!(counted(&names), "a ×3, b");
     }
 
     #[test]
