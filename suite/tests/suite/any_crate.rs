@@ -281,6 +281,26 @@ fn follow_sees_a_dependency_generic_function() {
         "{out}"
     );
 
+    // The report carries the walk (and its JSON keeps to the schema).
+    let report = run_in(&dir, &["report", "--format", "json", "-p", "x86_64-linux"]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reports/report.json")).unwrap())
+            .unwrap();
+    let followed = &json["probes"][0]["results"][0]["followed"];
+    assert!(
+        followed["callees"][0]["path"]
+            .as_str()
+            .is_some_and(|p| p.contains("ArrayQueue<u64>::push_or_else")),
+        "{followed}"
+    );
+    assert_eq!(followed["atomic_rmw"], 1, "{followed}");
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("docs/report.schema.json")).unwrap(),
+    )
+    .unwrap();
+    crate::cli::conforms(&schema, &schema, &json, "report");
+
     for profile in ["x86_64-linux", "aarch64-linux-lse"] {
         let path = dir.join(format!("targets/{profile}.toml"));
         let toml = std::fs::read_to_string(&path).unwrap();

@@ -903,7 +903,7 @@ fn diff_says_not_available_for_a_target_the_toolchain_lacks() {
 /// docs/report.schema.json uses: objects' required keys and no others, array
 /// items, `const`, `enum`, `type` (string or list) and `$ref` to the root's
 /// `$defs`.
-fn conforms(
+pub(crate) fn conforms(
     root: &serde_json::Value,
     schema: &serde_json::Value,
     value: &serde_json::Value,
