@@ -245,10 +245,19 @@ fn hot_path_lines(hot: &HotPathReport, narrow: bool) -> Vec<String> {
 
 /// Builds the selected profiles and prints the probe's listing on each.
 pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
-    // A name in no probe's name is a function's, looked up in each build.
+    // A name in no probe's name is a function's, looked up in each build;
+    // one spelled like a probe (`probe_…`, or near one's name) is a probe's,
+    // and a typo in it is said before anything builds.
     let names_probe = |name: &str| {
         probes().iter().any(|p| p.name.contains(name))
             || project::find(&format!("probe_{name}")).is_some()
+            || (!probes().is_empty() && !name.contains("::") && name.starts_with("probe_"))
+            || (!name.contains("::")
+                && !session::nearest(
+                    &format!("probe_{}", name.trim_start_matches("probe_")),
+                    probes().iter().map(|p| p.name),
+                )
+                .is_empty())
     };
     // A project whose probes are found by prefix knows them only once built.
     let early = if probes().is_empty() || !names_probe(&args.probe) {
