@@ -301,6 +301,18 @@ fn follow_sees_a_dependency_generic_function() {
     .unwrap();
     crate::cli::conforms(&schema, &schema, &json, "report");
 
+    // `snapshot` keeps the [function."…"] table's function too.
+    let snap = run_in(&dir, &["snapshot", "-p", "x86_64-linux", "--accept"]);
+    let out = text(&snap);
+    assert_eq!(snap.status.code(), Some(0), "{out}");
+    let kept = dir.join("snapshots/x86_64-linux/function.ArrayQueue_u64___push_or_else.snap");
+    let kept = std::fs::read_to_string(&kept).unwrap_or_else(|e| panic!("{out}\n{e}"));
+    assert!(
+        kept.contains("crossbeam_queue::array_queue::ArrayQueue<u64>::push_or_else:\n")
+            && kept.contains("lock cmpxchg"),
+        "{kept}"
+    );
+
     for profile in ["x86_64-linux", "aarch64-linux-lse"] {
         let path = dir.join(format!("targets/{profile}.toml"));
         let toml = std::fs::read_to_string(&path).unwrap();
