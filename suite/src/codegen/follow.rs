@@ -376,9 +376,9 @@ impl Followed {
                         let mut i = i.clone();
                         if let Some(last) = i.last_operand()
                             && labels.contains(last)
+                            && let Some(head) = i.operands.strip_suffix(last)
                         {
-                            let at = i.operands.len() - last.len();
-                            i.operands = format!("{}{last}{suffix}", &i.operands[..at]);
+                            i.operands = format!("{head}{last}{suffix}");
                         }
                         Line::Instruction(i)
                     }
