@@ -216,6 +216,7 @@ pub fn build_profile(
         probes: found,
         missing,
         cold_functions: Default::default(),
+        ..Default::default()
     };
     Ok((output, listings))
 }

@@ -1,12 +1,33 @@
-//! `allocasm list`: the probe registry and the profiles.
+//! `allocasm list`: the probe registry and the profiles; with
+//! `--functions`, every function of each profile's build.
 
 use allocasm::probes::ProbeKind;
+use allocasm_suite::codegen::functions::FunctionIndex;
 use allocasm_suite::codegen::project::{self, probes};
+use clap::Args;
 
-use super::{CliError, Status, Ui, session};
+use super::{BuildArgs, CliError, Status, Ui, session};
 
-/// Prints every probe, then every profile.
-pub fn run(ui: &Ui) -> Result<Status, CliError> {
+/// `list` arguments.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Build the profiles and list the functions of their `.s` files, with sizes (instructions)
+    #[arg(long)]
+    pub functions: bool,
+    /// With --functions: only those whose demangled path contains it
+    #[arg(value_name = "PATTERN", requires = "functions")]
+    pub pattern: Option<String>,
+    /// Build options (with --functions)
+    #[command(flatten)]
+    pub build: BuildArgs,
+}
+
+/// Prints every probe, then every profile (or with `--functions`, every
+/// function of each build).
+pub fn run(ui: &Ui, args: &ListArgs) -> Result<Status, CliError> {
+    if args.functions {
+        return functions(ui, args);
+    }
     let width = probes().iter().map(|p| p.name.len()).max().unwrap_or(0);
     let alloc_width = probes()
         .iter()
@@ -65,6 +86,53 @@ pub fn run(ui: &Ui) -> Result<Status, CliError> {
             ui.dim(&flags)
         );
         outln!("  {:width$}  {}", "", p.description);
+    }
+    Ok(Status::Ok)
+}
+
+/// `list --functions [PATTERN]`: per profile, every function of the build
+/// whose path contains the pattern, numbered as `show NAME#N` picks them,
+/// with its instruction count.
+fn functions(ui: &Ui, args: &ListArgs) -> Result<Status, CliError> {
+    let profiles = args.build.target.profiles(ui)?;
+    let opts = args.build.options();
+    let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
+        .pop()
+        .expect("one toolchain");
+    let pattern = args.pattern.as_deref().unwrap_or("");
+    for b in &builds.built {
+        let index = FunctionIndex::new(&b.profile, &b.output);
+        let found = index.matching(pattern);
+        outln!(
+            "{}",
+            ui.bold(&format!(
+                "# {}: {} of {} function(s){}",
+                b.profile.name,
+                found.len(),
+                index.entries.len(),
+                if pattern.is_empty() {
+                    String::new()
+                } else {
+                    format!(" matching `{pattern}`")
+                }
+            ))
+        );
+        for (n, e) in found.iter().enumerate() {
+            let size = e.listing(&b.profile).instructions().count();
+            let cold = if e.cold { " (cold)" } else { "" };
+            outln!(
+                "  #{:<4} {size:>6} instr  {}{cold}",
+                n + 1,
+                e.display(index.path_is_shared(&e.path))
+            );
+        }
+    }
+    builds.report_failures(ui);
+    if !builds.failed.is_empty() {
+        return Err(CliError::environment(format!(
+            "{} profile build(s) failed (above)",
+            builds.failed.len()
+        )));
     }
     Ok(Status::Ok)
 }

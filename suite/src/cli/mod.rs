@@ -117,7 +117,10 @@ pub enum ColorWhen {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List every probe (its allocator, operation, kind and what it should compile to) and profile
-    List,
+    ///
+    /// With --functions, build the profiles and list every function their `.s` files hold
+    /// (optionally those whose demangled path contains PATTERN), with sizes.
+    List(list::ListArgs),
     /// Print one probe's listing on one or more profiles
     Show(show::ShowArgs),
     /// Compare every probe's listing with the project's snapshots (insta's .snap files)
@@ -409,7 +412,7 @@ where
             .unwrap_or_else(allocasm_suite::codegen::targets_dir),
     );
     match cli.command {
-        Command::List => list::run(&ui),
+        Command::List(args) => list::run(&ui, &args),
         Command::Doctor => doctor::run(&ui),
         Command::Show(args) => show::run(&ui, &args),
         Command::Check(args) => check::run(&ui, &args),

@@ -1,10 +1,18 @@
-//! `allocasm show PROBE`: one probe's listing on one or more profiles, and
-//! with `--linked` its listings in the linked executables too.
+//! `allocasm show NAME`: one probe's listing on one or more profiles (with
+//! `--linked` its listings in the linked executables too), or any function
+//! of the build by a part of its demangled path; with `--follow`, the hot
+//! path through the calls it makes into the build
+//! ([`allocasm_suite::codegen::follow`]).
 
+use std::collections::BTreeSet;
+
+use allocasm_suite::codegen::follow::{self, DEFAULT_DEPTH};
+use allocasm_suite::codegen::functions::{Found, FunctionIndex};
 use allocasm_suite::codegen::linked::Lto;
-use allocasm_suite::codegen::listing::Line;
+use allocasm_suite::codegen::listing::{Line, Listing};
+use allocasm_suite::codegen::normalize;
 use allocasm_suite::codegen::project::{self, probes};
-use allocasm_suite::codegen::{ProbeListings, Profile};
+use allocasm_suite::codegen::{Function, ProbeListings, Profile, cfg};
 use clap::Args;
 
 use crate::report::text::side_by_side;
@@ -16,9 +24,18 @@ use super::{BuildArgs, CliError, Status, Ui, exit};
 /// `show` arguments.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The probe (`probe_linear_alloc`, or `linear_alloc`)
-    #[arg(value_name = "PROBE")]
+    /// The probe (`probe_linear_alloc`, or `linear_alloc`), or any function of the build by a
+    /// part of its demangled path (`Rewindable::alloc_slow`; `alloc_slow#2` picks the second of
+    /// several matches)
+    #[arg(value_name = "NAME")]
     pub probe: String,
+    /// Follow the calls on the hot path into functions of the same build: each callee's
+    /// listing and hot path, and the figures of the whole
+    #[arg(long)]
+    pub follow: bool,
+    /// How many calls deep --follow goes
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_DEPTH, requires = "follow")]
+    pub depth: usize,
     /// Profiles in columns, side by side
     #[arg(long)]
     pub side_by_side: bool,
@@ -48,12 +65,32 @@ fn lines_of(
     let Some(found) = listings.probes.get(probe) else {
         return vec![ui.red("(missing: the probe is not in this build)")];
     };
+    function_lines(
+        ui,
+        profile,
+        (&found.raw, &found.listing),
+        &listings.cold_functions,
+        raw,
+        plain,
+    )
+}
+
+/// One function's listing (annotated), its figures and its hot path: the
+/// same for a probe and for any other function of the build.
+fn function_lines(
+    ui: &Ui,
+    profile: &Profile,
+    (raw_fn, listing): (&Function, &Listing),
+    cold: &BTreeSet<String>,
+    raw: bool,
+    plain: bool,
+) -> Vec<String> {
     if raw {
-        return found.raw.lines.clone();
+        return raw_fn.lines.clone();
     }
-    let tags = annotate::tags(&found.listing, &profile.classes);
-    let mut out = vec![format!("{}:", found.listing.name)];
-    for (line, tags) in found.listing.lines.iter().zip(tags) {
+    let tags = annotate::tags(listing, &profile.classes);
+    let mut out = vec![format!("{}:", listing.name)];
+    for (line, tags) in listing.lines.iter().zip(tags) {
         let text = line.to_string();
         let mark = if plain || tags.is_empty() || matches!(line, Line::Label(_)) {
             text
@@ -64,18 +101,102 @@ fn lines_of(
         };
         out.push(mark);
     }
-    let s = found.listing.summary(&profile.classes);
-    let tls = annotate::tls_access(&found.listing);
+    let s = listing.summary(&profile.classes);
+    let tls = annotate::tls_access(listing);
     out.push(String::new());
     out.push(format!(
         "{} instr · {} atomic RMW · {} calls · {} loops",
         s.instructions, s.atomic_rmw, s.calls, s.backward_branches
     ));
     out.push(format!("TLS: {}", tls.how));
-    if let Some(hot) = listings.hot_path(profile, probe) {
-        out.extend(hot_path_lines(&HotPathReport::from(&hot), plain));
-    }
+    let hot = cfg::analyze(listing, profile, cold).hot_path();
+    out.extend(hot_path_lines(&HotPathReport::from(&hot), plain));
     out
+}
+
+/// What `show` shows on one built profile: the probe's lines, or the
+/// function's that the name picks in this build, then with --follow the
+/// walk through its calls. A name that picks several functions is an error
+/// listing them.
+fn shown_lines(
+    ui: &Ui,
+    args: &ShowArgs,
+    built: &session::Built,
+    probe: Option<&str>,
+    plain: bool,
+) -> Result<Vec<String>, CliError> {
+    let profile = &built.profile;
+    let cold = &built.listings.cold_functions;
+    let needs_index = probe.is_none() || args.follow;
+    let index = if needs_index {
+        FunctionIndex::new(profile, &built.output)
+    } else {
+        FunctionIndex::default()
+    };
+    let (mut lines, root) = match probe {
+        Some(p) => (
+            lines_of(ui, profile, &built.listings, p, args.raw, plain),
+            index.by_symbol(p).cloned().map(|mut e| {
+                e.raw.name = p.to_string();
+                e
+            }),
+        ),
+        None => match index.find(&args.probe) {
+            Found::One(e) => {
+                let listing = e.listing(profile);
+                (
+                    function_lines(ui, profile, (&e.raw, &listing), cold, args.raw, plain),
+                    Some(e.clone()),
+                )
+            }
+            Found::Many(all) => {
+                return Err(CliError::usage(format!(
+                    "on profile {}: {}",
+                    profile.name,
+                    index.ambiguity_message(&args.probe, &all)
+                )));
+            }
+            Found::None => return Err(unknown_name(&args.probe, &profile.name)),
+        },
+    };
+    // A function the model cannot read is an error naming the line.
+    if !args.raw
+        && let Some(root) = &root
+        && let Err(e) = normalize::check_readable(&root.raw, &profile.arch())
+    {
+        return Err(CliError::environment(format!(
+            "on profile {}: {e}",
+            profile.name
+        )));
+    }
+    if args.follow && !args.raw {
+        match root {
+            Some(root) => {
+                let listing = match probe.and_then(|p| built.listings.listing(p)) {
+                    Some(l) => l.clone(),
+                    None => root.listing(profile),
+                };
+                let walk = follow::follow(profile, &index, &root, &listing, cold, args.depth);
+                lines.extend(walk.report_lines());
+            }
+            None => lines.push(ui.red("(--follow: the probe is not in this build)")),
+        }
+    }
+    Ok(lines)
+}
+
+/// Neither a probe nor a function of the build: the probe lookup's error
+/// (with its suggestions), saying no function matched either.
+fn unknown_name(name: &str, profile: &str) -> CliError {
+    let probe_error = match session::find_probe(name) {
+        Err(e) => e.message,
+        Ok(_) => String::new(),
+    };
+    CliError::usage(format!(
+        "no function of profile {profile}'s build has `{name}` in its path (`allocasm list \
+         --functions -p {profile}` lists them){}{probe_error}",
+        if probe_error.is_empty() { "" } else { "; " }
+    ))
 }
 
 /// The hot path's figures, as the report has them under each listing: one
@@ -124,8 +245,22 @@ fn hot_path_lines(hot: &HotPathReport, narrow: bool) -> Vec<String> {
 
 /// Builds the selected profiles and prints the probe's listing on each.
 pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
+    // A name in no probe's name is a function's, looked up in each build;
+    // one spelled like a probe (`probe_…`, or near one's name) is a probe's,
+    // and a typo in it is said before anything builds.
+    let names_probe = |name: &str| {
+        probes().iter().any(|p| p.name.contains(name))
+            || project::find(&format!("probe_{name}")).is_some()
+            || (!probes().is_empty() && !name.contains("::") && name.starts_with("probe_"))
+            || (!name.contains("::")
+                && !session::nearest(
+                    &format!("probe_{}", name.trim_start_matches("probe_")),
+                    probes().iter().map(|p| p.name),
+                )
+                .is_empty())
+    };
     // A project whose probes are found by prefix knows them only once built.
-    let early = if probes().is_empty() {
+    let early = if probes().is_empty() || !names_probe(&args.probe) {
         None
     } else {
         Some(session::find_probe(&args.probe)?)
@@ -141,9 +276,15 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
         .pop()
         .expect("one toolchain");
     let probe = match early {
-        Some(p) => p,
-        None => session::find_probe(&args.probe)?,
+        Some(p) => Some(p.name),
+        None if names_probe(&args.probe) => Some(session::find_probe(&args.probe)?.name),
+        None => None,
     };
+    if probe.is_none() && args.linked {
+        return Err(CliError::usage(
+            "--linked shows probes only; drop it to see a function of the build".to_string(),
+        ));
+    }
     if args.linked {
         let without: Vec<&str> = profiles
             .iter()
@@ -160,11 +301,11 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
     if args.side_by_side {
         let mut columns: Vec<(String, Vec<String>)> = Vec::new();
         for b in &builds.built {
-            let mut lines = lines_of(ui, &b.profile, &b.listings, probe.name, args.raw, true);
+            let mut lines = shown_lines(ui, args, b, probe, true)?;
             lines.insert(0, b.profile.triple.clone());
             columns.push((b.profile.name.clone(), lines));
-            for (title, lines) in linked_lines(ui, &builds, &b.profile, probe.name, args.raw, true)
-            {
+            let Some(probe) = probe else { continue };
+            for (title, lines) in linked_lines(ui, &builds, &b.profile, probe, args.raw, true) {
                 columns.push((format!("{} {title}", b.profile.name), lines));
             }
         }
@@ -182,14 +323,14 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
         out!("{}", side_by_side(&columns, args.width.max(12)));
     } else {
         for b in &builds.built {
+            let lines = shown_lines(ui, args, b, probe, false)?;
             outln!("{}", ui.bold(&format!("# {}", b.output.header())));
-            for line in lines_of(ui, &b.profile, &b.listings, probe.name, args.raw, false) {
+            for line in lines {
                 outln!("{line}");
             }
             outln!();
-            for (header, lines) in
-                linked_lines(ui, &builds, &b.profile, probe.name, args.raw, false)
-            {
+            let Some(probe) = probe else { continue };
+            for (header, lines) in linked_lines(ui, &builds, &b.profile, probe, args.raw, false) {
                 outln!("{}", ui.bold(&format!("# {header}")));
                 for line in lines {
                     outln!("{line}");

@@ -141,6 +141,23 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     cache::write_atomically(path, text.as_bytes())
 }
 
+/// The file stem of a `[function."…"]` table's snapshot:
+/// `function.` and the name, each character but `A-Za-z0-9_.-` as `_`
+/// (`Queue<T>::push` → `function.Queue_T___push`).
+pub fn function_snapshot_name(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("function.{safe}")
+}
+
 /// Builds the selected profiles and compares every listing with its
 /// snapshot; exit 1 when one is new or changed (unless `--accept`).
 pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
@@ -153,16 +170,22 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
     let (mut same, mut new, mut changed) = (0usize, 0usize, 0usize);
     for b in &builds.built {
         let dir = root.join(&b.profile.name);
-        for probe in probes() {
-            let Some(listing) = b.listings.listing(probe.name) else {
-                continue;
-            };
-            let text = listing.text();
+        // Every probe, then every function a `[function."…"]` table names
+        // (`function.<name>.snap`, the name's other characters as `_`).
+        let probe_items = probes().iter().filter_map(|probe| {
+            let listing = b.listings.listing(probe.name)?;
+            Some((probe.name.to_string(), listing.text()))
+        });
+        let function_items = b.listings.functions.iter().filter_map(|(name, found)| {
+            let found = found.as_ref().ok()?;
+            Some((function_snapshot_name(name), found.found.listing.text()))
+        });
+        for (stem, text) in probe_items.chain(function_items).collect::<Vec<_>>() {
             let (outcome, diff) = compare(
                 &dir,
-                probe.name,
+                &stem,
                 &text,
-                || snapshot_text(&b.profile, &b.output, probe.name, &text),
+                || snapshot_text(&b.profile, &b.output, &stem, &text),
                 args.accept,
             )
             .map_err(|e| {
@@ -171,7 +194,7 @@ pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
                     dir.display()
                 ))
             })?;
-            let shown = dir.join(format!("{}.snap", probe.name));
+            let shown = dir.join(format!("{stem}.snap"));
             let shown = shown
                 .strip_prefix(&project::current().root)
                 .unwrap_or(&shown);
@@ -251,6 +274,18 @@ mod tests {
         let d = std::env::temp_dir().join(format!("allocasm-snap-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn function_snapshots_have_file_safe_names() {
+        assert_eq!(
+            function_snapshot_name("Queue<T>::push"),
+            "function.Queue_T___push"
+        );
+        assert_eq!(
+            function_snapshot_name("Rewindable::alloc_slow#2"),
+            "function.Rewindable__alloc_slow_2"
+        );
     }
 
     #[test]

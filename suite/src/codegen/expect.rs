@@ -161,19 +161,90 @@ pub fn evaluate(profile: &Profile, listing: &Listing, probe: &Probe) -> Vec<Outc
 }
 
 /// [`evaluate`] for a probe of a built profile, with the build's cold
-/// functions; `None` when the probe is missing.
+/// functions; `None` when the probe is missing. A probe whose table says
+/// `follow = true` is evaluated over the walk through its calls
+/// ([`super::follow::Followed::combined`]).
 pub fn evaluate_in(
     profile: &Profile,
     listings: &ProbeListings,
     probe: &Probe,
 ) -> Option<Vec<Outcome>> {
     let listing = listings.listing(probe.name)?;
+    if let Some(walk) = listings.followed.get(probe.name) {
+        let (listing, hot) = walk.combined(profile);
+        return Some(evaluate_parts(
+            profile,
+            &listing,
+            Some(hot),
+            probe.name,
+            profile.rules_for(probe),
+            profile.expect_for(probe.name),
+            &listings.cold_functions,
+        ));
+    }
     Some(evaluate_with(
         profile,
         listing,
         probe,
         &listings.cold_functions,
     ))
+}
+
+/// The expectations of every `[function."…"]` table of `profile` on its
+/// build, by the name as written: each outcome, or the failure of a name
+/// that picks no function, or several (a [`FailureKind::MissingProbe`]).
+pub fn evaluate_functions(
+    profile: &Profile,
+    listings: &ProbeListings,
+) -> Vec<(String, Result<Vec<Outcome>, Failure>)> {
+    profile
+        .function_expect
+        .iter()
+        .map(|(name, e)| {
+            let result = match listings.functions.get(name) {
+                Some(Ok(f)) => {
+                    let (listing, hot) = match &f.followed {
+                        Some(walk) => {
+                            let (l, h) = walk.combined(profile);
+                            (l, Some(h))
+                        }
+                        None => (f.found.listing.clone(), None),
+                    };
+                    Ok(evaluate_parts(
+                        profile,
+                        &listing,
+                        hot,
+                        name,
+                        e.rules.clone(),
+                        Some(e),
+                        &listings.cold_functions,
+                    ))
+                }
+                Some(Err(why)) => Err(missing_function(profile, name, why)),
+                None => Err(missing_function(
+                    profile,
+                    name,
+                    "the build's functions were not looked up",
+                )),
+            };
+            (name.clone(), result)
+        })
+        .collect()
+}
+
+/// The failure for a `[function."…"]` name that picks no function of the
+/// build, or several.
+pub fn missing_function(profile: &Profile, name: &str, why: &str) -> Failure {
+    Failure {
+        probe: name.to_string(),
+        profile: profile.name.clone(),
+        kind: FailureKind::MissingProbe,
+        rule: format!("[function.\"{name}\"] names one function of the build"),
+        pattern: name.to_string(),
+        offending: None,
+        why: Some(why.to_string()),
+        listing: String::new(),
+    }
 }
 
 /// The lines a rule looks at, with the hot path.
@@ -348,8 +419,30 @@ pub fn evaluate_with(
     probe: &Probe,
     cold: &BTreeSet<String>,
 ) -> Vec<Outcome> {
+    evaluate_parts(
+        profile,
+        listing,
+        None,
+        probe.name,
+        profile.rules_for(probe),
+        profile.expect_for(probe.name),
+        cold,
+    )
+}
+
+/// Every rule of `rules` and the budgets of `expect` on `listing`, whose
+/// hot path is `hot` when given (a walk through calls) or its own.
+fn evaluate_parts(
+    profile: &Profile,
+    listing: &Listing,
+    hot: Option<HotPath>,
+    name: &str,
+    rules: Vec<super::profile::Rule>,
+    expect: Option<&super::profile::ProbeExpect>,
+    cold: &BTreeSet<String>,
+) -> Vec<Outcome> {
     let cfg = super::cfg::analyze(listing, profile, cold);
-    let hot = cfg.hot_path();
+    let hot = hot.unwrap_or_else(|| cfg.hot_path());
     let classes = &profile.classes;
     let sc = Scoped {
         cfg: &cfg,
@@ -368,7 +461,6 @@ pub fn evaluate_with(
             .collect(),
         hot_loops: hot.loop_lines.iter().copied().collect(),
     };
-    let expect = profile.expect_for(probe.name);
     let why = expect.and_then(|e| e.why.clone());
     let mut out = Vec::new();
     let mut push = |rule: String,
@@ -377,7 +469,7 @@ pub fn evaluate_with(
                     scope: Scope,
                     failed: Option<Option<usize>>| {
         let failure = failed.map(|off| Failure {
-            probe: probe.name.to_string(),
+            probe: name.to_string(),
             profile: profile.name.clone(),
             kind: kind.clone(),
             rule: rule.clone(),
@@ -396,7 +488,7 @@ pub fn evaluate_with(
         });
     };
 
-    for rule in profile.rules_for(probe) {
+    for rule in rules {
         let scope = rule.scope;
         let origin = if rule.origin.is_empty() {
             String::new()
@@ -566,14 +658,15 @@ pub fn check_with(
 pub fn check_all(profile: &Profile, listings: &ProbeListings, registry: &[Probe]) -> Vec<Failure> {
     let mut failures = Vec::new();
     for probe in registry {
-        match listings.listing(probe.name) {
-            Some(listing) => failures.extend(check_with(
-                profile,
-                listing,
-                probe,
-                &listings.cold_functions,
-            )),
+        match evaluate_in(profile, listings, probe) {
+            Some(outcomes) => failures.extend(outcomes.into_iter().filter_map(|o| o.failure)),
             None => failures.push(missing_probe(profile, probe)),
+        }
+    }
+    for (_, result) in evaluate_functions(profile, listings) {
+        match result {
+            Ok(outcomes) => failures.extend(outcomes.into_iter().filter_map(|o| o.failure)),
+            Err(f) => failures.push(f),
         }
     }
     failures

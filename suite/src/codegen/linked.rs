@@ -1202,6 +1202,7 @@ pub fn extract_linked(profile: &Profile, out: &LinkedOutput, probes: &[Probe]) -
         probes: found,
         missing,
         cold_functions: Default::default(),
+        ..Default::default()
     }
 }
 

@@ -67,7 +67,9 @@ pub mod cache;
 pub mod cfg;
 pub mod executed;
 pub mod expect;
+pub mod follow;
 pub mod fresh;
+pub mod functions;
 pub mod linked;
 pub mod listing;
 pub mod mca;
@@ -126,7 +128,7 @@ pub struct ProbeListing {
 }
 
 /// Every probe's listing on one built profile.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ProbeListings {
     /// The profile's name.
     pub profile: String,
@@ -138,6 +140,23 @@ pub struct ProbeListings {
     /// listings name callees (demangled): calls to them are off the hot path
     /// ([`cfg`](mod@cfg)).
     pub cold_functions: BTreeSet<String>,
+    /// The walk through the calls ([`follow`](mod@follow)) of each probe
+    /// whose `[probe.X]` table says `follow = true`, by probe name.
+    pub followed: BTreeMap<String, follow::Followed>,
+    /// The functions the profile's `[function."…"]` tables name, by the
+    /// name as written: found (its listing named by its path, and the walk
+    /// through its calls when the table says `follow = true`), or why not
+    /// (no function, or several, of the build match it).
+    pub functions: BTreeMap<String, Result<FunctionListing, String>>,
+}
+
+/// A function a `[function."…"]` table names, as found in a build.
+#[derive(Debug, Clone)]
+pub struct FunctionListing {
+    /// Its code and normalized listing.
+    pub found: ProbeListing,
+    /// The walk through its calls, with `follow = true`.
+    pub followed: Option<follow::Followed>,
 }
 
 impl ProbeListings {
@@ -184,11 +203,74 @@ pub fn extract_probes(profile: &Profile, asm: &AsmOutput, probes: &[Probe]) -> P
             None => missing.push(probe.name.to_string()),
         }
     }
-    ProbeListings {
+    let mut listings = ProbeListings {
         profile: profile.name.clone(),
         probes: found,
         missing,
         cold_functions,
+        ..ProbeListings::default()
+    };
+    let follows = profile.expect.values().any(|e| e.follow);
+    if follows || !profile.function_expect.is_empty() {
+        let index = functions::FunctionIndex::from_assemblies(&assemblies);
+        follow_and_find(profile, &index, &mut listings);
+    }
+    listings
+}
+
+/// Fills [`ProbeListings::followed`] and [`ProbeListings::functions`] from
+/// a build's functions.
+pub fn follow_and_find(
+    profile: &Profile,
+    index: &functions::FunctionIndex,
+    listings: &mut ProbeListings,
+) {
+    let depth = follow::DEFAULT_DEPTH;
+    for (name, e) in &profile.expect {
+        if !e.follow {
+            continue;
+        }
+        let (Some(found), Some(entry)) = (listings.probes.get(name), index.by_symbol(name)) else {
+            continue;
+        };
+        let walk = follow::follow(
+            profile,
+            index,
+            entry,
+            &found.listing,
+            &listings.cold_functions,
+            depth,
+        );
+        listings.followed.insert(name.clone(), walk);
+    }
+    for (name, e) in &profile.function_expect {
+        let result = match index.find(name) {
+            functions::Found::One(entry) => {
+                let listing = entry.listing(profile);
+                let followed = e.follow.then(|| {
+                    follow::follow(
+                        profile,
+                        index,
+                        entry,
+                        &listing,
+                        &listings.cold_functions,
+                        depth,
+                    )
+                });
+                Ok(FunctionListing {
+                    found: ProbeListing {
+                        raw: entry.raw.clone(),
+                        listing,
+                    },
+                    followed,
+                })
+            }
+            functions::Found::Many(all) => Err(index.ambiguity_message(name, &all)),
+            functions::Found::None => {
+                Err(format!("no function of the build has `{name}` in its path"))
+            }
+        };
+        listings.functions.insert(name.clone(), result);
     }
 }
 

@@ -366,6 +366,77 @@ pub fn normalize(function: &Function, arch: &Arch) -> Listing {
     }
 }
 
+/// A line of a function that the model cannot read: neither a label, a
+/// directive, a comment nor an instruction (a mnemonic of letters, digits,
+/// `.` and `_`, then operands without control characters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The function's name.
+    pub function: String,
+    /// The line's number in the function (its label is line 1).
+    pub line: usize,
+    /// The line as written.
+    pub text: String,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot read function {}: its line {} `{}` is no instruction, label, directive or \
+             comment",
+            self.function,
+            self.line,
+            self.text.escape_debug()
+        )
+    }
+}
+
+impl std::error::Error for Unreadable {}
+
+/// Whether every line of `function` is one the normalizer reads (see
+/// [`Unreadable`]); the first one that is not, otherwise. [`normalize`]
+/// itself never fails: it keeps what it cannot read as an instruction.
+pub fn check_readable(function: &Function, arch: &Arch) -> Result<(), Unreadable> {
+    let markers = arch.comment_markers(function.format);
+    for (n, line) in function.lines.iter().enumerate() {
+        let unreadable = || Unreadable {
+            function: function.name.clone(),
+            line: n + 1,
+            text: line.clone(),
+        };
+        if line.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(unreadable());
+        }
+        if label_of(line).is_some() {
+            continue;
+        }
+        let code = strip_comment(line, markers).trim();
+        if code.is_empty() || code.starts_with('.') {
+            continue;
+        }
+        // `a = b`: an alias LLVM's function merging leaves.
+        if let Some((a, b)) = code.split_once('=')
+            && !a.trim().is_empty()
+            && !b.trim().is_empty()
+            && a.trim()
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_.$".contains(c))
+        {
+            continue;
+        }
+        let mnemonic = code.split_whitespace().next().unwrap_or("");
+        let ok = mnemonic.starts_with(|c: char| c.is_ascii_alphabetic())
+            && mnemonic
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_');
+        if !ok {
+            return Err(unreadable());
+        }
+    }
+    Ok(())
+}
+
 /// A data directive (`.long x(GOTTPOFF)-(.LPC0_0+8)`), whitespace folded.
 pub fn data_directive(code: &str) -> Option<Data> {
     let end = code.find(char::is_whitespace).unwrap_or(code.len());

@@ -451,6 +451,10 @@ pub struct ProbeExpect {
     pub to_fit_check_max: Option<usize>,
     /// Why: shown with failures and in reports.
     pub why: Option<String>,
+    /// `follow = true`: the hot-scoped rules and budgets see the hot path
+    /// through the calls into the build ([`crate::codegen::follow`]), not
+    /// the first frame alone.
+    pub follow: bool,
 }
 
 /// One `targets/*.toml`.
@@ -469,6 +473,11 @@ pub struct Profile {
     pub run: RunMode,
     /// Per-probe expectations, by probe name.
     pub expect: BTreeMap<String, ProbeExpect>,
+    /// Expectations of any function of the build (`[function."path"]`
+    /// tables), by the name as written: a part of its demangled path, as
+    /// `allocasm show` takes it ([`crate::codegen::functions`]). No kind
+    /// defaults apply.
+    pub function_expect: BTreeMap<String, ProbeExpect>,
     /// Defaults per probe kind (`single-threaded`, `concurrent`): the suite's
     /// (`targets/suite.toml`) then the profile's own `[kind.X]`, applied to
     /// every probe of that kind; a probe's own `count` of a class in a scope
@@ -533,6 +542,8 @@ struct RawProfile {
     run: RunMode,
     #[serde(default)]
     probe: BTreeMap<String, RawExpect>,
+    #[serde(default)]
+    function: BTreeMap<String, RawExpect>,
     #[serde(default)]
     kind: BTreeMap<String, RawRule>,
     #[serde(default)]
@@ -611,6 +622,8 @@ struct RawExpect {
     to_fit_check_max: Option<usize>,
     #[serde(default)]
     why: Option<String>,
+    #[serde(default)]
+    follow: bool,
 }
 
 /// `targets/suite.toml`: what every profile shares.
@@ -825,8 +838,7 @@ impl Profile {
         })?;
         let at = |what: &str| format!("{}: {what}", path.display());
         let pattern = |probe: &str, field: &str, s: &str| compile(s, text, path, probe, field);
-        let mut expect = BTreeMap::new();
-        for (probe, r) in &raw.probe {
+        let expect_table = |probe: &str, r: &RawExpect| -> anyhow::Result<ProbeExpect> {
             let own = RawRule {
                 scope: r.scope.clone(),
                 has: r.has.clone(),
@@ -842,15 +854,21 @@ impl Profile {
                 rules.push(build_rule(extra, "", text, path, probe)?);
             }
             rules.retain(|r| !r.is_empty());
-            expect.insert(
-                probe.clone(),
-                ProbeExpect {
-                    rules,
-                    hot_max: r.hot_max,
-                    to_fit_check_max: r.to_fit_check_max,
-                    why: r.why.clone(),
-                },
-            );
+            Ok(ProbeExpect {
+                rules,
+                hot_max: r.hot_max,
+                to_fit_check_max: r.to_fit_check_max,
+                why: r.why.clone(),
+                follow: r.follow,
+            })
+        };
+        let mut expect = BTreeMap::new();
+        for (probe, r) in &raw.probe {
+            expect.insert(probe.clone(), expect_table(probe, r)?);
+        }
+        let mut function_expect = BTreeMap::new();
+        for (name, r) in &raw.function {
+            function_expect.insert(name.clone(), expect_table(name, r)?);
         }
         let mut kind_rules: BTreeMap<String, Vec<Rule>> = suite.kind_rules.clone();
         for (kind, r) in &raw.kind {
@@ -912,6 +930,7 @@ impl Profile {
             description: raw.description,
             run: raw.run,
             expect,
+            function_expect,
             kind_rules,
             cold_calls,
             classes,

@@ -175,6 +175,7 @@ mod tests {
             probes: found,
             missing: vec![],
             cold_functions: Default::default(),
+            ..Default::default()
         };
         let probes: Vec<Probe> = allocasm::probes::PROBES
             .iter()

@@ -1091,6 +1091,7 @@ fn missing_probe_fails() {
         probes: Default::default(),
         missing: vec![RELAXED.name.into()],
         cold_functions: Default::default(),
+        ..Default::default()
     };
     let f = expect::check_all(&p, &listings, &[RELAXED]);
     assert_eq!(f.len(), 1);

@@ -343,6 +343,9 @@ pub fn render(r: &Report) -> String {
                         h.lines.join("\n")
                     );
                 }
+                if let Some(f) = &res.followed {
+                    followed_block(&mut s, f);
+                }
                 match &res.linked {
                     Some(linked) => linked_block(&mut s, &probe.name, res, linked),
                     None => {
@@ -375,4 +378,41 @@ pub fn render(r: &Report) -> String {
         }
     }
     s
+}
+
+/// The callees a `follow = true` probe's hot path reaches, folded: each
+/// one's hot path under its caller, what was not followed, the whole's
+/// figures.
+fn followed_block(s: &mut String, f: &super::FollowedReport) {
+    let _ = writeln!(
+        s,
+        "<details><summary>followed through {} callee(s): {} instructions · {} atomic(s) · {} loop(s) · {} stack access(es)</summary>\n",
+        f.callees.len(),
+        f.instructions,
+        f.atomics,
+        f.loops,
+        f.stack_accesses
+    );
+    for c in &f.callees {
+        let _ = writeln!(
+            s,
+            "{}→ `{}` (from `{}`): {}\n\n```asm\n{}\n```\n",
+            "  ".repeat(c.depth - 1),
+            c.path,
+            c.caller,
+            c.hot_path.line(),
+            c.hot_path.lines.join("\n")
+        );
+    }
+    for n in &f.not_followed {
+        let _ = writeln!(s, "- not followed: {n}");
+    }
+    if !f.calls_leaving.is_empty() {
+        let _ = writeln!(
+            s,
+            "- calls leaving the build: {}",
+            f.calls_leaving.join(", ")
+        );
+    }
+    let _ = writeln!(s, "\n</details>\n");
 }

@@ -459,6 +459,72 @@ pub struct ProbeResult {
     pub mca: Option<Vec<McaReport>>,
     /// Why `mca` is `null`.
     pub mca_reason: Option<String>,
+    /// With the profile's `follow = true` for the probe: the callees its
+    /// hot path reaches in the build ([`allocasm_suite::codegen::follow`]);
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub followed: Option<FollowedReport>,
+}
+
+/// The walk through a probe's calls, as reports carry it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FollowedReport {
+    /// The depth limit.
+    pub depth: usize,
+    /// Each callee followed, in walk order.
+    pub callees: Vec<FollowedCallee>,
+    /// The calls not followed, with why (cold, recursive, indirect, ...).
+    pub not_followed: Vec<String>,
+    /// Instructions on the whole walk's hot paths.
+    pub instructions: usize,
+    /// Atomic instructions on them.
+    pub atomics: usize,
+    /// Atomic read-modify-writes on them.
+    pub atomic_rmw: usize,
+    /// Loops on them.
+    pub loops: usize,
+    /// Stack accesses on them.
+    pub stack_accesses: usize,
+    /// Calls on them whose callee has no body in the build.
+    pub calls_leaving: Vec<String>,
+}
+
+/// One callee of a [`FollowedReport`].
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FollowedCallee {
+    /// 1 for a callee of the probe, 2 for its callees, ...
+    pub depth: usize,
+    /// The caller's name.
+    pub caller: String,
+    /// The callee's demangled path, generic arguments kept.
+    pub path: String,
+    /// Its own hot path.
+    pub hot_path: HotPathReport,
+}
+
+impl From<&allocasm_suite::codegen::follow::Followed> for FollowedReport {
+    fn from(f: &allocasm_suite::codegen::follow::Followed) -> FollowedReport {
+        FollowedReport {
+            depth: f.depth,
+            callees: f
+                .callees
+                .iter()
+                .map(|c| FollowedCallee {
+                    depth: c.depth,
+                    caller: c.caller.clone(),
+                    path: c.path.clone(),
+                    hot_path: HotPathReport::from(&c.hot),
+                })
+                .collect(),
+            not_followed: f.stops.iter().map(|s| s.to_string()).collect(),
+            instructions: f.totals.instructions,
+            atomics: f.totals.atomics,
+            atomic_rmw: f.totals.atomic_rmw,
+            loops: f.totals.loops,
+            stack_accesses: f.totals.stack_accesses,
+            calls_leaving: f.totals.calls_leaving.clone(),
+        }
+    }
 }
 
 /// The counts of a listing.
@@ -783,6 +849,7 @@ impl Report {
                                 executed_reason: None,
                                 mca: None,
                                 mca_reason: None,
+                                followed: None,
                             },
                         };
                         if has_linked(p) {
@@ -1034,6 +1101,7 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
             executed_reason: None,
             mca: None,
             mca_reason: None,
+            followed: None,
         };
     };
     let hot = b.listings.hot_path(b.profile, probe.name);
@@ -1053,6 +1121,11 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
         executed_reason: None,
         mca: None,
         mca_reason: None,
+        followed: b
+            .listings
+            .followed
+            .get(probe.name)
+            .map(FollowedReport::from),
     }
 }
 

@@ -71,12 +71,19 @@ fn installed() -> &'static Path {
 /// A fresh copy of the fixture crate outside this workspace's sources,
 /// pinned to this workspace's toolchain.
 fn fixture(name: &str) -> PathBuf {
+    fixture_of("bumpfix", name)
+}
+
+/// [`fixture`] of the fixture crate `tests/fixtures/<krate>`.
+fn fixture_of(krate: &str, name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("any-crate")
         .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bumpfix"),
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(krate),
         &dir,
     );
     std::fs::copy(
@@ -247,6 +254,86 @@ fn the_fixture_reports_shows_and_snapshots() {
     assert!(!path.with_extension("snap.new").exists());
     let clean = run_in(&dir, &["snapshot", "-p", "x86_64-linux"]);
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean));
+}
+
+/// The fixture `followfix`: a probe over crossbeam-queue's generic
+/// `ArrayQueue<u64>::push`. Its `follow = true` expectations (a
+/// compare-exchange, an atomic read-modify-write) hold on x86_64-linux and
+/// aarch64-linux-lse because they see the callee `push_or_else`; the same
+/// expectations without `follow` fail, the probe's own frame being a call.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn follow_sees_a_dependency_generic_function() {
+    if !has_rustup() {
+        eprintln!("skipped: no rustup");
+        return;
+    }
+    let dir = fixture_of("followfix", "follow");
+    let ok = run_in(&dir, &["check", "-p", "x86_64-linux,aarch64-linux-lse"]);
+    let out = text(&ok);
+    assert_eq!(ok.status.code(), Some(0), "{out}");
+    assert!(out.contains("0 failure(s)"), "{out}");
+
+    let show = run_in(
+        &dir,
+        &["show", "followfix_push", "-p", "x86_64-linux", "--follow"],
+    );
+    let out = text(&show);
+    assert_eq!(show.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("→ crossbeam_queue::array_queue::ArrayQueue<u64>::push_or_else")
+            && out.contains("lock cmpxchg")
+            && out.contains("followed hot path (2 function(s)"),
+        "{out}"
+    );
+
+    // The report carries the walk.
+    let report = run_in(&dir, &["report", "--format", "json", "-p", "x86_64-linux"]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reports/report.json")).unwrap())
+            .unwrap();
+    let followed = &json["probes"][0]["results"][0]["followed"];
+    assert!(
+        followed["callees"][0]["path"]
+            .as_str()
+            .is_some_and(|p| p.contains("ArrayQueue<u64>::push_or_else")),
+        "{followed}"
+    );
+    assert_eq!(followed["atomic_rmw"], 1, "{followed}");
+    // (The report's schema is generated from the same types: the `cli`
+    // schema test keeps docs/report.schema.json in step with them.)
+
+    // `snapshot` keeps the [function."…"] table's function too.
+    let snap = run_in(&dir, &["snapshot", "-p", "x86_64-linux", "--accept"]);
+    let out = text(&snap);
+    assert_eq!(snap.status.code(), Some(0), "{out}");
+    let kept = dir.join("snapshots/x86_64-linux/function.ArrayQueue_u64___push_or_else.snap");
+    let kept = std::fs::read_to_string(&kept).unwrap_or_else(|e| panic!("{out}\n{e}"));
+    assert!(
+        kept.contains("crossbeam_queue::array_queue::ArrayQueue<u64>::push_or_else:\n")
+            && kept.contains("lock cmpxchg"),
+        "{kept}"
+    );
+
+    for profile in ["x86_64-linux", "aarch64-linux-lse"] {
+        let path = dir.join(format!("targets/{profile}.toml"));
+        let toml = std::fs::read_to_string(&path).unwrap();
+        let unfollowed = toml.replacen("follow = true", "follow = false", 1);
+        assert_ne!(unfollowed, toml, "{profile} follows the probe's calls");
+        std::fs::write(&path, unfollowed).unwrap();
+    }
+    let failed = run_in(&dir, &["check", "-p", "x86_64-linux,aarch64-linux-lse"]);
+    let out = text(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{out}");
+    for profile in ["x86_64-linux", "aarch64-linux-lse"] {
+        assert!(
+            out.contains(&format!(
+                "FAIL followfix_push on profile {profile}: hot: require atomic-rmw"
+            )),
+            "{out}"
+        );
+    }
 }
 
 #[test]

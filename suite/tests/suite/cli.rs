@@ -226,6 +226,50 @@ fn missing_toolchain_is_an_environment_error_with_the_fix() {
 
 #[test]
 #[cfg_attr(miri, ignore)]
+fn show_takes_any_function_of_the_build() {
+    let o = allocasm(&["show", "Rewindable::alloc_slow", "-p", "x86_64-linux"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("allocasm::unity::rewindable::Rewindable::alloc_slow:\n"),
+        "{out}"
+    );
+    assert!(out.contains("hot path: "), "{out}");
+
+    // A part of several paths: each numbered, how to pick one, exit 2.
+    let o = allocasm(&["show", "alloc_slow", "-p", "x86_64-linux"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("alloc_slow#N"), "{err}");
+    assert!(
+        err.contains("PackedArena::alloc_slow") && err.contains("Rewindable::alloc_slow"),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let o = allocasm(&["show", "alloc_slow#4", "-p", "x86_64-linux"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    let o = allocasm(&["list", "--functions", "alloc_slow", "-p", "x86_64-linux"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("#1 ") && out.contains(" instr  "), "{out}");
+
+    // --follow: the tail call to the cold walk is named, not followed.
+    let o = allocasm(&["show", "freelist_alloc", "-p", "x86_64-linux", "--follow"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "probe_freelist_alloc → allocasm::free_list::FreeList::walk_granule: the call is \
+             cold (only in cold blocks), not followed"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("followed hot path (1 function(s)"), "{out}");
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
 fn show_prints_the_normalized_and_raw_listing() {
     let o = allocasm(&["show", "pool_alloc", "-p", "x86_64-linux", "--quiet"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

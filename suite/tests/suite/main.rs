@@ -8,6 +8,7 @@ mod cli_output;
 mod codegen;
 mod cross;
 mod executed;
+mod fuzz;
 mod linked;
 mod need;
 mod pipe;
