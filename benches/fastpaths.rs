@@ -230,6 +230,57 @@ mod linux {
         a
     }
 
+    /// `GlobalAlloc::alloc` behind a call, as the allocator benches'
+    /// `SegregatedFit:call` subject makes it (the boundary the peers are
+    /// measured at).
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    pub fn fastpaths_segregated_call_alloc(a: &SegregatedFit, l: Layout) -> *mut u8 {
+        // SAFETY: the bench's layouts have a non-zero size.
+        unsafe { std::alloc::GlobalAlloc::alloc(a, l) }
+    }
+
+    /// `GlobalAlloc::dealloc` behind a call.
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    pub fn fastpaths_segregated_call_dealloc(a: &SegregatedFit, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from `fastpaths_segregated_call_alloc` with `l`.
+        unsafe { std::alloc::GlobalAlloc::dealloc(a, p, l) }
+    }
+
+    /// The 64-byte allocate/free pair at the call boundary, on a warm
+    /// cache: the pair the allocator benches' `alloc_free64` group times.
+    /// The instructions of both calls and of this frame are counted.
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn fastpaths_segregated_call_pair64(a: &SegregatedFit, size: usize) {
+        let l = Layout::from_size_align(size, 8).unwrap_or(Layout::new::<u8>());
+        let p = fastpaths_segregated_call_alloc(a, l);
+        fastpaths_segregated_call_dealloc(a, p, l);
+    }
+
+    fn segregated_warm64() -> SegregatedFit {
+        let a = SegregatedFit::new();
+        let layout = Layout::from_size_align(64, 8).unwrap();
+        let ps: Vec<_> = (0..8).map(|_| a.alloc(layout).unwrap()).collect();
+        for p in ps {
+            // SAFETY: allocated above with `layout`, freed once.
+            unsafe { a.dealloc(p, layout) };
+        }
+        a
+    }
+
+    /// The limit: the pair's count without the misuse checks, and with them
+    /// (`--features hardened`, docs/malloc-hardening.md).
+    const PAIR64_MAX: u64 = if cfg!(feature = "hardened") { 102 } else { 93 };
+
+    #[library_benchmark(config = counting("fastpaths_segregated_call_pair64", PAIR64_MAX))]
+    #[bench::warm(setup = segregated_warm64)]
+    fn segregated_call_pair64(a: SegregatedFit) -> SegregatedFit {
+        fastpaths_segregated_call_pair64(black_box(&a), black_box(64));
+        a
+    }
+
     fn temp_job() -> TempJob {
         TempJob::new(1 << 16).unwrap().on_leak(|_| {})
     }
@@ -268,6 +319,7 @@ mod linux {
             segregated_size_class,
             segregated_alloc,
             segregated_allocate,
+            segregated_call_pair64,
             tempjob_alloc,
             temp_alloc
         ]

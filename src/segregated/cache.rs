@@ -133,11 +133,15 @@ pub(crate) struct ThreadCache {
     /// XORed with it, and a free block's tag is it (see `harden.rs`).
     /// Copied from the heap when the cache binds to it, beside `owner`, so
     /// the fast paths read it from the line they already read.
+    /// Only this cache's thread reads or writes it (other threads touch the
+    /// owner, the lists' heads and counts), so a plain cell: the pop then
+    /// XORs the link with it as a memory operand.
     #[cfg(feature = "hardened")]
-    key: AtomicUsize,
+    key: core::cell::Cell<usize>,
     /// The owner's span region (`hardened`): where a list's blocks must lie.
+    /// This thread's alone, as `key`.
     #[cfg(feature = "hardened")]
-    base: AtomicUsize,
+    base: core::cell::Cell<usize>,
     bins: [Bin; CLASS_COUNT],
 }
 
@@ -149,9 +153,9 @@ impl ThreadCache {
             prev: AtomicPtr::new(ptr::null_mut()),
             next: AtomicPtr::new(ptr::null_mut()),
             #[cfg(feature = "hardened")]
-            key: AtomicUsize::new(0),
+            key: core::cell::Cell::new(0),
             #[cfg(feature = "hardened")]
-            base: AtomicUsize::new(0),
+            base: core::cell::Cell::new(0),
             bins: {
                 let mut bins = [const {
                     Bin {
@@ -187,9 +191,11 @@ impl ThreadCache {
         let bin = self.bin(index);
         let block = NonNull::new(bin.head.load(Ordering::Relaxed))?;
         // A head decoded from an overwritten link is caught before it is
-        // read.
+        // read: the key's low bits are set, so a stray aligned value (a
+        // pointer, zero) decodes misaligned. (The region's bounds are
+        // checked where lists are walked: `flush_bin`, `encode_chain`.)
         #[cfg(feature = "hardened")]
-        if !harden::plausible(block, self.base.load(Ordering::Relaxed)) {
+        if !block.as_ptr().addr().is_multiple_of(8) {
             harden::corrupt(block, index);
         }
         // SAFETY: a block in our list: ours, mapped, its first word the link
@@ -200,7 +206,7 @@ impl ThreadCache {
             // SAFETY: a cached block: at least `TAGGED_MIN` bytes (the
             // 8-byte class is never cached in hardened builds, see `CAPS`).
             unsafe { harden::tag(block) }.store(0, Ordering::Relaxed);
-            harden::code(next, self.key.load(Ordering::Relaxed))
+            harden::code(next, self.key.get())
         };
         bin.head.store(next, Ordering::Relaxed);
         bin.count
@@ -223,11 +229,13 @@ impl ThreadCache {
         let head = bin.head.load(Ordering::Relaxed);
         #[cfg(feature = "hardened")]
         let head = {
-            let key = self.key.load(Ordering::Relaxed);
+            let key = self.key.get();
             // SAFETY: a block of a cached class: at least `TAGGED_MIN` bytes
             // (the 8-byte class has no cache in hardened builds).
             let tag = unsafe { harden::tag(block) };
-            if tag.load(Ordering::Relaxed) == key {
+            // SAFETY: as above; a plain read (no other thread writes a block
+            // its freer owns) lets the compare take it as an operand.
+            if unsafe { harden::tag_word(block) } == key {
                 harden::double_free(block, bin_size(index));
             }
             tag.store(key, Ordering::Relaxed);
@@ -311,14 +319,14 @@ pub(crate) fn refill(
         #[cfg(feature = "hardened")]
         let _ = last; // `encode_chain` ends the list at its `n - 1`th block.
         #[cfg(feature = "hardened")]
-        t.base.store(heap.base(), Ordering::Relaxed);
+        t.base.set(heap.base());
         #[cfg(feature = "hardened")]
         if n > 1 {
             // SAFETY: the run is ours, `n` blocks linked through their first
             // words; the cache's list gets its blocks from the second on.
             let second = unsafe { link(first) }.load(Ordering::Relaxed);
             // SAFETY: as above: `n - 1` blocks from `second`.
-            unsafe { encode_chain(second, n - 1, t.key.load(Ordering::Relaxed)) };
+            unsafe { encode_chain(second, n - 1, t.key.get(), heap.base(), index) };
             bin.head.store(second, Ordering::Relaxed);
             bin.count.store((n - 1) as u32, Ordering::Relaxed);
         }
@@ -374,9 +382,9 @@ fn flush_bin(t: &ThreadCache, heap: &Heap, index: usize, n: usize) {
         // The shared level's links are plain: decode as we walk.
         #[cfg(feature = "hardened")]
         let next = {
-            let next = harden::code(next, t.key.load(Ordering::Relaxed));
+            let next = harden::code(next, t.key.get());
             if let Some(b) = NonNull::new(next)
-                && !harden::plausible(b, t.base.load(Ordering::Relaxed))
+                && !harden::plausible(b, t.base.get())
             {
                 harden::corrupt(b, index);
             }
@@ -478,8 +486,8 @@ fn bind(c: &Caches, t: &ThreadCache, heap: &Heap) -> bool {
     }
     #[cfg(feature = "hardened")]
     {
-        t.key.store(heap.key, Ordering::Relaxed);
-        t.base.store(heap.base(), Ordering::Relaxed);
+        t.key.set(heap.key);
+        t.base.set(heap.base());
     }
     t.owner.store(heap.addr(), Ordering::Relaxed);
     true
@@ -494,7 +502,7 @@ fn bind(c: &Caches, t: &ThreadCache, heap: &Heap) -> bool {
 /// `first` starts a chain of at least `n` blocks of one cached class (at
 /// least `TAGGED_MIN` bytes), linked through their first words, ours.
 #[cfg(feature = "hardened")]
-unsafe fn encode_chain(first: *mut u8, n: usize, key: usize) {
+unsafe fn encode_chain(first: *mut u8, n: usize, key: usize, base: usize, index: usize) {
     let mut b = first;
     for i in 0..n {
         // SAFETY: the caller's chain: `b` is its block `i < n`.
@@ -506,6 +514,12 @@ unsafe fn encode_chain(first: *mut u8, n: usize, key: usize) {
         } else {
             ptr::null_mut()
         };
+        // A link of the shared level overwritten after free.
+        if let Some(b) = NonNull::new(next)
+            && !harden::plausible(b, base)
+        {
+            harden::corrupt(b, index);
+        }
         l.store(harden::code(next, key), Ordering::Relaxed);
         // SAFETY: as above; a cached class's block has room for the tag.
         unsafe { harden::tag(blk) }.store(key, Ordering::Relaxed);

@@ -35,6 +35,25 @@ pub(crate) unsafe fn tag<'a>(block: NonNull<u8>) -> &'a AtomicUsize {
     unsafe { &*block.as_ptr().add(size_of::<usize>()).cast::<AtomicUsize>() }
 }
 
+/// The second word of `block`, read plainly (the free path's compare takes
+/// it as an operand; an atomic load it would not).
+///
+/// # Safety
+///
+/// As for [`tag`]; `block` is the caller's (a free: no other thread writes
+/// it; a stale run-stack reader only reads).
+#[inline(always)]
+pub(crate) unsafe fn tag_word(block: NonNull<u8>) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe {
+        block
+            .as_ptr()
+            .add(size_of::<usize>())
+            .cast::<usize>()
+            .read()
+    }
+}
+
 /// A link as a thread cache stores it (and back: the encoding is its own
 /// inverse). The pointer keeps its provenance; null is stored as `key`.
 #[inline(always)]
@@ -114,7 +133,10 @@ pub(crate) unsafe fn mark_free(block: NonNull<u8>, class: SizeClass, key: usize)
 /// `block` is a block of `class`'s spans, now the caller's.
 #[inline(always)]
 pub(crate) unsafe fn mark_used(block: NonNull<u8>, class: SizeClass) {
-    if class.block_size() >= TAGGED_MIN {
+    // Only class 0 (8 bytes) is below `TAGGED_MIN`: testing the index
+    // spares the block size's table look-up.
+    debug_assert_eq!(class.index() != 0, class.block_size() >= TAGGED_MIN);
+    if class.index() != 0 {
         // SAFETY: a block of at least 16 bytes (checked above).
         unsafe { tag(block) }.store(0, Ordering::Relaxed);
     }

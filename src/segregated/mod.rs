@@ -106,7 +106,12 @@
 //! per block in the span's tail); `alloc` panics if it would hand out a
 //! block that is not free. Release builds trust the caller (a foreign
 //! pointer or a double free is then undefined behaviour, as the `unsafe`
-//! contract says).
+//! contract says), unless built with the `hardened` feature
+//! (`harden.rs`, docs/malloc-hardening.md; the drop-in malloc always is):
+//! then a free block carries a secret tag that a second free finds, the
+//! thread caches' links are stored encoded with that secret and checked on
+//! pop, and [`locate`](SegregatedFit::locate) tells a block's start from
+//! any other address for callers that cannot trust their pointers.
 //!
 //! [`size_class`]: SegregatedFit::size_class
 //! [`class_of`]: SegregatedFit::class_of
@@ -1938,6 +1943,46 @@ mod tests {
 #[cfg(all(test, not(loom), not(miri), target_pointer_width = "64"))]
 mod locate_tests {
     use super::*;
+
+    /// Hardened builds: a cached free block's link is stored XORed with the
+    /// heap's key and the block carries the key as its tag; handing it out
+    /// clears the tag. Before, the link was the plain address (a write
+    /// after free steered the next allocation) and nothing marked a block
+    /// free (a second free pushed it again).
+    #[cfg(feature = "hardened")]
+    #[test]
+    fn hardened_cached_links_are_encoded_and_free_blocks_tagged() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(48, 16).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let p = a.alloc(l).unwrap();
+                let q = a.alloc(l).unwrap();
+                // SAFETY: allocated above with `l`, each freed once.
+                unsafe {
+                    a.dealloc(p, l);
+                    a.dealloc(q, l);
+                }
+                let key = a.heap().unwrap().key;
+                assert_eq!(key & 7, 7, "the key's low bits are set");
+                // SAFETY: `q` is free in this thread's cache: its first two
+                // words are the encoded link and the tag.
+                let (link, tag) = unsafe {
+                    let w = q.as_ptr().cast::<usize>();
+                    (w.read(), w.add(1).read())
+                };
+                assert_ne!(link, p.as_ptr().addr(), "a plain link");
+                assert_eq!(link ^ key, p.as_ptr().addr());
+                assert_eq!(tag, key);
+                let r = a.alloc(l).unwrap();
+                assert_eq!(r, q);
+                // SAFETY: `r` is ours now.
+                assert_eq!(unsafe { r.as_ptr().cast::<usize>().add(1).read() }, 0);
+                // SAFETY: allocated above with `l`.
+                unsafe { a.dealloc(r, l) };
+            });
+        });
+    }
 
     /// Every block of every class, at every alignment a class serves, is
     /// located as a block of its class; a byte past a block's start is not.
