@@ -186,17 +186,18 @@ enum Owned {
 /// free where `p` is a large block freed recently.
 #[inline(always)]
 fn owned(p: *mut c_void, what: &str) -> Owned {
-    match HEAP.locate(p.cast::<u8>().cast_const()) {
-        Located::Block(class) => Owned::Class(class),
-        other => owned_large(p, other, what),
+    match HEAP.block_at(p.cast::<u8>().cast_const()) {
+        Some(class) => Owned::Class(class),
+        None => owned_large(p, what),
     }
 }
 
 /// [`owned`] for a pointer outside the size classes' blocks, out of line.
 #[cold]
 #[inline(never)]
-fn owned_large(p: *mut c_void, found: Located, what: &str) -> Owned {
+fn owned_large(p: *mut c_void, what: &str) -> Owned {
     let addr = p.addr();
+    let found = HEAP.locate(p.cast::<u8>().cast_const());
     if let Located::Large { start, len, header } = found
         && addr >= start + MIN_ALIGN
     {

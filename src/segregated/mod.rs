@@ -212,7 +212,9 @@ struct Shape {
     /// The span length minus one (spans are aligned to their length).
     mask: usize,
     /// Blocks per span.
-    blocks: usize,
+    blocks: u32,
+    /// The block size (beside the rest: no second table to read).
+    size: u32,
     /// `ceil(2^42 / block_size)`: for an offset `o` below 2^21 in the
     /// span, `(o * recip) >> 42` is `o / block_size` exactly when `o` is a
     /// multiple of it (the error `o * e / 2^42`, `e < block_size`, stays
@@ -229,17 +231,18 @@ impl Shape {
         let bs = class.block_size() as u64;
         Shape {
             mask: g.len - 1,
-            blocks: g.blocks,
+            blocks: g.blocks as u32,
+            size: bs as u32,
             recip: (1u64 << Self::ZERO).div_ceil(bs),
         }
     }
 
     /// Whether `addr` (in a span of this class) is the start of a block.
     #[inline(always)]
-    fn is_block(&self, addr: usize, block_size: usize) -> bool {
+    fn is_block(&self, addr: usize) -> bool {
         let off = (addr & self.mask) as u64;
         let q = (off * self.recip) >> Self::ZERO;
-        q * block_size as u64 == off && (q as usize) < self.blocks
+        q * u64::from(self.size) == off && q < u64::from(self.blocks)
     }
 }
 
@@ -993,6 +996,7 @@ impl SegregatedFit {
     /// unsafe { heap.dealloc(p, layout) };
     /// ```
     #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
     pub fn locate(&self, ptr: *const u8) -> Located {
         let Some(heap) = self.heap() else {
             return Located::Foreign;
@@ -1001,12 +1005,36 @@ impl SegregatedFit {
         if let Some(class) = SizeClass::from_tag(heap.region.tag_of(addr)) {
             // SAFETY: a class index is below COUNT.
             let shape = unsafe { heap.shapes.get_unchecked(class.index()) };
-            return if shape.is_block(addr, class.block_size()) {
+            return if shape.is_block(addr) {
                 Located::Block(class)
             } else {
                 Located::OffBlock(class)
             };
         }
+        Self::locate_large(heap, addr)
+    }
+
+    /// The class of the block `ptr` is the start of, or `None`: anything
+    /// else ([`locate`](Self::locate) says what). The drop-in `free`'s fast
+    /// test: the class map's byte, the class's span shape, a multiply.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub fn block_at(&self, ptr: *const u8) -> Option<SizeClass> {
+        let heap = self.heap()?;
+        let addr = ptr.addr();
+        let class = SizeClass::from_tag(heap.region.tag_of(addr))?;
+        // SAFETY: a class index is below COUNT.
+        let shape = unsafe { heap.shapes.get_unchecked(class.index()) };
+        shape.is_block(addr).then_some(class)
+    }
+
+    /// [`locate`](Self::locate) outside the span region: the live large
+    /// blocks' list, out of line (the class case is the drop-in `free`'s
+    /// hot path).
+    #[cfg(target_pointer_width = "64")]
+    #[cold]
+    #[inline(never)]
+    fn locate_large(heap: &Heap, addr: usize) -> Located {
         match heap.large.containing(addr) {
             Some((start, len, header)) => Located::Large { start, len, header },
             None => Located::Foreign,
@@ -2001,6 +2029,8 @@ mod locate_tests {
                     Located::Block(class),
                     "{size}/{align}: {p:p}"
                 );
+                assert_eq!(a.block_at(p.as_ptr()), Some(class));
+                assert_eq!(a.block_at(p.as_ptr().wrapping_add(1)), None);
                 assert_eq!(
                     a.locate(p.as_ptr().wrapping_add(class.block_size() / 2)),
                     Located::OffBlock(class),
@@ -2023,8 +2053,8 @@ mod locate_tests {
             let bs = class.block_size();
             assert!(s.mask < 1 << 21, "span of class {i}: offsets reach 2^21");
             for off in 0..=s.mask {
-                let want = off % bs == 0 && off / bs < s.blocks;
-                assert_eq!(s.is_block(off, bs), want, "class {i} ({bs}) offset {off}");
+                let want = off % bs == 0 && off / bs < s.blocks as usize;
+                assert_eq!(s.is_block(off), want, "class {i} ({bs}) offset {off}");
             }
         }
     }
