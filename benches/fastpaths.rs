@@ -182,8 +182,13 @@ mod linux {
     }
 
     fn segregated() -> SegregatedFit {
+        warm_segregated(SIZE)
+    }
+
+    /// A SegregatedFit whose thread cache holds eight blocks of `size`.
+    fn warm_segregated(size: usize) -> SegregatedFit {
         let a = SegregatedFit::new();
-        let layout = Layout::from_size_align(SIZE, 8).unwrap();
+        let layout = Layout::from_size_align(size, 8).unwrap();
         let ps: Vec<_> = (0..8).map(|_| a.alloc(layout).unwrap()).collect();
         for p in ps {
             // SAFETY: allocated above with `layout`, freed once.
@@ -192,7 +197,12 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_segregated_alloc", 49))]
+    /// With the misuse checks (`--features hardened`): clearing the popped
+    /// block's tag, and the class index kept across the pop to skip the
+    /// 8-byte class, which has no tag (docs/malloc-hardening.md).
+    const SHARED_ALLOC_MAX: u64 = if cfg!(feature = "hardened") { 55 } else { 49 };
+
+    #[library_benchmark(config = counting("probe_segregated_alloc", SHARED_ALLOC_MAX))]
     #[bench::warm(setup = segregated)]
     fn segregated_alloc(a: SegregatedFit) -> SegregatedFit {
         black_box(probe_segregated_alloc(black_box(&a), black_box(SIZE)));
@@ -220,7 +230,11 @@ mod linux {
         }
     }
 
-    #[library_benchmark(config = counting("fastpaths_segregated_allocate", 38))]
+    /// With the misuse checks: the cached pop's XOR, its test of the head's
+    /// low bits and the tag's clearing.
+    const ALLOCATE_MAX: u64 = if cfg!(feature = "hardened") { 42 } else { 38 };
+
+    #[library_benchmark(config = counting("fastpaths_segregated_allocate", ALLOCATE_MAX))]
     #[bench::warm(setup = segregated)]
     fn segregated_allocate(a: SegregatedFit) -> SegregatedFit {
         black_box(fastpaths_segregated_allocate(
@@ -260,14 +274,7 @@ mod linux {
     }
 
     fn segregated_warm64() -> SegregatedFit {
-        let a = SegregatedFit::new();
-        let layout = Layout::from_size_align(64, 8).unwrap();
-        let ps: Vec<_> = (0..8).map(|_| a.alloc(layout).unwrap()).collect();
-        for p in ps {
-            // SAFETY: allocated above with `layout`, freed once.
-            unsafe { a.dealloc(p, layout) };
-        }
-        a
+        warm_segregated(64)
     }
 
     /// The limit: the pair's count without the misuse checks, and with them
