@@ -9,10 +9,13 @@
 //! (the *tag*), written on free and cleared when it is handed out again: a
 //! free that finds the tag is a double free. The links of a thread cache's
 //! list are stored XORed with `key` (glibc's safe-linking, mimalloc's
-//! encoded free lists), and a block is checked before the pop reads it:
-//! inside the span region and 8-aligned, else the list was overwritten
-//! (`heap corruption`). Both abort through [`breach`](super::breach): one
-//! line on standard error, no allocation, no unwinding.
+//! encoded free lists): the pop checks the head it is about to read is
+//! 8-aligned (the key's low bits are set, so a stray aligned value decodes
+//! misaligned), and the walks between the caches and the shared level
+//! check each link against the span region ([`plausible`]); else the list
+//! was overwritten (`heap corruption`). Both abort through
+//! [`breach`](super::breach): one line on standard error, no allocation,
+//! no unwinding.
 
 use core::ptr::NonNull;
 
