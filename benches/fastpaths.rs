@@ -182,8 +182,13 @@ mod linux {
     }
 
     fn segregated() -> SegregatedFit {
+        warm_segregated(SIZE)
+    }
+
+    /// A SegregatedFit whose thread cache holds eight blocks of `size`.
+    fn warm_segregated(size: usize) -> SegregatedFit {
         let a = SegregatedFit::new();
-        let layout = Layout::from_size_align(SIZE, 8).unwrap();
+        let layout = Layout::from_size_align(size, 8).unwrap();
         let ps: Vec<_> = (0..8).map(|_| a.alloc(layout).unwrap()).collect();
         for p in ps {
             // SAFETY: allocated above with `layout`, freed once.
@@ -192,7 +197,12 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_segregated_alloc", 49))]
+    /// With the misuse checks (`--features hardened`): clearing the popped
+    /// block's tag, and the class index kept across the pop to skip the
+    /// 8-byte class, which has no tag (docs/malloc-hardening.md).
+    const SHARED_ALLOC_MAX: u64 = if cfg!(feature = "hardened") { 53 } else { 49 };
+
+    #[library_benchmark(config = counting("probe_segregated_alloc", SHARED_ALLOC_MAX))]
     #[bench::warm(setup = segregated)]
     fn segregated_alloc(a: SegregatedFit) -> SegregatedFit {
         black_box(probe_segregated_alloc(black_box(&a), black_box(SIZE)));
@@ -220,13 +230,61 @@ mod linux {
         }
     }
 
-    #[library_benchmark(config = counting("fastpaths_segregated_allocate", 38))]
+    /// With the misuse checks: the cached pop's XOR, its test of the head's
+    /// low bits and the tag's clearing.
+    const ALLOCATE_MAX: u64 = if cfg!(feature = "hardened") { 42 } else { 38 };
+
+    #[library_benchmark(config = counting("fastpaths_segregated_allocate", ALLOCATE_MAX))]
     #[bench::warm(setup = segregated)]
     fn segregated_allocate(a: SegregatedFit) -> SegregatedFit {
         black_box(fastpaths_segregated_allocate(
             black_box(&a),
             black_box(SIZE),
         ));
+        a
+    }
+
+    /// `GlobalAlloc::alloc` behind a call, as the allocator benches'
+    /// `SegregatedFit:call` subject makes it (the boundary the peers are
+    /// measured at).
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    pub fn fastpaths_segregated_call_alloc(a: &SegregatedFit, l: Layout) -> *mut u8 {
+        // SAFETY: the bench's layouts have a non-zero size.
+        unsafe { std::alloc::GlobalAlloc::alloc(a, l) }
+    }
+
+    /// `GlobalAlloc::dealloc` behind a call.
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    pub fn fastpaths_segregated_call_dealloc(a: &SegregatedFit, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from `fastpaths_segregated_call_alloc` with `l`.
+        unsafe { std::alloc::GlobalAlloc::dealloc(a, p, l) }
+    }
+
+    /// The 64-byte allocate/free pair at the call boundary, on a warm
+    /// cache: the pair the allocator benches' `alloc_free64` group times.
+    /// The instructions of both calls and of this frame are counted.
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn fastpaths_segregated_call_pair64(a: &SegregatedFit, size: usize) {
+        let l = Layout::from_size_align(size, 8).unwrap_or(Layout::new::<u8>());
+        let p = fastpaths_segregated_call_alloc(a, l);
+        fastpaths_segregated_call_dealloc(a, p, l);
+    }
+
+    fn segregated_warm64() -> SegregatedFit {
+        warm_segregated(64)
+    }
+
+    /// The limit: the pair's count without the misuse checks, and with them
+    /// (`--features hardened`, docs/malloc-hardening.md).
+    const PAIR64_MAX: u64 = if cfg!(feature = "hardened") { 102 } else { 93 };
+
+    #[library_benchmark(config = counting("fastpaths_segregated_call_pair64", PAIR64_MAX))]
+    #[bench::warm(setup = segregated_warm64)]
+    fn segregated_call_pair64(a: SegregatedFit) -> SegregatedFit {
+        fastpaths_segregated_call_pair64(black_box(&a), black_box(64));
         a
     }
 
@@ -268,6 +326,7 @@ mod linux {
             segregated_size_class,
             segregated_alloc,
             segregated_allocate,
+            segregated_call_pair64,
             tempjob_alloc,
             temp_alloc
         ]

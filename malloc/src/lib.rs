@@ -33,6 +33,16 @@
 //! `valloc` aligns to the page, `pvalloc` also rounds the size up to pages;
 //! `malloc_usable_size(NULL)` is 0.
 //!
+//! **Misuse** (docs/malloc-hardening.md). The library is built with
+//! SegregatedFit's `hardened` feature, and checks every pointer it is
+//! given back before it trusts it ([`SegregatedFit::locate`]): `free`,
+//! `realloc` and `malloc_usable_size` of a pointer that is not the start of
+//! a live block of ours abort with `free(): invalid pointer 0x…`, a double
+//! free aborts with `free(): double free of 0x… (48-byte class)`, and a
+//! write after free that steers a free list aborts with `heap corruption`,
+//! as glibc aborts (its messages differ). Nothing that is not ours is
+//! written, unmapped or reused.
+//!
 //! **Start-up and fork.** Nothing runs before the first call: the
 //! allocator is a `const` static that maps its heap on the first
 //! allocation (which the dynamic loader makes, once libc is relocated and
@@ -49,7 +59,8 @@ use core::ffi::{c_int, c_void};
 use core::ptr;
 
 use allocasm::SegregatedFit;
-use allocasm::segregated::SizeClass;
+use allocasm::segregated::{Located, SizeClass};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The process's allocator.
 static HEAP: SegregatedFit = SegregatedFit::new();
@@ -92,26 +103,6 @@ fn block_layout(size: usize, align: usize) -> Option<Layout> {
 unsafe fn header(user: *mut c_void) -> *mut usize {
     // SAFETY: the caller's contract: the header is the 16 bytes before it.
     unsafe { user.cast::<usize>().sub(2) }
-}
-
-/// The large block behind `user` and its layout.
-///
-/// # Safety
-///
-/// As for [`header`].
-#[inline(always)]
-unsafe fn block_of(user: *mut c_void) -> (*mut u8, Layout) {
-    // SAFETY: the caller's contract; the header holds the layout the block
-    // was allocated with (`allocate`), and the block starts `align` bytes
-    // before the pointer.
-    unsafe {
-        let h = header(user);
-        let (size, align) = (h.read(), h.add(1).read());
-        (
-            user.cast::<u8>().sub(align),
-            Layout::from_size_align_unchecked(size, align),
-        )
-    }
 }
 
 /// Writes the header of `block` (allocated with `layout`) and returns the
@@ -180,10 +171,124 @@ fn allocate_large(size: usize, align: usize, zeroed: bool) -> *mut c_void {
     unsafe { finish(block, layout) }
 }
 
-/// The class of the block `p` (one of ours), or `None` for a large block.
+/// What a pointer given back to `free`, `realloc` or
+/// `malloc_usable_size` is, once checked.
+enum Owned {
+    /// A block of a size class.
+    Class(SizeClass),
+    /// A live large block: its start and its layout.
+    Large(*mut u8, Layout),
+}
+
+/// Checks `p` (not null) for `what` (the caller's name, for the message):
+/// a block of a class, or a live large block whose header agrees with the
+/// allocator's record of its mapping. Anything else aborts, naming a double
+/// free where `p` is a large block freed recently.
 #[inline(always)]
-fn class_of(p: *mut c_void) -> Option<SizeClass> {
-    HEAP.class_of(p.cast::<u8>().cast_const())
+fn owned(p: *mut c_void, what: &str) -> Owned {
+    match HEAP.block_at(p.cast::<u8>().cast_const()) {
+        Some(class) => Owned::Class(class),
+        None => owned_large(p, what),
+    }
+}
+
+/// [`owned`] for a pointer outside the size classes' blocks, out of line.
+#[cold]
+#[inline(never)]
+fn owned_large(p: *mut c_void, what: &str) -> Owned {
+    let addr = p.addr();
+    let found = HEAP.locate(p.cast::<u8>().cast_const());
+    if let Located::Large { start, len, header } = found
+        && addr >= start + MIN_ALIGN
+    {
+        // SAFETY: `addr - 16 .. addr` lies in a live mapping of ours (the
+        // allocator's list says so), 8-aligned if `addr` is.
+        let (size, align) = unsafe {
+            let h = p.cast::<usize>().wrapping_sub(2);
+            (h.read_unaligned(), h.add(1).read_unaligned())
+        };
+        let block = addr.wrapping_sub(align);
+        if align.is_power_of_two()
+            && align >= MIN_ALIGN
+            && size >= align
+            && block >= start
+            && block.checked_add(size.next_multiple_of(8)) == Some(header)
+            && header < start + len
+            && let Ok(layout) = Layout::from_size_align(size, align)
+        {
+            return Owned::Large(p.cast::<u8>().wrapping_sub(align), layout);
+        }
+    }
+    if FREED.iter().any(|f| f.load(Ordering::Relaxed) == addr) {
+        Line::new()
+            .text(what)
+            .text(": double free of ")
+            .hex(addr)
+            .text(" (large block)")
+            .abort()
+    }
+    Line::new()
+        .text(what)
+        .text(": invalid pointer ")
+        .hex(addr)
+        .abort()
+}
+
+/// The user pointers of the large blocks freed last (a ring): a second
+/// free of one is named a double free (its mapping is gone, so it is
+/// otherwise no block of ours at all).
+static FREED: [AtomicUsize; 64] = [const { AtomicUsize::new(0) }; 64];
+static FREED_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+fn remember_freed(p: *mut c_void) {
+    let i = FREED_NEXT.fetch_add(1, Ordering::Relaxed) % FREED.len();
+    FREED[i].store(p.addr(), Ordering::Relaxed);
+}
+
+/// A line for the abort messages, on the stack (an abort allocates nothing).
+struct Line {
+    buf: [u8; 128],
+    len: usize,
+}
+
+impl Line {
+    const fn new() -> Self {
+        Line {
+            buf: [0; 128],
+            len: 0,
+        }
+    }
+
+    fn byte(mut self, b: u8) -> Self {
+        if self.len < self.buf.len() {
+            self.buf[self.len] = b;
+            self.len += 1;
+        }
+        self
+    }
+
+    fn text(self, s: &str) -> Self {
+        s.bytes().fold(self, Line::byte)
+    }
+
+    fn hex(self, n: usize) -> Self {
+        let digits = (usize::BITS - n.leading_zeros()).div_ceil(4).max(1);
+        (0..digits).rev().fold(self.text("0x"), |l, i| {
+            l.byte(b"0123456789abcdef"[(n >> (4 * i)) & 15])
+        })
+    }
+
+    /// `allocasm: <line>` on standard error, then abort.
+    fn abort(self) -> ! {
+        let line = self.byte(b'\n');
+        let prefix = b"allocasm: ";
+        // SAFETY: writes of our own buffers to fd 2; nothing allocates.
+        unsafe {
+            libc::write(2, prefix.as_ptr().cast(), prefix.len());
+            libc::write(2, line.buf.as_ptr().cast(), line.len);
+        }
+        std::process::abort()
+    }
 }
 
 /// `memalign`'s and `aligned_alloc`'s rules (glibc 2.36): an alignment up to
@@ -223,16 +328,16 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     let Some(block) = ptr::NonNull::new(p.cast::<u8>()) else {
         return;
     };
-    if let Some(class) = class_of(p) {
-        // SAFETY: the caller's contract: a live block of ours, and its span
-        // says it is a block of `class`.
-        return unsafe { HEAP.dealloc_in(block, class) };
-    }
-    // SAFETY: the caller's contract: a live block of ours in no span, so a
-    // large one, given back with the layout in its header.
-    unsafe {
-        let (block, layout) = block_of(p);
-        GlobalAlloc::dealloc(&HEAP, block, layout);
+    match owned(p, "free()") {
+        // SAFETY: the start of a block of `class` (checked); a double free
+        // of it aborts in SegregatedFit (the `hardened` feature).
+        Owned::Class(class) => unsafe { HEAP.dealloc_in(block, class) },
+        Owned::Large(block, layout) => {
+            remember_freed(p);
+            // SAFETY: a live large block of ours with this layout (checked
+            // against the allocator's record of its mapping).
+            unsafe { GlobalAlloc::dealloc(&HEAP, block, layout) }
+        }
     }
 }
 
@@ -267,32 +372,33 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
         unsafe { free(p) };
         return ptr::null_mut();
     }
-    let old = if let Some(class) = class_of(p) {
-        if SegregatedFit::size_class(size, MIN_ALIGN) == Some(class) {
-            // The block already holds `size` bytes (glibc also resizes in
-            // place where it can).
-            return p;
-        }
-        class.block_size()
-    } else {
-        // SAFETY: forwarded contract: a live large block.
-        let (block, layout) = unsafe { block_of(p) };
-        if layout.align() == MIN_ALIGN && SegregatedFit::size_class(size, MIN_ALIGN).is_none() {
-            let Some(new) = block_layout(size, MIN_ALIGN) else {
-                return enomem();
-            };
-            // SAFETY: a live block of `layout`; the new size is non-zero and,
-            // with its alignment, a valid layout (`block_layout`). Both map
-            // to no class, so the block stays a large one (the header moves
-            // with the data).
-            let moved = unsafe { GlobalAlloc::realloc(&HEAP, block, layout, new.size()) };
-            if moved.is_null() {
-                return enomem();
+    let old = match owned(p, "realloc()") {
+        Owned::Class(class) => {
+            if SegregatedFit::size_class(size, MIN_ALIGN) == Some(class) {
+                // The block already holds `size` bytes (glibc also resizes
+                // in place where it can).
+                return p;
             }
-            // SAFETY: a live block of `new`; the header gets the new size.
-            return unsafe { finish(moved, new) };
+            class.block_size()
         }
-        layout.size() - layout.align()
+        Owned::Large(block, layout) => {
+            if layout.align() == MIN_ALIGN && SegregatedFit::size_class(size, MIN_ALIGN).is_none() {
+                let Some(new) = block_layout(size, MIN_ALIGN) else {
+                    return enomem();
+                };
+                // SAFETY: a live block of `layout`; the new size is non-zero and,
+                // with its alignment, a valid layout (`block_layout`). Both map
+                // to no class, so the block stays a large one (the header moves
+                // with the data).
+                let moved = unsafe { GlobalAlloc::realloc(&HEAP, block, layout, new.size()) };
+                if moved.is_null() {
+                    return enomem();
+                }
+                // SAFETY: a live block of `new`; the header gets the new size.
+                return unsafe { finish(moved, new) };
+            }
+            layout.size() - layout.align()
+        }
     };
     // Another class, or between a class and the large path, or an
     // over-aligned large block (memalign): a new block at malloc's
@@ -410,10 +516,8 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
     if p.is_null() {
         return 0;
     }
-    if let Some(class) = class_of(p) {
-        return class.block_size();
+    match owned(p, "malloc_usable_size()") {
+        Owned::Class(class) => class.block_size(),
+        Owned::Large(_, layout) => layout.size() - layout.align(),
     }
-    // SAFETY: the caller's contract: a live large block.
-    let (_, layout) = unsafe { block_of(p) };
-    layout.size() - layout.align()
 }

@@ -258,3 +258,131 @@ print(len(text), crc, sorted(out), child)
     );
     assert!(glibc.contains(" 96"), "{glibc}");
 }
+
+/// How a misuse program ended: killed by which signal, if any.
+fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+/// Runs a misuse program of `tests/c/misuse/` under glibc and under the
+/// library: glibc must end it (abort or crash: the misuse is real), and the
+/// library must abort it (SIGABRT) with a line on stderr that contains
+/// `expect` and the address the program printed, before it could get one
+/// block twice or two overlapping blocks.
+fn misuse(source: &str, expect: &str) {
+    let dir = scratch(source.trim_end_matches(".c"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/misuse");
+    let exe = dir.join(source.trim_end_matches(".c"));
+    let out = Command::new("cc")
+        .args([
+            "-O1",
+            "-Wno-use-after-free",
+            "-Wno-free-nonheap-object",
+            "-I",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg(src.join(source))
+        .output()
+        .expect("cc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ended = |preload: bool| {
+        let mut cmd = Command::new(&exe);
+        if preload {
+            cmd.env("LD_PRELOAD", library());
+        } else {
+            cmd.env_remove("LD_PRELOAD");
+        }
+        let out = cmd
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{source}: {e}"));
+        (
+            signal_of(&out.status),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (g_sig, g_out, g_err) = ended(false);
+    assert!(
+        matches!(g_sig, Some(libc_sig::SIGABRT | libc_sig::SIGSEGV)),
+        "{source} under glibc: signal {g_sig:?}\n{g_out}{g_err}"
+    );
+    let (sig, out, err) = ended(true);
+    for bad in ["SAME", "OVERLAPPING", "distinct"] {
+        assert!(
+            !out.contains(bad),
+            "{source}: the library went on after the misuse:\n{out}{err}"
+        );
+    }
+    assert_eq!(
+        sig,
+        Some(libc_sig::SIGABRT),
+        "{source} under the library (glibc: {g_sig:?} {g_err:?}):\n{out}{err}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("allocasm: "))
+        .unwrap_or_else(|| panic!("{source}: no message on stderr:\n{err}"));
+    assert!(line.contains(expect), "{source}: {line:?} lacks {expect:?}");
+    if let Some(addr) = out
+        .lines()
+        .find_map(|l| l.strip_prefix("block 0x"))
+        .filter(|_| expect != "heap corruption")
+    {
+        assert!(
+            line.contains(&format!("0x{addr}")),
+            "{source}: {line:?} does not name the block 0x{addr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The signal numbers these tests expect (Linux).
+mod libc_sig {
+    pub const SIGABRT: i32 = 6;
+    pub const SIGSEGV: i32 = 11;
+}
+
+#[test]
+fn a_double_free_aborts() {
+    misuse("double_free.c", "free(): double free of");
+    misuse("double_free.c", "(48-byte class)");
+}
+
+#[test]
+fn a_double_free_of_a_block_out_of_the_cache_aborts() {
+    misuse("double_free_flushed.c", "free(): double free of");
+}
+
+#[test]
+fn a_free_inside_a_block_aborts() {
+    misuse("interior_free.c", "free(): invalid pointer");
+}
+
+#[test]
+fn a_free_of_the_stack_aborts() {
+    misuse("stack_free.c", "free(): invalid pointer");
+    misuse("stack_free_first.c", "free(): invalid pointer");
+}
+
+#[test]
+fn a_realloc_of_the_stack_aborts() {
+    misuse("stack_realloc.c", "realloc(): invalid pointer");
+}
+
+#[test]
+fn a_double_free_of_a_large_block_aborts() {
+    misuse("large_double_free.c", "free(): double free of");
+}
+
+#[test]
+fn a_write_after_free_into_a_free_list_aborts() {
+    misuse("write_after_free.c", "heap corruption");
+}

@@ -52,6 +52,8 @@ use core::ptr::{self, NonNull};
 
 use super::Heap;
 use super::class::{CLASS_COUNT, SizeClass};
+#[cfg(feature = "hardened")]
+use super::harden;
 use super::lock::SpinLock;
 use super::queue::link;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
@@ -75,7 +77,12 @@ const CAPS: [u32; CLASS_COUNT] = {
             None => 1,
         };
         let cap = (16 * 1024) / size;
-        caps[i] = if cap < 2 {
+        caps[i] = if cfg!(feature = "hardened") && size < 2 * size_of::<usize>() {
+            // No room for the double-free tag beside the link: the 8-byte
+            // class goes straight to its queue (C's malloc never uses it:
+            // its alignment is 16).
+            0
+        } else if cap < 2 {
             2
         } else if cap > 128 {
             128
@@ -86,6 +93,12 @@ const CAPS: [u32; CLASS_COUNT] = {
     }
     caps
 };
+
+/// The block size of class `index` (for the messages).
+#[cfg(feature = "hardened")]
+fn bin_size(index: usize) -> usize {
+    SizeClass::from_index(index).map_or(0, SizeClass::block_size)
+}
 
 /// How many blocks a refill takes and a flush gives back.
 #[inline(always)]
@@ -116,6 +129,19 @@ pub(crate) struct ThreadCache {
     /// Registry links (under the registry lock).
     prev: AtomicPtr<ThreadCache>,
     next: AtomicPtr<ThreadCache>,
+    /// The owner's secret (`hardened`): the links of the lists are stored
+    /// XORed with it, and a free block's tag is it (see `harden.rs`).
+    /// Copied from the heap when the cache binds to it, beside `owner`, so
+    /// the fast paths read it from the line they already read.
+    /// Only this cache's thread reads or writes it (other threads touch the
+    /// owner, the lists' heads and counts), so a plain cell: the pop then
+    /// XORs the link with it as a memory operand.
+    #[cfg(feature = "hardened")]
+    key: core::cell::Cell<usize>,
+    /// The owner's span region (`hardened`): where a list's blocks must lie.
+    /// This thread's alone, as `key`.
+    #[cfg(feature = "hardened")]
+    base: core::cell::Cell<usize>,
     bins: [Bin; CLASS_COUNT],
 }
 
@@ -126,6 +152,10 @@ impl ThreadCache {
             state: AtomicUsize::new(UNREGISTERED),
             prev: AtomicPtr::new(ptr::null_mut()),
             next: AtomicPtr::new(ptr::null_mut()),
+            #[cfg(feature = "hardened")]
+            key: core::cell::Cell::new(0),
+            #[cfg(feature = "hardened")]
+            base: core::cell::Cell::new(0),
             bins: {
                 let mut bins = [const {
                     Bin {
@@ -160,9 +190,24 @@ impl ThreadCache {
         }
         let bin = self.bin(index);
         let block = NonNull::new(bin.head.load(Ordering::Relaxed))?;
+        // A head decoded from an overwritten link is caught before it is
+        // read: the key's low bits are set, so a stray aligned value (a
+        // pointer, zero) decodes misaligned. (The region's bounds are
+        // checked where lists are walked: `flush_bin`, `encode_chain`.)
+        #[cfg(feature = "hardened")]
+        if !block.as_ptr().addr().is_multiple_of(8) {
+            harden::corrupt(block, index);
+        }
         // SAFETY: a block in our list: ours, mapped, its first word the link
         // we (or the refill) wrote.
         let next = unsafe { link(block) }.load(Ordering::Relaxed);
+        #[cfg(feature = "hardened")]
+        let next = {
+            // SAFETY: a cached block: at least `TAGGED_MIN` bytes (the
+            // 8-byte class is never cached in hardened builds, see `CAPS`).
+            unsafe { harden::tag(block) }.store(0, Ordering::Relaxed);
+            harden::code(next, self.key.get())
+        };
         bin.head.store(next, Ordering::Relaxed);
         bin.count
             .store(bin.count.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
@@ -181,8 +226,23 @@ impl ThreadCache {
         if n >= bin.cap {
             return false;
         }
+        let head = bin.head.load(Ordering::Relaxed);
+        #[cfg(feature = "hardened")]
+        let head = {
+            let key = self.key.get();
+            // SAFETY: a block of a cached class: at least `TAGGED_MIN` bytes
+            // (the 8-byte class has no cache in hardened builds).
+            let tag = unsafe { harden::tag(block) };
+            // SAFETY: as above; a plain read (no other thread writes a block
+            // its freer owns) lets the compare take it as an operand.
+            if unsafe { harden::tag_word(block) } == key {
+                harden::double_free(block, bin_size(index));
+            }
+            tag.store(key, Ordering::Relaxed);
+            harden::code(head, key)
+        };
         // SAFETY: the caller gives us the block: ours, mapped, 8 bytes.
-        unsafe { link(block) }.store(bin.head.load(Ordering::Relaxed), Ordering::Relaxed);
+        unsafe { link(block) }.store(head, Ordering::Relaxed);
         bin.head.store(block.as_ptr(), Ordering::Relaxed);
         bin.count.store(n + 1, Ordering::Relaxed);
         true
@@ -256,6 +316,21 @@ pub(crate) fn refill(
             return Ok(Some(p));
         }
         let (first, last, n) = heap.take(class, batch(index))?;
+        #[cfg(feature = "hardened")]
+        let _ = last; // `encode_chain` ends the list at its `n - 1`th block.
+        #[cfg(feature = "hardened")]
+        t.base.set(heap.base());
+        #[cfg(feature = "hardened")]
+        if n > 1 {
+            // SAFETY: the run is ours, `n` blocks linked through their first
+            // words; the cache's list gets its blocks from the second on.
+            let second = unsafe { link(first) }.load(Ordering::Relaxed);
+            // SAFETY: as above: `n - 1` blocks from `second`.
+            unsafe { encode_chain(second, n - 1, t.key.get(), heap.base(), index) };
+            bin.head.store(second, Ordering::Relaxed);
+            bin.count.store((n - 1) as u32, Ordering::Relaxed);
+        }
+        #[cfg(not(feature = "hardened"))]
         if n > 1 {
             // SAFETY: the run is ours; `first`'s link names its second block.
             let second = unsafe { link(first) }.load(Ordering::Relaxed);
@@ -286,7 +361,8 @@ pub(crate) fn flush_and_push(heap: &Heap, class: SizeClass, block: NonNull<u8>) 
         }
         flush_bin(t, heap, index, batch(index));
         let pushed = t.push(heap.addr(), index, block);
-        debug_assert!(pushed);
+        // Only a class without a cache (cap 0, hardened) fails again.
+        debug_assert!(pushed || t.bin(index).cap == 0);
         pushed
     })
 }
@@ -303,6 +379,19 @@ fn flush_bin(t: &ThreadCache, heap: &Heap, index: usize, n: usize) {
     loop {
         // SAFETY: blocks of our list.
         let next = unsafe { link(last) }.load(Ordering::Relaxed);
+        // The shared level's links are plain: decode as we walk.
+        #[cfg(feature = "hardened")]
+        let next = {
+            let next = harden::code(next, t.key.get());
+            if let Some(b) = NonNull::new(next)
+                && !harden::plausible(b, t.base.get())
+            {
+                harden::corrupt(b, index);
+            }
+            // SAFETY: as above.
+            unsafe { link(last) }.store(next, Ordering::Relaxed);
+            next
+        };
         match NonNull::new(next) {
             Some(b) if k < n => {
                 last = b;
@@ -395,8 +484,47 @@ fn bind(c: &Caches, t: &ThreadCache, heap: &Heap) -> bool {
         let old = unsafe { &*ptr::with_exposed_provenance::<Heap>(old) };
         flush_all(t, old);
     }
+    #[cfg(feature = "hardened")]
+    {
+        t.key.set(heap.key);
+        t.base.set(heap.base());
+    }
     t.owner.store(heap.addr(), Ordering::Relaxed);
     true
+}
+
+/// Stores the links of the `n` blocks from `first` encoded with `key`, the
+/// last one's as the end of the list, and tags each block free: a chain
+/// from the shared level (plain links) joins a hardened cache's list.
+///
+/// # Safety
+///
+/// `first` starts a chain of at least `n` blocks of one cached class (at
+/// least `TAGGED_MIN` bytes), linked through their first words, ours.
+#[cfg(feature = "hardened")]
+unsafe fn encode_chain(first: *mut u8, n: usize, key: usize, base: usize, index: usize) {
+    let mut b = first;
+    for i in 0..n {
+        // SAFETY: the caller's chain: `b` is its block `i < n`.
+        let blk = unsafe { NonNull::new_unchecked(b) };
+        // SAFETY: as above.
+        let l = unsafe { link(blk) };
+        let next = if i + 1 < n {
+            l.load(Ordering::Relaxed)
+        } else {
+            ptr::null_mut()
+        };
+        // A link of the shared level overwritten after free.
+        if let Some(b) = NonNull::new(next)
+            && !harden::plausible(b, base)
+        {
+            harden::corrupt(b, index);
+        }
+        l.store(harden::code(next, key), Ordering::Relaxed);
+        // SAFETY: as above; a cached class's block has room for the tag.
+        unsafe { harden::tag(blk) }.store(key, Ordering::Relaxed);
+        b = next;
+    }
 }
 
 /// The thread-exit hook: both caches flushed to their owners, unlinked,

@@ -296,6 +296,25 @@ impl LargeBlocks {
         moved.map(|_| block)
     }
 
+    /// The mapping of the live large block that `addr` lies in, as
+    /// `(mapping start, mapping length, header address)`, or `None`: no
+    /// live large block holds `addr` (O(live large blocks), under the
+    /// lock; reads only this list's headers, never `addr`).
+    pub(crate) fn containing(&self, addr: usize) -> Option<(usize, usize, usize)> {
+        let _guard = self.lock.lock();
+        let mut h = self.head.load(Ordering::Relaxed);
+        while !h.is_null() {
+            // SAFETY: live headers are reached under the lock we hold.
+            let hh = unsafe { &*h };
+            let start = hh.base.addr();
+            if addr.wrapping_sub(start) < hh.len {
+                return Some((start, hh.len, h.addr()));
+            }
+            h = hh.next;
+        }
+        None
+    }
+
     /// Whether `block` (of `size` bytes) is a live large block (O(live large
     /// blocks)).
     pub(crate) fn contains(&self, block: NonNull<u8>, size: usize) -> bool {

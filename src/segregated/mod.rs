@@ -106,7 +106,12 @@
 //! per block in the span's tail); `alloc` panics if it would hand out a
 //! block that is not free. Release builds trust the caller (a foreign
 //! pointer or a double free is then undefined behaviour, as the `unsafe`
-//! contract says).
+//! contract says), unless built with the `hardened` feature
+//! (`harden.rs`, docs/malloc-hardening.md; the drop-in malloc always is):
+//! then a free block carries a secret tag that a second free finds, the
+//! thread caches' links are stored encoded with that secret and checked on
+//! pop, and [`locate`](SegregatedFit::locate) tells a block's start from
+//! any other address for callers that cannot trust their pointers.
 //!
 //! [`size_class`]: SegregatedFit::size_class
 //! [`class_of`]: SegregatedFit::class_of
@@ -119,6 +124,8 @@ mod cache;
 mod class;
 #[cfg(not(loom))]
 mod fork;
+#[cfg(feature = "hardened")]
+mod harden;
 mod large;
 mod lock;
 mod queue;
@@ -189,6 +196,76 @@ pub(crate) struct Heap {
     classes: [Class; SizeClass::COUNT],
     large: LargeBlocks,
     region: Region,
+    /// The heap's secret (`hardened`, see `harden.rs`), drawn before the
+    /// heap is published.
+    #[cfg(feature = "hardened")]
+    key: usize,
+    /// Per class, the shape of its spans, for [`SegregatedFit::locate`]:
+    /// written before the heap is published, read-only after.
+    shapes: [Shape; SizeClass::COUNT],
+}
+
+/// A class's span shape as [`SegregatedFit::locate`] tests a pointer
+/// against it without a division.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// The span length minus one (spans are aligned to their length).
+    mask: usize,
+    /// Blocks per span.
+    blocks: u32,
+    /// The block size (beside the rest: no second table to read).
+    size: u32,
+    /// `ceil(2^42 / block_size)`: for an offset `o` below 2^21 in the
+    /// span, `(o * recip) >> 42` is `o / block_size` exactly when `o` is a
+    /// multiple of it (the error `o * e / 2^42`, `e < block_size`, stays
+    /// below one), and a multiple of the block size times it gives `o`
+    /// back only then.
+    recip: u64,
+}
+
+impl Shape {
+    const ZERO: u32 = 42;
+
+    fn of(class: SizeClass) -> Shape {
+        let g = span::geometry(class.block_size());
+        let bs = class.block_size() as u64;
+        Shape {
+            mask: g.len - 1,
+            blocks: g.blocks as u32,
+            size: bs as u32,
+            recip: (1u64 << Self::ZERO).div_ceil(bs),
+        }
+    }
+
+    /// Whether `addr` (in a span of this class) is the start of a block.
+    #[inline(always)]
+    fn is_block(&self, addr: usize) -> bool {
+        let off = (addr & self.mask) as u64;
+        let q = (off * self.recip) >> Self::ZERO;
+        q * u64::from(self.size) == off && q < u64::from(self.blocks)
+    }
+}
+
+/// What [`SegregatedFit::locate`] finds at an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Located {
+    /// The start of a block of this size class (live, cached or free).
+    Block(SizeClass),
+    /// Inside a span of this class, but not at the start of one of its
+    /// blocks (inside a block, or in the span's header).
+    OffBlock(SizeClass),
+    /// Inside the mapping of a live large block.
+    Large {
+        /// The mapping's first byte.
+        start: usize,
+        /// The mapping's length.
+        len: usize,
+        /// The address of the block's 32-byte header: a large block of
+        /// `n` bytes starting at `b` has it at `b + n` rounded up to 8.
+        header: usize,
+    },
+    /// None of this allocator's memory.
+    Foreign,
 }
 
 impl Heap {
@@ -570,6 +647,16 @@ impl SegregatedFit {
         for c in &mut unsafe { &mut *fresh.as_ptr() }.classes {
             c.growth.home = home;
         }
+        // SAFETY: as above.
+        let shapes = unsafe { &mut (*fresh.as_ptr()).shapes };
+        for (i, s) in shapes.iter_mut().enumerate() {
+            *s = Shape::of(SizeClass::from_index(i).expect("class index"));
+        }
+        // SAFETY: as above: not yet published, ours alone.
+        #[cfg(feature = "hardened")]
+        unsafe {
+            (*fresh.as_ptr()).key = harden::new_key(home)
+        };
         // Listed before it is published, so no thread can hold one of its
         // locks across a `fork` that the handlers would not take.
         // SAFETY: a zeroed mapping of `heap_len()` bytes, at least a
@@ -689,6 +776,11 @@ impl SegregatedFit {
         };
         #[cfg(loom)]
         let p = heap.alloc_shared(class)?;
+        // SAFETY: a block of `class`, now ours.
+        #[cfg(feature = "hardened")]
+        unsafe {
+            harden::mark_used(p, class)
+        };
         #[cfg(debug_assertions)]
         self.debug_check_alloc(class, p, layout);
         let _ = layout;
@@ -719,6 +811,11 @@ impl SegregatedFit {
             Some(heap) => heap.alloc_shared(class),
             None => self.alloc_shared_init(class),
         }?;
+        // SAFETY: a block of `class`, now ours.
+        #[cfg(feature = "hardened")]
+        unsafe {
+            harden::mark_used(p, class)
+        };
         #[cfg(debug_assertions)]
         self.debug_check_alloc(class, p, layout);
         Some(p)
@@ -777,6 +874,11 @@ impl SegregatedFit {
             }
         };
         c.growth.free.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: a block of `class`, now ours.
+        #[cfg(feature = "hardened")]
+        unsafe {
+            harden::mark_used(p, class)
+        };
         #[cfg(debug_assertions)]
         self.debug_check_alloc(class, p, layout);
         Ok(p)
@@ -869,6 +971,76 @@ impl SegregatedFit {
         SizeClass::from_tag(heap.region.tag_of(ptr.addr()))
     }
 
+    /// What `ptr` is to this allocator, without reading or trusting it: the
+    /// start of a block of a size class, a pointer into a span off its
+    /// blocks' starts, a pointer into a live large block's mapping, or none
+    /// of its memory. For a free that cannot trust its caller (the drop-in
+    /// `free`: see docs/malloc-hardening.md). The class case is O(1) (the
+    /// class map's byte, a multiply for the block boundary); the large case
+    /// walks the live large blocks under their lock.
+    ///
+    /// ```
+    /// use allocasm::SegregatedFit;
+    /// use allocasm::segregated::Located;
+    /// use core::alloc::Layout;
+    ///
+    /// let heap = SegregatedFit::new();
+    /// let layout = Layout::from_size_align(48, 16).unwrap();
+    /// let p = heap.alloc(layout).unwrap();
+    /// let class = SegregatedFit::size_class(48, 16).unwrap();
+    /// assert_eq!(heap.locate(p.as_ptr()), Located::Block(class));
+    /// assert_eq!(heap.locate(p.as_ptr().wrapping_add(16)), Located::OffBlock(class));
+    /// let local = 0u8;
+    /// assert_eq!(heap.locate(&local), Located::Foreign);
+    /// // SAFETY: allocated above with `layout`.
+    /// unsafe { heap.dealloc(p, layout) };
+    /// ```
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub fn locate(&self, ptr: *const u8) -> Located {
+        let Some(heap) = self.heap() else {
+            return Located::Foreign;
+        };
+        let addr = ptr.addr();
+        if let Some(class) = SizeClass::from_tag(heap.region.tag_of(addr)) {
+            // SAFETY: a class index is below COUNT.
+            let shape = unsafe { heap.shapes.get_unchecked(class.index()) };
+            return if shape.is_block(addr) {
+                Located::Block(class)
+            } else {
+                Located::OffBlock(class)
+            };
+        }
+        Self::locate_large(heap, addr)
+    }
+
+    /// The class of the block `ptr` is the start of, or `None`: anything
+    /// else ([`locate`](Self::locate) says what). The drop-in `free`'s fast
+    /// test: the class map's byte, the class's span shape, a multiply.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub fn block_at(&self, ptr: *const u8) -> Option<SizeClass> {
+        let heap = self.heap()?;
+        let addr = ptr.addr();
+        let class = SizeClass::from_tag(heap.region.tag_of(addr))?;
+        // SAFETY: a class index is below COUNT.
+        let shape = unsafe { heap.shapes.get_unchecked(class.index()) };
+        shape.is_block(addr).then_some(class)
+    }
+
+    /// [`locate`](Self::locate) outside the span region: the live large
+    /// blocks' list, out of line (the class case is the drop-in `free`'s
+    /// hot path).
+    #[cfg(target_pointer_width = "64")]
+    #[cold]
+    #[inline(never)]
+    fn locate_large(heap: &Heap, addr: usize) -> Located {
+        match heap.large.containing(addr) {
+            Some((start, len, header)) => Located::Large { start, len, header },
+            None => Located::Foreign,
+        }
+    }
+
     /// The cache was full (or serves another allocator, or there is none).
     #[cold]
     #[inline(never)]
@@ -882,6 +1054,11 @@ impl SegregatedFit {
         if cache::flush_and_push(heap, class, ptr) {
             return;
         }
+        // SAFETY: the caller's block of this class.
+        #[cfg(feature = "hardened")]
+        unsafe {
+            harden::mark_free(ptr, class, heap.key)
+        };
         // SAFETY: the caller's block of this class.
         unsafe { heap.give(class, ptr, ptr, 1) };
     }
@@ -903,6 +1080,11 @@ impl SegregatedFit {
         // SAFETY: a block exists, so the heap does; published with Release
         // before the block was handed out.
         let heap = unsafe { &*self.heap.load(Ordering::Acquire) };
+        // SAFETY: the caller's block of this class.
+        #[cfg(feature = "hardened")]
+        unsafe {
+            harden::mark_free(ptr, class, heap.key)
+        };
         // SAFETY: the caller gives us a block of this class it owned.
         unsafe { heap.give(class, ptr, ptr, 1) };
     }
@@ -1782,6 +1964,98 @@ mod tests {
         for (p, l) in held {
             // SAFETY: allocated above with `l`, freed once.
             unsafe { a.dealloc(p, l) };
+        }
+    }
+}
+
+#[cfg(all(test, not(loom), not(miri), target_pointer_width = "64"))]
+mod locate_tests {
+    use super::*;
+
+    /// Hardened builds: a cached free block's link is stored XORed with the
+    /// heap's key and the block carries the key as its tag; handing it out
+    /// clears the tag. Before, the link was the plain address (a write
+    /// after free steered the next allocation) and nothing marked a block
+    /// free (a second free pushed it again).
+    #[cfg(feature = "hardened")]
+    #[test]
+    fn hardened_cached_links_are_encoded_and_free_blocks_tagged() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(48, 16).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let p = a.alloc(l).unwrap();
+                let q = a.alloc(l).unwrap();
+                // SAFETY: allocated above with `l`, each freed once.
+                unsafe {
+                    a.dealloc(p, l);
+                    a.dealloc(q, l);
+                }
+                let key = a.heap().unwrap().key;
+                assert_eq!(key & 7, 7, "the key's low bits are set");
+                // SAFETY: `q` is free in this thread's cache: its first two
+                // words are the encoded link and the tag.
+                let (link, tag) = unsafe {
+                    let w = q.as_ptr().cast::<usize>();
+                    (w.read(), w.add(1).read())
+                };
+                assert_ne!(link, p.as_ptr().addr(), "a plain link");
+                assert_eq!(link ^ key, p.as_ptr().addr());
+                assert_eq!(tag, key);
+                let r = a.alloc(l).unwrap();
+                assert_eq!(r, q);
+                // SAFETY: `r` is ours now.
+                assert_eq!(unsafe { r.as_ptr().cast::<usize>().add(1).read() }, 0);
+                // SAFETY: allocated above with `l`.
+                unsafe { a.dealloc(r, l) };
+            });
+        });
+    }
+
+    /// Every block of every class, at every alignment a class serves, is
+    /// located as a block of its class; a byte past a block's start is not.
+    #[test]
+    fn every_class_block_is_located_and_nothing_between() {
+        let a = SegregatedFit::new();
+        for align in [8, 16, 64, 256, 4096] {
+            for size in (8..=MAX_CLASS_SIZE).step_by(8) {
+                let l = Layout::from_size_align(size, align).unwrap();
+                let Some(class) = SegregatedFit::size_class(size, align) else {
+                    continue;
+                };
+                let p = a.alloc(l).unwrap();
+                assert_eq!(
+                    a.locate(p.as_ptr()),
+                    Located::Block(class),
+                    "{size}/{align}: {p:p}"
+                );
+                assert_eq!(a.block_at(p.as_ptr()), Some(class));
+                assert_eq!(a.block_at(p.as_ptr().wrapping_add(1)), None);
+                assert_eq!(
+                    a.locate(p.as_ptr().wrapping_add(class.block_size() / 2)),
+                    Located::OffBlock(class),
+                    "{size}/{align}: {p:p} + half a block"
+                );
+                // SAFETY: allocated above with `l`.
+                unsafe { a.dealloc(p, l) };
+            }
+        }
+    }
+
+    /// The reciprocal test is exact: over whole spans of every class, an
+    /// offset is a block's start exactly when it is a multiple of the
+    /// block size below the span's blocks.
+    #[test]
+    fn the_block_boundary_test_is_exact_over_whole_spans() {
+        for i in 0..SizeClass::COUNT {
+            let class = SizeClass::from_index(i).unwrap();
+            let s = Shape::of(class);
+            let bs = class.block_size();
+            assert!(s.mask < 1 << 21, "span of class {i}: offsets reach 2^21");
+            for off in 0..=s.mask {
+                let want = off % bs == 0 && off / bs < s.blocks as usize;
+                assert_eq!(s.is_block(off), want, "class {i} ({bs}) offset {off}");
+            }
         }
     }
 }

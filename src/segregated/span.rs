@@ -258,6 +258,12 @@ pub(crate) unsafe fn debug_mark(block: NonNull<u8>, g: Geometry, block_size: usi
     let bit = 1u64 << (index % 64);
     if free {
         let old = word.fetch_or(bit, Ordering::Relaxed);
+        // Hardened builds abort with the release build's message (no
+        // panic: a drop-in `free` must not unwind, nor allocate to report).
+        #[cfg(feature = "hardened")]
+        if old & bit != 0 {
+            super::harden::double_free(block, block_size);
+        }
         assert!(old & bit == 0, "SegregatedFit: double free of {block:#p}");
     } else {
         let old = word.fetch_and(!bit, Ordering::Relaxed);

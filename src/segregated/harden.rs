@@ -1,0 +1,252 @@
+//! The checks of the `hardened` feature (docs/malloc-hardening.md): a
+//! per-heap secret, the double-free tag written into freed blocks, the
+//! encoding of the thread caches' list links, and the messages the process
+//! aborts with.
+//!
+//! **Contract.** Every heap draws a random 64-bit `key` when it is mapped
+//! (the kernel's `AT_RANDOM` bytes on Linux, mixed with the heap's address).
+//! A block of at least 16 bytes that is free holds `key` in its second word
+//! (the *tag*), written on free and cleared when it is handed out again: a
+//! free that finds the tag is a double free. The links of a thread cache's
+//! list are stored XORed with `key` (glibc's safe-linking, mimalloc's
+//! encoded free lists): the pop checks the head it is about to read is
+//! 8-aligned (the key's low bits are set, so a stray aligned value decodes
+//! misaligned), and the walks between the caches and the shared level
+//! check each link against the span region ([`plausible`]); else the list
+//! was overwritten (`heap corruption`). Both abort through
+//! [`breach`](super::breach): one line on standard error, no allocation,
+//! no unwinding.
+
+use core::ptr::NonNull;
+
+use super::class::SizeClass;
+use crate::sync::{AtomicUsize, Ordering};
+
+/// The smallest block with room for the tag beside its link.
+pub(crate) const TAGGED_MIN: usize = 16;
+
+/// The second word of `block`, where a free block keeps its tag.
+///
+/// # Safety
+///
+/// `block` is a block of at least [`TAGGED_MIN`] bytes, 8-aligned, mapped.
+#[inline(always)]
+pub(crate) unsafe fn tag<'a>(block: NonNull<u8>) -> &'a AtomicUsize {
+    // SAFETY: the second word lies in the block (the caller's size); an
+    // `AtomicUsize` has a word's size and alignment, and the run stack, the
+    // one other reader of a free block's second word, reads it atomically.
+    unsafe { &*block.as_ptr().add(size_of::<usize>()).cast::<AtomicUsize>() }
+}
+
+/// The second word of `block`, read plainly (the free path's compare takes
+/// it as an operand; an atomic load it would not).
+///
+/// # Safety
+///
+/// As for [`tag`]; `block` is the caller's (a free: no other thread writes
+/// it; a stale run-stack reader only reads).
+#[inline(always)]
+pub(crate) unsafe fn tag_word(block: NonNull<u8>) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe {
+        block
+            .as_ptr()
+            .add(size_of::<usize>())
+            .cast::<usize>()
+            .read()
+    }
+}
+
+/// A link as a thread cache stores it (and back: the encoding is its own
+/// inverse). The pointer keeps its provenance; null is stored as `key`.
+#[inline(always)]
+pub(crate) fn code(link: *mut u8, key: usize) -> *mut u8 {
+    link.map_addr(|a| a ^ key)
+}
+
+/// Whether `block`, about to be read as a list's head, can be one of this
+/// heap's blocks: in the span region starting at `base` and 8-aligned
+/// (one subtraction, a rotation and a compare: a misaligned address
+/// rotates its low bits to the top). 32-bit targets map each span on its
+/// own (`base` is 0): alignment only.
+#[inline(always)]
+pub(crate) fn plausible(block: NonNull<u8>, base: usize) -> bool {
+    let off = block.as_ptr().addr().wrapping_sub(base);
+    if cfg!(target_pointer_width = "64") {
+        off.rotate_right(3) < super::region::REGION_LEN >> 3
+    } else {
+        off.is_multiple_of(8)
+    }
+}
+
+/// A fresh heap's secret: random where the OS gives randomness without a
+/// system call or an allocation (Linux's `AT_RANDOM`), mixed with `seed`
+/// (the heap's address: ASLR, and distinct heaps get distinct keys). Its
+/// low three bits are set, so that a stray write of an aligned pointer or
+/// of zero decodes to a misaligned link.
+pub(crate) fn new_key(seed: usize) -> usize {
+    let mut k = seed as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        // SAFETY: getauxval has no preconditions; AT_RANDOM, when present,
+        // is the address of 16 random bytes the kernel put on the stack,
+        // valid for the process's life.
+        let at = unsafe { libc::getauxval(libc::AT_RANDOM) } as usize;
+        if at != 0 {
+            // SAFETY: as above; unaligned reads of the first 16 bytes.
+            let (a, b) = unsafe {
+                let p = core::ptr::with_exposed_provenance::<u64>(at);
+                (p.read_unaligned(), p.add(1).read_unaligned())
+            };
+            k ^= a.rotate_left(17) ^ b;
+        }
+    }
+    // A stack address: ASLR of its own.
+    let local = 0u8;
+    k ^= (core::ptr::from_ref(&local).addr() as u64).rotate_left(29);
+    // splitmix64's finalizer: every input bit reaches every output bit.
+    k = (k ^ (k >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    k = (k ^ (k >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    k ^= k >> 31;
+    (k as usize) | 7
+}
+
+/// Marks `block` of `class` free for a free that bypasses the thread cache
+/// (the cache's push does the same inline): aborts if it is free already.
+///
+/// # Safety
+///
+/// `block` is a block of `class`'s spans.
+#[inline]
+pub(crate) unsafe fn mark_free(block: NonNull<u8>, class: SizeClass, key: usize) {
+    if class.block_size() >= TAGGED_MIN {
+        // SAFETY: a block of at least 16 bytes (checked above).
+        let t = unsafe { tag(block) };
+        if t.load(Ordering::Relaxed) == key {
+            double_free(block, class.block_size());
+        }
+        t.store(key, Ordering::Relaxed);
+    }
+}
+
+/// Clears the tag of `block` of `class` as it is handed out.
+///
+/// # Safety
+///
+/// `block` is a block of `class`'s spans, now the caller's.
+#[inline(always)]
+pub(crate) unsafe fn mark_used(block: NonNull<u8>, class: SizeClass) {
+    // Only class 0 (8 bytes) is below `TAGGED_MIN`: testing the index
+    // spares the block size's table look-up.
+    debug_assert_eq!(class.index() != 0, class.block_size() >= TAGGED_MIN);
+    if class.index() != 0 {
+        // SAFETY: a block of at least 16 bytes (checked above).
+        unsafe { tag(block) }.store(0, Ordering::Relaxed);
+    }
+}
+
+/// A line for the abort messages, built on the stack (nothing allocates on
+/// the way to an abort).
+pub(crate) struct Line {
+    buf: [u8; 160],
+    len: usize,
+}
+
+impl Line {
+    /// An empty line.
+    pub(crate) const fn new() -> Self {
+        Line {
+            buf: [0; 160],
+            len: 0,
+        }
+    }
+
+    /// Appends `s` (what does not fit is cut).
+    pub(crate) fn text(mut self, s: &str) -> Self {
+        for &b in s.as_bytes() {
+            if self.len < self.buf.len() {
+                self.buf[self.len] = b;
+                self.len += 1;
+            }
+        }
+        self
+    }
+
+    /// Appends `n` in hexadecimal with `0x`.
+    pub(crate) fn hex(self, n: usize) -> Self {
+        let mut digits = [0u8; 16];
+        let mut i = digits.len();
+        let mut v = n;
+        loop {
+            i -= 1;
+            digits[i] = b"0123456789abcdef"[v & 15];
+            v >>= 4;
+            if v == 0 {
+                break;
+            }
+        }
+        let mut s = self.text("0x");
+        for &d in &digits[i..] {
+            if s.len < s.buf.len() {
+                s.buf[s.len] = d;
+                s.len += 1;
+            }
+        }
+        s
+    }
+
+    /// Appends `n` in decimal.
+    pub(crate) fn dec(mut self, n: usize) -> Self {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut v = n;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        for &d in &digits[i..] {
+            if self.len < self.buf.len() {
+                self.buf[self.len] = d;
+                self.len += 1;
+            }
+        }
+        self
+    }
+
+    /// Writes the line to standard error and aborts.
+    pub(crate) fn abort(self) -> ! {
+        super::breach(&self.buf[..self.len])
+    }
+}
+
+/// A block freed while it is free: abort.
+#[cold]
+#[inline(never)]
+pub(crate) fn double_free(block: NonNull<u8>, block_size: usize) -> ! {
+    Line::new()
+        .text("allocasm: free(): double free of ")
+        .hex(block.as_ptr().addr())
+        .text(" (")
+        .dec(block_size)
+        .text("-byte class)")
+        .abort()
+}
+
+/// A thread cache's list holds `block`, which cannot be a block of this
+/// heap: a write after free overwrote its predecessor's link. Abort.
+#[cold]
+#[inline(never)]
+pub(crate) fn corrupt(block: NonNull<u8>, index: usize) -> ! {
+    let size = SizeClass::from_index(index).map_or(0, SizeClass::block_size);
+    Line::new()
+        .text("allocasm: malloc(): heap corruption: the free list of the ")
+        .dec(size)
+        .text("-byte class links to ")
+        .hex(block.as_ptr().addr())
+        .text(" (a write after free)")
+        .abort()
+}
