@@ -78,8 +78,8 @@ fn hashbrown_map_in_a_linear_arena() {
 #[test]
 fn hashbrown_map_in_segregated_fit() {
     let a = SegregatedFit::new();
-    // Enough entries under Miri for seven growths of the table.
-    map_roundtrip(&a, if cfg!(miri) { 300 } else { 5_000 });
+    // Enough entries under Miri for six growths of the table.
+    map_roundtrip(&a, if cfg!(miri) { 100 } else { 5_000 });
     vec_and_box(&a);
     // Everything was freed: no block of the map or the vectors is in use.
     a.trim();
