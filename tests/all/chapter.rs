@@ -38,14 +38,18 @@ fn layout(size: usize, align: usize) -> Layout {
 #[test]
 fn conformance_linear() {
     let spec = Spec::new("LinearArena");
-    conformance::check(&spec, || LinearArena::new(64 * 1024).unwrap());
+    conformance::check(&spec, || {
+        LinearArena::new(crate::capacity(64 * 1024)).unwrap()
+    });
     conformance::check_reset(&spec, LinearArena::new(4096).unwrap(), |a| a.reset());
 }
 
 #[test]
 fn conformance_stack() {
     let spec = Spec::new("StackAllocator");
-    conformance::check(&spec, || StackAllocator::new(64 * 1024).unwrap());
+    conformance::check(&spec, || {
+        StackAllocator::new(crate::capacity(64 * 1024)).unwrap()
+    });
     conformance::check_reset(&spec, StackAllocator::new(4096).unwrap(), |s| s.reset());
 }
 
@@ -56,7 +60,7 @@ fn conformance_pool() {
         max_align: 16,
         ..Spec::new("Pool")
     };
-    conformance::check(&spec, || Pool::new(48, 16, 128).unwrap());
+    conformance::check(&spec, || Pool::new(48, 16, crate::capacity(128)).unwrap());
     conformance::check_reset(&spec, Pool::new(48, 16, 64).unwrap(), |p| p.reset());
 }
 
@@ -67,7 +71,9 @@ fn conformance_free_list() {
             FitPolicy::FirstFit => "FreeList(first fit)",
             FitPolicy::BestFit => "FreeList(best fit)",
         });
-        conformance::check(&spec, || FreeList::new(64 * 1024, policy).unwrap());
+        conformance::check(&spec, || {
+            FreeList::new(crate::capacity(64 * 1024), policy).unwrap()
+        });
         conformance::check_reset(&spec, FreeList::new(4096, policy).unwrap(), |l| l.reset());
     }
 }
@@ -75,10 +81,10 @@ fn conformance_free_list() {
 #[test]
 fn conformance_frame() {
     conformance::check(&Spec::new("FrameAllocator<2>"), || {
-        FrameAllocator::<2>::new(32 * 1024).unwrap()
+        FrameAllocator::<2>::new(crate::capacity(32 * 1024)).unwrap()
     });
     conformance::check(&Spec::new("FrameAllocator<3>"), || {
-        FrameAllocator::<3>::new(32 * 1024).unwrap()
+        FrameAllocator::<3>::new(crate::capacity(32 * 1024)).unwrap()
     });
     let spec = Spec::new("FrameAllocator<2> begin_frame");
     conformance::check_reset(&spec, FrameAllocator::<2>::new(4096).unwrap(), |f| {
@@ -95,7 +101,7 @@ fn conformance_tracked() {
     let spec = Spec::new("Tracked<FreeList>");
     conformance::check(&spec, || {
         Tracked::new(
-            FreeList::new(64 * 1024, FitPolicy::FirstFit).unwrap(),
+            FreeList::new(crate::capacity(64 * 1024), FitPolicy::FirstFit).unwrap(),
             &tracker,
             MemoryTag::General,
         )
@@ -106,11 +112,15 @@ fn conformance_tracked() {
         ..Spec::new("Tracked<Pool>")
     };
     conformance::check(&spec, || {
-        Tracked::new(Pool::new(32, 8, 64).unwrap(), &tracker, MemoryTag::Physics)
+        Tracked::new(
+            Pool::new(32, 8, crate::capacity(64)).unwrap(),
+            &tracker,
+            MemoryTag::Physics,
+        )
     });
     conformance::check(&Spec::new("Tracked<LinearArena>"), || {
         Tracked::new(
-            LinearArena::new(16 * 1024).unwrap(),
+            LinearArena::new(crate::capacity(16 * 1024)).unwrap(),
             &tracker,
             MemoryTag::AI,
         )
@@ -128,10 +138,13 @@ fn conformance_tracked() {
 #[test]
 fn conformance_guarded() {
     conformance::check(&Spec::new("Guarded<LinearArena>"), || {
-        Guarded::new(LinearArena::new(64 * 1024).unwrap())
+        Guarded::new(LinearArena::new(crate::capacity(64 * 1024)).unwrap())
     });
     conformance::check(&Spec::new("Guarded<FreeList>"), || {
-        Guarded::with_width(FreeList::new(64 * 1024, FitPolicy::BestFit).unwrap(), 16)
+        Guarded::with_width(
+            FreeList::new(crate::capacity(64 * 1024), FitPolicy::BestFit).unwrap(),
+            16,
+        )
     });
     // 4 bytes of front guard padded to 16, 48 user bytes, 4 of back guard.
     let spec = Spec {
@@ -139,7 +152,9 @@ fn conformance_guarded() {
         max_align: 16,
         ..Spec::new("Guarded<Pool>")
     };
-    conformance::check(&spec, || Guarded::new(Pool::new(68, 16, 64).unwrap()));
+    conformance::check(&spec, || {
+        Guarded::new(Pool::new(68, 16, crate::capacity(64)).unwrap())
+    });
     conformance::check_reset(
         &Spec::new("Guarded<StackAllocator>"),
         Guarded::new(StackAllocator::new(4096).unwrap()),

@@ -1096,8 +1096,11 @@ fn class_of_names_a_blocks_class_from_its_address() {
 /// every such request (a zero size included), and declines every other.
 #[test]
 fn the_small_request_table_agrees_with_the_arithmetic() {
+    // Every size natively; under Miri (safe arithmetic and a table lookup,
+    // nothing for it to find) every 33rd and the boundary, 1024.
+    let step = if cfg!(miri) { 33 } else { 1 };
     for align in [1, 2, 4, 8, 16] {
-        for size in 0..=1024 {
+        for size in (0..=1024).step_by(step).chain([1024]) {
             assert_eq!(
                 SizeClass::small(size, align),
                 SizeClass::of(size, align),
