@@ -433,56 +433,9 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", required=True, help="liballocasm_malloc.so (cargo build --release -p allocasm-malloc)")
-    ap.add_argument("--work", default="target/bench/programs", help="scratch directory (inputs are kept there)")
-    ap.add_argument("--quick", action="store_true", help="small inputs, one round: a check, not figures to quote")
-    ap.add_argument("--rounds", type=int, help="rounds per program and allocator (default 3, quick 1)")
-    ap.add_argument("--timeout", type=int, default=900, help="seconds before a run counts as hung")
-    ap.add_argument("--only", help="comma-separated program names, or the start of them "
-                    "(python3,sqlite3,lua5.4,gcc,zstd,perl,node,jq,mawk,xz,bc,g++)")
-    a = ap.parse_args()
-    work = Path(a.work).resolve()
-    lib = str(Path(a.lib).resolve())
-    rounds = a.rounds or (1 if a.quick else 3)
-
-    missing = []
-    allocs = allocators(lib)
-    for name, path in allocs[1:4]:
-        if path is None:
-            missing.append(PACKAGES[name])
-    if not Path(lib).is_file():
-        say(f"{lib} not found: build it with `cargo build --release -p allocasm-malloc`")
-        return 2
-    for prog in ["sqlite3", "lua5.4", "zstd", "gcc", "perl", "node", "jq", "mawk", "xz", "bc", "g++"]:
-        if shutil.which(prog) is None:
-            missing.append(PACKAGES[prog])
-    if not Path("/usr/bin/time").exists():
-        missing.append("time")
-    if subprocess.run(["python3", "-c", "import test.test_dict"], capture_output=True).returncode != 0:
-        missing.append(PACKAGES["python3 test suite"])
-    if missing:
-        say("missing: " + ", ".join(missing))
-        say(f"install them with: sudo apt-get install {' '.join(missing)} (scripts/setup --steps programs)")
-        return 2
-
-    progs = programs(work, a.quick)
-    if a.only:
-        wanted = [w.strip() for w in a.only.split(",")]
-        progs = [p for p in progs if any(p[0].startswith(w) for w in wanted)]
-    results = {p[0]: {n: [] for n, _ in allocs} for p in progs}
-    total = len(progs) * len(allocs) * rounds
-    done = 0
-    t0 = time.monotonic()
-    for r in range(rounds):
-        for pname, _, argv, _ in progs:
-            for aname, path in allocs:
-                done += 1
-                say(f"[{done}/{total}] round {r + 1}: {pname} under {aname}")
-                results[pname][aname].append(run_once(argv, path, a.timeout, work))
-    say(f"{total} runs in {time.monotonic() - t0:.0f} s")
-
+def summarize(progs, results, allocs, quick, rounds, lib):
+    """The report's document from the runs so far: per program and
+    allocator the median time and largest RSS, checked against glibc's."""
     failures = []
     table = {}
     for pname, what, argv, result in progs:
@@ -534,8 +487,66 @@ def main():
             "worst_time": max(ratios.items(), key=lambda kv: kv[1]) if ratios else None,
             "worst_rss": max(rss.items(), key=lambda kv: kv[1]) if rss else None,
         }
-    doc = {"quick": a.quick, "rounds": rounds, "library": lib, "allocators": dict(allocs),
-           "programs": table, "summary": summary, "failures": failures}
+    return {"quick": quick, "rounds": rounds, "library": lib, "allocators": dict(allocs),
+            "programs": table, "summary": summary, "failures": failures}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", required=True, help="liballocasm_malloc.so (cargo build --release -p allocasm-malloc)")
+    ap.add_argument("--work", default="target/bench/programs", help="scratch directory (inputs are kept there)")
+    ap.add_argument("--quick", action="store_true", help="small inputs, one round: a check, not figures to quote")
+    ap.add_argument("--rounds", type=int, help="rounds per program and allocator (default 3, quick 1)")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds before a run counts as hung")
+    ap.add_argument("--only", help="comma-separated program names, or the start of them "
+                    "(python3,sqlite3,lua5.4,gcc,zstd,perl,node,jq,mawk,xz,bc,g++)")
+    a = ap.parse_args()
+    work = Path(a.work).resolve()
+    lib = str(Path(a.lib).resolve())
+    rounds = a.rounds or (1 if a.quick else 3)
+
+    missing = []
+    allocs = allocators(lib)
+    for name, path in allocs[1:4]:
+        if path is None:
+            missing.append(PACKAGES[name])
+    if not Path(lib).is_file():
+        say(f"{lib} not found: build it with `cargo build --release -p allocasm-malloc`")
+        return 2
+    for prog in ["sqlite3", "lua5.4", "zstd", "gcc", "perl", "node", "jq", "mawk", "xz", "bc", "g++"]:
+        if shutil.which(prog) is None:
+            missing.append(PACKAGES[prog])
+    if not Path("/usr/bin/time").exists():
+        missing.append("time")
+    if subprocess.run(["python3", "-c", "import test.test_dict"], capture_output=True).returncode != 0:
+        missing.append(PACKAGES["python3 test suite"])
+    if missing:
+        say("missing: " + ", ".join(missing))
+        say(f"install them with: sudo apt-get install {' '.join(missing)} (scripts/setup --steps programs)")
+        return 2
+
+    progs = programs(work, a.quick)
+    if a.only:
+        wanted = [w.strip() for w in a.only.split(",")]
+        progs = [p for p in progs if any(p[0].startswith(w) for w in wanted)]
+    results = {p[0]: {n: [] for n, _ in allocs} for p in progs}
+    total = len(progs) * len(allocs) * rounds
+    done = 0
+    t0 = time.monotonic()
+    for r in range(rounds):
+        for pname, _, argv, _ in progs:
+            for aname, path in allocs:
+                done += 1
+                say(f"[{done}/{total}] round {r + 1}: {pname} under {aname}")
+                results[pname][aname].append(run_once(argv, path, a.timeout, work))
+        if r + 1 < rounds:
+            # The rounds so far, kept in case the run is cut short.
+            (work / "programs.partial.md").write_text(
+                render(summarize(progs, results, allocs, a.quick, r + 1, lib)))
+    say(f"{total} runs in {time.monotonic() - t0:.0f} s")
+
+    doc = summarize(progs, results, allocs, a.quick, rounds, lib)
+    failures = doc["failures"]
     (work / "programs.json").write_text(json.dumps(doc, indent=1))
     (work / "programs.md").write_text(render(doc))
     print(render(doc))
