@@ -568,19 +568,20 @@ def render(doc):
            "through `LD_PRELOAD` (SegregatedFit: `liballocasm_malloc.so`, the `malloc/` crate: no "
            "header on blocks up to 64 KiB, whose class `free` reads from the span region's class map; "
            "16 bytes on larger ones), in one run, rounds interleaved. "
-           f"Time: the median wall time of {doc['rounds']} round(s); RSS: the largest peak resident set "
+           f"Time: the median wall time of {doc['rounds']} round(s), and in brackets the median CPU time; RSS: the largest peak resident set "
            "of the process tree (`/usr/bin/time -f '%e %M %U %S'`; the CPU-time row, user + sys, "
            "is less disturbed by other load on a shared machine). Every result is checked against glibc's "
            "(stdout, the object file, the compressed bytes, the test verdicts): `DIFFERS`, `crashed` "
            "or `hung` would fail the run.", ""]
-    head = ["program", "workload"] + [f"{n}: s / MiB" for n in names]
+    head = ["program", "workload"] + [f"{n}: s (CPU s) / MiB" for n in names]
     rows = []
     for pname, row in doc["programs"].items():
         cells = [f"`{pname}`", row["what"]]
         for n in names:
             c = row["allocators"][n]
             if c["status"] in ("ok", "differs"):
-                text = f"{c['seconds']:.2f} / {c['rss_kib'] / 1024:.0f}"
+                cpu = f" ({c['cpu_s']:.2f})" if c.get("cpu_s") is not None else ""
+                text = f"{c['seconds']:.2f}{cpu} / {c['rss_kib'] / 1024:.0f}"
                 if c["status"] == "differs":
                     text += " DIFFERS"
                 cells.append(text)
