@@ -717,14 +717,18 @@ def main():
     prog = json.loads(programs.read_text()) if programs.exists() else None
     if prog:
         s = prog["summary"]
-        seg, je = s["SegregatedFit"], s["jemalloc"]
-        grows.append(goal("SegregatedFit, real programs: geometric-mean time / jemalloc's, **global** "
-                          "(LD_PRELOAD)", div(seg["time_vs_glibc"], je["time_vs_glibc"]), "≤ 1x", 1.0, "x",
+        seg, mi = s["SegregatedFit"], s["mimalloc"]
+        grows.append(goal("SegregatedFit, real programs: geometric-mean time / mimalloc's, **global** "
+                          "(LD_PRELOAD)", div(seg["time_vs_glibc"], mi["time_vs_glibc"]), "≤ 1x", 1.0, "x",
                           "a program failed"))
+        worst = seg.get("worst_time")
+        grows.append(goal("SegregatedFit, real programs: the slowest one's time / glibc's"
+                          + (f" (`{worst[0]}`)" if worst else "") + ", **global** (LD_PRELOAD)",
+                          worst[1] if worst else None, "≤ 1.1x", 1.1, "x", "a program failed"))
         grows.append(goal("SegregatedFit, real programs: geometric-mean peak RSS / glibc's, **global** "
                           "(LD_PRELOAD)", seg["rss_vs_glibc"], "≤ 1.2x", 1.2, "x", "a program failed"))
     else:
-        grows.append(["SegregatedFit, real programs against jemalloc and glibc, **global**",
+        grows.append(["SegregatedFit, real programs against mimalloc and glibc, **global**",
                       "not run: `scripts/bench --programs`", "", "–"])
     gi = md.index("## 1. Shared word vs per-thread cursor (the pair)")
     md[gi:gi] = [f"## Goals (this {os.cpu_count()}-core {family or 'unknown-family'} machine)", "", table(["goal", "measured", "target", ""], grows), ""] + \
@@ -734,8 +738,8 @@ def main():
         md += (work / "programs.md").read_text().splitlines() + [""]
     else:
         md += ["## 7. Real programs under each malloc", "",
-               "Not run: `scripts/bench --programs` runs Debian's python3, sqlite3, lua5.4, gcc and zstd "
-               "under glibc, jemalloc, tcmalloc, mimalloc and SegregatedFit.", ""]
+               "Not run: `scripts/bench --programs` runs twelve of Debian's programs "
+               "(docs/program-bench.md) under glibc, jemalloc, tcmalloc, mimalloc and SegregatedFit.", ""]
 
     # ---- caveats
     cpus = os.cpu_count() or 1

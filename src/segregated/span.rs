@@ -127,7 +127,12 @@ unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize) -> Grown {
     // (see `first_block`).
     let n = g.blocks;
     let r = first_block(block_size, n);
-    let at = |k: usize| block((r + k) % n);
+    // `r + k < 2n`: a compare and a subtraction wrap it, not a division per
+    // block (a span of 16-byte blocks has about a thousand of them).
+    let at = |k: usize| {
+        let i = r + k;
+        block(if i < n { i } else { i - n })
+    };
     for k in 0..n - 1 {
         // SAFETY: block `(r + k) % n` lies in the span, which only we can see.
         unsafe { link(at(k)) }.store(at(k + 1).as_ptr(), Ordering::Relaxed);
