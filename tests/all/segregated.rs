@@ -392,7 +392,9 @@ fn a_free_before_any_allocation_aborts_with_a_message() {
 }
 
 #[test]
-#[cfg(debug_assertions)]
+// The `hardened` feature (on in a workspace build, which unifies the
+// malloc crate's features) aborts the process instead: malloc/tests covers it.
+#[cfg(all(debug_assertions, not(feature = "hardened")))]
 #[should_panic(expected = "foreign pointer")]
 fn foreign_pointer_panics_in_debug_builds() {
     let a = SegregatedFit::new();
@@ -404,7 +406,9 @@ fn foreign_pointer_panics_in_debug_builds() {
 }
 
 #[test]
-#[cfg(debug_assertions)]
+// The `hardened` feature (on in a workspace build, which unifies the
+// malloc crate's features) aborts the process instead: malloc/tests covers it.
+#[cfg(all(debug_assertions, not(feature = "hardened")))]
 #[should_panic(expected = "not a live large block")]
 fn large_double_free_panics_in_debug_builds() {
     let a = SegregatedFit::new();
@@ -424,7 +428,9 @@ fn large_double_free_panics_in_debug_builds() {
 /// was the back of its queue; free A, free B, free A lost B and queued A
 /// twice. Debug builds now keep a free bit per block.
 #[test]
-#[cfg(debug_assertions)]
+// The `hardened` feature (on in a workspace build, which unifies the
+// malloc crate's features) aborts the process instead: malloc/tests covers it.
+#[cfg(all(debug_assertions, not(feature = "hardened")))]
 #[should_panic(expected = "double free")]
 fn double_free_in_any_order_panics_in_debug_builds() {
     let a = SegregatedFit::new();
@@ -442,7 +448,9 @@ fn double_free_in_any_order_panics_in_debug_builds() {
 
 /// The same through the shared queue (no thread cache in between).
 #[test]
-#[cfg(debug_assertions)]
+// The `hardened` feature (on in a workspace build, which unifies the
+// malloc crate's features) aborts the process instead: malloc/tests covers it.
+#[cfg(all(debug_assertions, not(feature = "hardened")))]
 #[should_panic(expected = "double free")]
 fn double_free_through_the_queue_panics_in_debug_builds() {
     let a = SegregatedFit::new();
@@ -458,7 +466,9 @@ fn double_free_through_the_queue_panics_in_debug_builds() {
 }
 
 #[test]
-#[cfg(debug_assertions)]
+// The `hardened` feature (on in a workspace build, which unifies the
+// malloc crate's features) aborts the process instead: malloc/tests covers it.
+#[cfg(all(debug_assertions, not(feature = "hardened")))]
 #[should_panic(expected = "double free")]
 fn double_free_of_the_last_freed_block_panics_in_debug_builds() {
     let a = SegregatedFit::new();
@@ -1057,7 +1067,11 @@ fn class_of_names_a_blocks_class_from_its_address() {
         // SAFETY: a live block of `class`, freed once.
         unsafe { a.dealloc_in(p, class) };
         let again = a.alloc(l).unwrap();
-        assert_eq!(again, p, "class {i}: the freed block is reused (LIFO)");
+        // (`hardened` keeps no thread cache for the 8-byte class: no room for
+        // its key beside the link; see docs/malloc-hardening.md.)
+        if !(cfg!(feature = "hardened") && i == 0) {
+            assert_eq!(again, p, "class {i}: the freed block is reused (LIFO)");
+        }
         // SAFETY: as above.
         unsafe { a.dealloc(again, l) };
     }
