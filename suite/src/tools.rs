@@ -121,7 +121,7 @@ impl Tool {
                 arch_label(a)
             ),
             Tool::LlvmObjdump => {
-                "any architecture's disassembly, the compiler's LLVM (`ALLOCASM_OBJDUMP`)".into()
+                "the disassembler of every architecture's linked views and executed counts".into()
             }
             Tool::LlvmMca => "the report's llvm-mca cycles per CPU".into(),
             Tool::Qemu(a) if *a == host_arch() => format!(
