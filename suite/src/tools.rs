@@ -24,10 +24,10 @@ use crate::codegen::profile::Arch;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Tool {
     /// The disassembler the linked view and the executed counts read:
-    /// `$ALLOCASM_OBJDUMP`, else GNU objdump for the architecture
-    /// (`<gnu-triple>-objdump`, the host's `objdump`). The linked parser
-    /// reads GNU objdump's spelling; llvm-objdump's differs (hex
-    /// immediates, `r12` for `ip`, `lo` for `cc`), see [`Tool::LlvmObjdump`].
+    /// `$ALLOCASM_OBJDUMP`, else the toolchain's `llvm-objdump`
+    /// ([`Tool::LlvmObjdump`]), else GNU objdump for the architecture
+    /// (`<gnu-triple>-objdump`, the host's `objdump`) as the fallback. The
+    /// linked parser reads both spellings (`codegen::linked`).
     Disassembler(Arch),
     /// The toolchain's own `llvm-objdump` (rustup's `llvm-tools`
     /// component): every architecture, the compiler's LLVM.
@@ -121,7 +121,7 @@ impl Tool {
                 arch_label(a)
             ),
             Tool::LlvmObjdump => {
-                "any architecture's disassembly, the compiler's LLVM (`ALLOCASM_OBJDUMP`)".into()
+                "the disassembler of every architecture's linked views and executed counts".into()
             }
             Tool::LlvmMca => "the report's llvm-mca cycles per CPU".into(),
             Tool::Qemu(a) if *a == host_arch() => format!(
@@ -224,11 +224,8 @@ fn install_line(tool: &Tool, os: Os) -> String {
         .unwrap_or_default();
     match (tool, os) {
         (Tool::LlvmObjdump, _) => format!("rustup component add llvm-tools{toolchain}"),
-        (Tool::Disassembler(a), Os::Debian | Os::Ubuntu) if *a != host_arch() => {
-            install_line(&Tool::CrossGcc(a.clone()), os)
-        }
-        (Tool::Disassembler(_), Os::Debian | Os::Ubuntu) => apt("binutils"),
-        (Tool::Disassembler(_), Os::MacOs) => "brew install binutils".into(),
+        // llvm-objdump first; GNU objdump (the cross binutils) the fallback.
+        (Tool::Disassembler(_), _) => install_line(&Tool::LlvmObjdump, os),
         (Tool::LlvmMca, Os::Debian) => {
             "sudo apt-get install llvm-22 (Debian 12: from apt.llvm.org)".into()
         }
@@ -519,16 +516,24 @@ fn find_uncached(tool: &Tool) -> Result<Found, Missing> {
             {
                 return found(tool, p, false);
             }
+            // The toolchain's llvm-objdump reads every architecture;
+            // GNU objdump for the architecture is the fallback.
+            if let Ok(f) = find(&Tool::LlvmObjdump) {
+                return found(tool, f.program, f.fallback);
+            }
             let gnu = arch_names(arch).map(|n| format!("{}-objdump", n.1));
             if let Some(p) = gnu.as_deref().and_then(which) {
-                return found(tool, p, false);
+                return found(tool, p, true);
             }
             if *arch == host_arch()
                 && let Some(p) = which("objdump")
             {
-                return found(tool, p, false);
+                return found(tool, p, true);
             }
-            missing(gnu.unwrap_or_else(|| "objdump".into()))
+            missing(format!(
+                "llvm-objdump (llvm-tools), {}",
+                gnu.unwrap_or_else(|| "objdump".into())
+            ))
         }
         Tool::LlvmObjdump => {
             let own = rustlib_bin()

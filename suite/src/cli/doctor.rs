@@ -57,7 +57,9 @@ pub fn run(ui: &Ui) -> Result<Status, CliError> {
             };
             let (state, path, version) = match &found {
                 Ok(f) => (
-                    if f.fallback {
+                    if f.fallback && matches!(tool, Tool::Disassembler(_)) {
+                        "found (fallback: GNU objdump or another LLVM's)"
+                    } else if f.fallback {
                         "found (not the compiler's LLVM major)"
                     } else {
                         "found"

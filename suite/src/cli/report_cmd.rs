@@ -164,6 +164,25 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
             }
         }
     }
+    // GNU objdump made the linked views where llvm-tools is missing: the
+    // same code, spelled otherwise than the snapshots.
+    if !ui.quiet
+        && let Some(out) = builds.linked.iter().find_map(|l| {
+            l.result
+                .as_ref()
+                .ok()
+                .map(|(o, _)| o)
+                .filter(|o| !linked::is_llvm_objdump(o.objdump.split(' ').next().unwrap_or("")))
+        })
+    {
+        errln!(
+            "{} the linked views were disassembled by `{}`, not the toolchain's llvm-objdump \
+             (the snapshots' spelling): `{}`",
+            ui.yellow("note:"),
+            out.objdump.split(' ').next().unwrap_or(""),
+            allocasm_suite::tools::Tool::LlvmObjdump.install()
+        );
+    }
     let linked_failed = builds.linked_failures().count();
     if linked_failed > 0 {
         let mut wanting: Vec<&allocasm_suite::codegen::Profile> = builds

@@ -140,16 +140,17 @@ pub fn linked_error_message(profile: &Profile, lto: Lto, error: &BuildError) -> 
             dir.display()
         ),
         BuildError::ToolMissing { program, error } if program != "cargo" && program != "rustup" => {
-            let hint = if error.contains("apt-get install") {
-                String::new()
-            } else {
-                format!(
-                    "; install it with `{}`{}, or set `objdump` in the \
+            let hint =
+                if error.contains("apt-get install") || error.contains("rustup component add") {
+                    String::new()
+                } else {
+                    format!(
+                        "; install it with `{}`{}, or set `objdump` in the \
                      profile's [linked] table",
-                    linked::install_command(&[profile]),
-                    allocasm_suite::tools::or_setup()
-                )
-            };
+                        linked::install_command(&[profile]),
+                        allocasm_suite::tools::or_setup()
+                    )
+                };
             format!(
                 "the linked view ({lto}) of profile {} has no disassembler: cannot run \
                  `{program}` ({error}){hint}",

@@ -382,12 +382,10 @@ pub fn disassemble_driver(profile: &Profile, files: DriverFiles) -> Result<Drive
         library,
     } = files;
     let objdump = linked::objdump_for(profile)?;
-    let mut args = vec!["-d", "--no-show-raw-insn"];
-    if profile.arch() == Arch::X86_64 {
-        args.extend(["-M", "intel"]);
-    }
+    let args = linked::disassemble_args(&objdump, &profile.arch());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let code = library.as_deref().unwrap_or(&executable);
-    let disassembly = objdump_text(&objdump, &args, code)?;
+    let disassembly = linked::join_prefixes(objdump_text(&objdump, &args, code)?, &profile.arch());
     let symbols = objdump_text(&objdump, &["-t"], code)?;
     // A static executable has no dynamic relocations: `-R` fails, nothing
     // to name.
@@ -521,10 +519,7 @@ pub fn plt_callees(
     let symbols = function_symbols(symtab);
     let mut out = BTreeSet::new();
     for line in disassembly.lines() {
-        let Some((addr, text)) = line.trim_start().split_once(":\t") else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+        let Some((addr, text)) = linked::insn_line(line) else {
             continue;
         };
         let in_probe = names.iter().any(|n| {
@@ -545,7 +540,9 @@ pub fn plt_callees(
 
 fn sym_ref_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\b[0-9a-f]+ <([^>+]+)(?:\+0x[0-9a-f]+)?>").expect("regex"))
+    RE.get_or_init(|| {
+        Regex::new(r"(?:\b(?:0x)?[0-9a-f]+|\)) <([^>+]+)(?:\+0x[0-9a-f]+)?>").expect("regex")
+    })
 }
 
 /// A direct call or a jump whose target is named (`bl 48d80 <sym>`,
@@ -589,10 +586,7 @@ impl CodeMap {
         for o in objects {
             let mut all: BTreeMap<u64, String> = BTreeMap::new();
             for line in o.disassembly.lines() {
-                let Some((addr, text)) = line.trim_start().split_once(":\t") else {
-                    continue;
-                };
-                let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+                let Some((addr, text)) = linked::insn_line(line) else {
                     continue;
                 };
                 // Data in the text (armv7's literal pools, `.word 0x...`) is
@@ -975,7 +969,9 @@ fn strip_comment(arch: &Arch, text: &str) -> String {
         }
     }
     let t = sym_ref_re().replace_all(t, |c: &regex::Captures| {
-        format!("<{:#}>", rustc_demangle::demangle(&c[1]))
+        // llvm-objdump's `jr -992(t1) <sym>` keeps its operand.
+        let paren = if c[0].starts_with(')') { ") " } else { "" };
+        format!("{paren}<{:#}>", rustc_demangle::demangle(&c[1]))
     });
     t.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -1001,11 +997,19 @@ fn loader_code(
         .filter(|p| p.exists())
         .unwrap_or_else(|| guest.to_path_buf());
     let objdump = linked::objdump_for(profile)?;
-    let mut args = vec!["-d", "--no-show-raw-insn"];
-    if profile.arch() == Arch::X86_64 {
-        args.extend(["-M", "intel"]);
+    let args = linked::disassemble_args(&objdump, &profile.arch());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut disassembly =
+        linked::join_prefixes(objdump_text(&objdump, &args, &host)?, &profile.arch());
+    // llvm-objdump 23 prints no instruction of Debian 12's x86-64 ld.so
+    // (each function is `...`): GNU objdump, where there is one, reads it.
+    if !disassembly.lines().any(|l| linked::insn_line(l).is_some())
+        && let Some(gnu) = linked::gnu_objdump(&profile.arch())
+    {
+        let args = linked::disassemble_args(&gnu, &profile.arch());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        disassembly = linked::join_prefixes(objdump_text(&gnu, &args, &host)?, &profile.arch());
     }
-    let disassembly = objdump_text(&objdump, &args, &host)?;
     let dynsyms = objdump_text(&objdump, &["-T"], &host)?;
     Ok(Some((disassembly, dynsyms, base)))
 }

@@ -11,7 +11,7 @@
 //! cargo build --release -p allocasm-probe-bins --bin linked_probes --target <triple>
 //!     --target-dir <root>/<toolchain>/<profile>-linked[-lto]
 //!     (CARGO_PROFILE_RELEASE_LTO=false | fat, CARGO_ENCODED_RUSTFLAGS = [linked] rustflags)
-//! <objdump> -d --no-show-raw-insn [-M intel] <exe>    and   <objdump> -t <exe>
+//! llvm-objdump -d --no-show-raw-insn [-M intel] --no-print-imm-hex <exe>  and  -t, -R
 //! ```
 //!
 //! `suite/probe-bins/linked_probes.rs` keeps every probe alive through a `#[used]`
@@ -23,11 +23,13 @@
 //! ([`normalize::normalize`]) makes its listing: snapshots, expectations and
 //! summaries work on both views alike.
 //!
-//! The disassembler is GNU objdump for each architecture: the host's
-//! `objdump` for x86_64 and Debian's `binutils-<triple>`
-//! (`aarch64-linux-gnu-objdump`, `riscv64-linux-gnu-objdump`,
-//! `arm-linux-gnueabihf-objdump`), which come with the cross gcc packages the
-//! qemu test steps install anyway, so `scripts/setup` needs nothing more.
+//! The disassembler is the toolchain's `llvm-objdump` (rustup's
+//! `llvm-tools`): one program for every architecture, the compiler's own
+//! LLVM, spelling the code as the `.s` view does. GNU objdump for the
+//! architecture (`objdump`, `aarch64-linux-gnu-objdump`, …, from the cross
+//! gcc packages) is the fallback ([`objdump_for`]); this module reads both
+//! spellings ([`insn_line`], [`parse_objdump_with`]), so the normalization
+//! of either is here and nowhere else.
 //!
 //! For reports: [`side_by_side`] puts a probe's `.s` listing and linked
 //! listing in two columns.
@@ -192,7 +194,8 @@ pub fn cross_env(triple: &str) -> Vec<(String, String)> {
 
 /// The disassembler for a profile: its `[linked] objdump`, else what
 /// [`tools`](crate::tools) finds for its architecture
-/// (`$ALLOCASM_OBJDUMP`, `<gnu-triple>-objdump`, the host's `objdump`).
+/// (`$ALLOCASM_OBJDUMP`, the toolchain's `llvm-objdump`, else GNU's
+/// `<gnu-triple>-objdump` or the host's `objdump`).
 pub fn objdump_for(profile: &Profile) -> Result<String, BuildError> {
     if let Some(o) = profile.linked.as_ref().and_then(|l| l.objdump.clone()) {
         return Ok(o);
@@ -213,20 +216,25 @@ pub fn objdump_for(profile: &Profile) -> Result<String, BuildError> {
     }
 }
 
-/// The Debian packages that link and disassemble a profile's linked view:
-/// the cross gcc (which brings `<gnu-triple>-objdump` with its binutils) and
-/// the target's C library; the host's binutils for a native profile.
+/// The Debian packages that link a profile's linked view: the cross gcc
+/// (which brings GNU's `<gnu-triple>-objdump`, the fallback disassembler,
+/// with its binutils) and the target's C library; none for a native one.
 pub fn debian_packages(triple: &str) -> Vec<&'static str> {
     match gnu_triple(triple).as_str() {
         "aarch64-linux-gnu" => vec!["gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"],
         "riscv64-linux-gnu" => vec!["gcc-riscv64-linux-gnu", "libc6-dev-riscv64-cross"],
         "arm-linux-gnueabihf" => vec!["gcc-arm-linux-gnueabihf", "libc6-dev-armhf-cross"],
-        _ => vec!["binutils"],
+        _ => vec![],
     }
 }
 
-/// One `apt-get install` line for the linked views of `profiles`.
+/// What installs the linked views of `profiles`: the disassembler
+/// (`rustup component add llvm-tools`) and, on Debian and Ubuntu, the
+/// cross linkers (`&& sudo apt-get install ...`).
 pub fn install_command(profiles: &[&Profile]) -> String {
+    let disassembler =
+        crate::tools::Tool::Disassembler(profiles.first().map_or(Arch::X86_64, |p| p.arch()))
+            .install();
     let mut packages: Vec<&str> = profiles
         .iter()
         .flat_map(|p| debian_packages(&p.triple))
@@ -234,11 +242,13 @@ pub fn install_command(profiles: &[&Profile]) -> String {
     packages.sort_unstable();
     packages.dedup();
     match crate::tools::Os::current() {
-        crate::tools::Os::Debian | crate::tools::Os::Ubuntu => {
-            format!("sudo apt-get install {}", packages.join(" "))
+        crate::tools::Os::Debian | crate::tools::Os::Ubuntu if !packages.is_empty() => {
+            format!(
+                "{disassembler} && sudo apt-get install {}",
+                packages.join(" ")
+            )
         }
-        _ => crate::tools::Tool::Disassembler(profiles.first().map_or(Arch::X86_64, |p| p.arch()))
-            .install(),
+        _ => disassembler,
     }
 }
 
@@ -409,11 +419,8 @@ pub fn build_linked(
         elapsed: start.elapsed(),
     });
 
-    let mut args = vec!["-d".to_string(), "--no-show-raw-insn".to_string()];
-    if profile.arch() == Arch::X86_64 {
-        args.extend(["-M".to_string(), "intel".to_string()]);
-    }
-    let disassembly = run_objdump(&objdump, &args, &executable)?;
+    let args = disassemble_args(&objdump, &profile.arch());
+    let disassembly = join_prefixes(run_objdump(&objdump, &args, &executable)?, &profile.arch());
     let symbols = run_objdump(&objdump, &["-t".to_string()], &executable)?;
     // A static executable has no dynamic relocations: `-R` fails, nothing
     // to name.
@@ -427,7 +434,7 @@ pub fn build_linked(
         rustc_version,
         flags,
         executable: executable.clone(),
-        objdump: format!("{objdump} {}", args.join(" ")),
+        objdump: format!("{} {}", program_name(&objdump), args.join(" ")),
         disassembly,
         symbols,
         dynamic_relocs,
@@ -525,7 +532,129 @@ fn run_objdump_uncached(objdump: &str, args: &[String], exe: &Path) -> Result<St
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The example's executable from cargo's JSON messages.
+/// GNU objdump for an architecture (`<gnu-triple>-objdump`, the host's
+/// `objdump`), when it is on `PATH`: the fallback where llvm-objdump
+/// cannot read a file.
+pub fn gnu_objdump(arch: &Arch) -> Option<String> {
+    let triple = match arch {
+        Arch::X86_64 => "x86_64-linux-gnu",
+        Arch::Aarch64 => "aarch64-linux-gnu",
+        Arch::Riscv64 => "riscv64-linux-gnu",
+        Arch::Arm => "arm-linux-gnueabihf",
+        Arch::Other(_) => return None,
+    };
+    let own = format!("{triple}-objdump");
+    crate::tools::which(&own)
+        .or_else(|| {
+            (*arch == Arch::from_triple(std::env::consts::ARCH))
+                .then(|| crate::tools::which("objdump"))
+                .flatten()
+        })
+        .map(|p| p.display().to_string())
+}
+
+/// The disassembler as the listings' headers name it: the program's file
+/// name (`llvm-objdump`, `aarch64-linux-gnu-objdump`), not where this
+/// machine keeps it.
+fn program_name(objdump: &str) -> &str {
+    Path::new(objdump)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(objdump)
+}
+
+/// Whether `objdump` is LLVM's (`llvm-objdump`, `llvm-objdump-22`, a
+/// path to one): by its name, else by its `--version` banner.
+pub fn is_llvm_objdump(objdump: &str) -> bool {
+    program_name(objdump).contains("llvm") || super::cache::tool_version(objdump).contains("LLVM")
+}
+
+/// The arguments that disassemble an executable for the linked view and
+/// the executed counts: `-d --no-show-raw-insn`, Intel syntax on x86-64,
+/// and for llvm-objdump `--no-print-imm-hex`, so immediates come out in
+/// decimal as in the `.s` view (llvm-objdump prints them in hex by
+/// default, GNU objdump in hex on x86-64 and arm64, which
+/// [`parse_objdump_with`] spells the LLVM way).
+pub fn disassemble_args(objdump: &str, arch: &Arch) -> Vec<String> {
+    let mut args = vec!["-d".to_string(), "--no-show-raw-insn".to_string()];
+    if *arch == Arch::X86_64 {
+        args.extend(["-M".to_string(), "intel".to_string()]);
+    }
+    if is_llvm_objdump(objdump) {
+        args.push("--no-print-imm-hex".to_string());
+    }
+    args
+}
+
+/// One instruction line of `objdump -d`: its address and its text (comment
+/// included). GNU objdump writes `  17e90:\tmov ...`; llvm-objdump pads
+/// the address with spaces before its tab (`  17e90:      \tmov\t...`)
+/// and shows the bytes of data in the code even without raw instructions
+/// (`  c0d8: 74 df 04 00  \t.word\t0x0004df74`). Symbol heads
+/// (`0000000000017e90 <probe_x>:`) and blank lines are `None`.
+pub fn insn_line(line: &str) -> Option<(u64, &str)> {
+    let (addr, text) = line.trim_start().split_once(':')?;
+    let (bytes, text) = text.split_once('\t')?;
+    if !bytes.chars().all(|c| c == ' ' || c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let addr = u64::from_str_radix(addr.trim(), 16).ok()?;
+    Some((addr, text))
+}
+
+/// x86-64's `lock` (and `rep`) prefix on the line of its instruction, as
+/// GNU objdump writes it: llvm-objdump shows the prefix as an instruction
+/// of its own at the instruction's address and the rest one byte on
+/// (`17664: lock` then `17665: cmpxchg ...`), which no trace executes.
+/// Other architectures' disassembly is returned as it is.
+pub fn join_prefixes(disassembly: String, arch: &Arch) -> String {
+    const PREFIXES: [&str; 8] = [
+        "lock", "rep", "repe", "repz", "repne", "repnz", "xacquire", "xrelease",
+    ];
+    if *arch != Arch::X86_64 {
+        return disassembly;
+    }
+    let mut out = String::with_capacity(disassembly.len());
+    let mut pending: Option<&str> = None;
+    for line in disassembly.lines() {
+        if let Some(prefix) = pending.take() {
+            if let Some((_, text)) = insn_line(line) {
+                out.push_str(prefix);
+                out.push(' ');
+                out.push_str(text);
+                out.push('\n');
+                continue;
+            }
+            out.push_str(prefix);
+            out.push('\n');
+        }
+        if insn_line(line).is_some_and(|(_, t)| PREFIXES.contains(&t.trim())) {
+            pending = Some(line.trim_end());
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if let Some(prefix) = pending {
+        out.push_str(prefix);
+        out.push('\n');
+    }
+    out
+}
+
+/// llvm-objdump names the target of a register-relative jump after the
+/// operand, with no address and no comment (riscv64's `jr -992(t1)
+/// <sym>` after `auipc t1, 0`), where GNU objdump writes `jr -992(t1) #
+/// 57d6 <sym>`: the code and the target's name, for the one path that
+/// reads both.
+fn trailing_target(code: &str) -> Option<(&str, &str)> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let c = RE
+        .get_or_init(|| Regex::new(r"^(.*\))\s+<([^>]+)>\s*$").expect("regex"))
+        .captures(code)?;
+    Some((c.get(1)?.as_str(), c.get(2)?.as_str()))
+}
+
 /// Function symbols of `objdump -t`: name → (address, size).
 pub fn parse_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
     let mut map = BTreeMap::new();
@@ -665,7 +794,8 @@ fn x86_operands(code: &str, comment: Option<&str>) -> String {
         Regex::new(r"\b(BYTE|WORD|DWORD|QWORD|XMMWORD|YMMWORD|ZMMWORD|TBYTE|FWORD) PTR\b")
             .expect("regex")
     });
-    let rip = RIP.get_or_init(|| Regex::new(r"\[rip[+-]0x[0-9a-f]+\]").expect("regex"));
+    // GNU objdump: `[rip+0x2ed5]`; llvm-objdump: `[rip + 12042]`.
+    let rip = RIP.get_or_init(|| Regex::new(r"\[rip ?[+-] ?(?:0x[0-9a-f]+|\d+)\]").expect("regex"));
     let mut s = size
         .replace_all(code, |c: &regex::Captures| {
             format!("{} ptr", c[1].to_lowercase())
@@ -675,6 +805,15 @@ fn x86_operands(code: &str, comment: Option<&str>) -> String {
         .and_then(|c| addr_sym_re().captures(c))
         .map(|c| c[2].to_string())
     {
+        // An address inside something: llvm-objdump names it after any
+        // symbol below it (`writev+0x69ca`, a table in `.rodata`), GNU
+        // objdump after the nearest; `mask_layout` spells both `data+OFF`.
+        let sym = match sym.split_once("+0x") {
+            Some((name, _)) if !name.starts_with(['_', '.']) && !name.starts_with("GCC_") => {
+                "data+OFF".to_string()
+            }
+            _ => sym,
+        };
         s = rip.replace(&s, format!("[rip + {sym}]")).into_owned();
     }
     s
@@ -827,11 +966,20 @@ fn mask_layout(code: &str, arch: &Arch, previous: Option<&str>) -> String {
             }
         })
         .into_owned();
+    // arm64's `adrp` loads a page: llvm-objdump names it after any symbol
+    // below (`writev@GLIBC_2.17+0x3b000`), GNU objdump after the nearest.
+    if *arch == Arch::Aarch64 && code.starts_with("adrp") {
+        static PAGE: OnceLock<Regex> = OnceLock::new();
+        let page = PAGE.get_or_init(|| Regex::new(r"[^\s,]+\+0x[0-9a-f]+$").expect("regex"));
+        if !code.contains("+OFF") {
+            code = page.replace(&code, "data+OFF").into_owned();
+        }
+    }
     if *arch == Arch::Aarch64
         && previous.is_some_and(|p| p.starts_with("adrp"))
         && (code.starts_with("add") || code.starts_with("ldr"))
     {
-        let lo12 = LO12.get_or_init(|| Regex::new(r"#0x[0-9a-f]+").expect("regex"));
+        let lo12 = LO12.get_or_init(|| Regex::new(r"#(?:0x[0-9a-f]+|\d+)").expect("regex"));
         code = lo12.replace(&code, "#:lo12:").into_owned();
     }
     // riscv64's pc-relative pairs: `auipc a0, 0x48` is where the linker put
@@ -839,7 +987,8 @@ fn mask_layout(code: &str, arch: &Arch, previous: Option<&str>) -> String {
     // `mask_pcrel_lo`).
     if *arch == Arch::Riscv64 {
         static HI: OnceLock<Regex> = OnceLock::new();
-        let hi = HI.get_or_init(|| Regex::new(r"^(auipc\s+\w+,\s*)0x[0-9a-f]+$").expect("regex"));
+        let hi = HI
+            .get_or_init(|| Regex::new(r"^(auipc\s+\w+,\s*)(?:0x[0-9a-f]+|\d+)$").expect("regex"));
         if hi.is_match(&code) {
             return hi.replace(&code, "${1}%pcrel_hi").into_owned();
         }
@@ -954,7 +1103,7 @@ fn mask_tls_offsets(lines: &mut [(u64, String)], arch: &Arch) {
                         high = dest.clone();
                     }
                 } else if let Some(h) = &high
-                    && ((mnemonic == "add"
+                    && ((matches!(mnemonic, "add" | "addi")
                         && ops.len() == 3
                         && ops[1] == h.as_str()
                         && ops[2].parse::<i64>().is_ok())
@@ -963,7 +1112,8 @@ fn mask_tls_offsets(lines: &mut [(u64, String)], arch: &Arch) {
                         // `mv` by where the linker put the thread-local.
                         || (mnemonic == "mv" && ops.len() == 2 && ops[1] == h.as_str()))
                 {
-                    out = format!("add {}, {}, %tprel_lo", ops[0], ops[1]);
+                    // Spelled as LLVM does (GNU objdump's `add` is `addi`).
+                    out = format!("addi {}, {}, %tprel_lo", ops[0], ops[1]);
                     high = None;
                 }
             }
@@ -1056,15 +1206,7 @@ pub fn parse_objdump_with(
     // Every instruction inside one of the ranges, by address.
     let mut insns: BTreeMap<u64, String> = BTreeMap::new();
     for line in disassembly.lines() {
-        // GNU objdump: `  17e90:\tmov ...`; llvm-objdump pads the address
-        // with spaces before its tab: `  17e90:      \tmov\t...`.
-        let Some((addr, text)) = line.trim_start().split_once(':') else {
-            continue;
-        };
-        if !text.trim_start_matches(' ').starts_with('\t') {
-            continue;
-        }
-        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+        let Some((addr, text)) = insn_line(line) else {
             continue;
         };
         if ranges.iter().any(|&(_, a, e)| addr >= a && addr < e) {
@@ -1079,7 +1221,15 @@ pub fn parse_objdump_with(
         let mut lines_at: Vec<(u64, String)> = Vec::new();
         for (addr, text) in &body {
             let (code, comment) = split_comment(text, markers);
-            let comment = comment.map(anon_constants);
+            let (code, comment) = match (comment, trailing_target(code)) {
+                (None, Some((code, target))) => {
+                    let name = target.split('+').next().unwrap_or(target);
+                    let addr = symbols.get(name).map_or(0, |s| s.0);
+                    (code, Some(format!("# {addr:x} <{target}>")))
+                }
+                (comment, _) => (code, comment.map(str::to_string)),
+            };
+            let comment = comment.as_deref().map(anon_constants);
             let comment = comment.as_deref();
             let code = anon_constants(code);
             let code = code.as_str();
@@ -1158,7 +1308,7 @@ pub(crate) fn riscv_far_jump(code: &str, previous: Option<&str>) -> Option<&'sta
     if !previous.starts_with("auipc") {
         return None;
     }
-    let code = code.trim_end();
+    let code = trailing_target(code).map_or(code, |(c, _)| c).trim_end();
     if code.starts_with("jalr") && code.ends_with("(ra)") && previous.contains("ra,") {
         Some("call")
     } else if code.starts_with("jr") && code.ends_with("(t1)") && previous.contains("t1,") {
@@ -1342,6 +1492,62 @@ mod tests {
         let text = normalize::normalize(f, &Arch::X86_64).text();
         assert!(text.contains("jb .LBB1\n"), "{text}");
         assert_eq!(text.matches("\n  ").count(), 7, "{text}");
+    }
+
+    #[test]
+    fn llvm_objdump_spellings_read_like_gnu_objdump_ones() {
+        // llvm-objdump 23 (`--no-print-imm-hex`): a GOT call names the slot
+        // after any symbol below it, and `-R` pads no addend.
+        let relocs = "\
+DYNAMIC RELOCATION RECORDS
+OFFSET           TYPE                     VALUE
+000000000005b208 R_X86_64_GLOB_DAT        __tls_get_addr
+";
+        let syms = "00000000000125e0 g     F .text\t0000000000000013 probe_got\n";
+        let dis = "\
+00000000000125e0 <probe_got>:
+   125e0:      \tcall\tqword ptr [rip + 278519] # 0x5b208 <writev+0x5b208>
+   125e6:      \tlea\trcx, [rip + 27082]     # 0x18fb0 <writev+0x69ca>
+   125ed:      \tmov\tqword ptr [rdi], 16
+   125f2:      \tret
+";
+        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_got"])[0];
+        assert_eq!(
+            normalize::normalize(f, &Arch::X86_64).text(),
+            "probe_got:\n  call qword ptr [rip + __tls_get_addr@GOTPCREL]\n  \
+             lea rcx, [rip + data+OFF]\n  mov qword ptr [rdi], 16\n  ret\n"
+        );
+        // riscv64: the target of `jr N(t1)` follows the operand, with no
+        // comment; the pair is still the `.s` view's `tail`.
+        let syms = "0000000000005b90 g     F .text\t0000000000000010 probe_t\n\
+                    00000000000057d6 l     F .text\t0000000000000010 alloc_miss\n";
+        let dis = "\
+0000000000005b90 <probe_t>:
+    5b90:      \taddi\tsp, sp, 48
+    5b92:      \tauipc\tt1, 0
+    5b96:      \tjr\t-960(t1) <alloc_miss>
+";
+        let f = &parse_objdump(dis, syms, &Arch::Riscv64, &["probe_t"])[0];
+        assert_eq!(
+            normalize::normalize(f, &Arch::Riscv64).text(),
+            "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n"
+        );
+        // armv7: llvm-objdump shows a literal pool's bytes even with
+        // `--no-show-raw-insn`; the pool is still layout.
+        assert_eq!(
+            insn_line("    c0d8: 74 df 04 00  \t.word\t0x0004df74"),
+            Some((0xc0d8, ".word\t0x0004df74"))
+        );
+        assert_eq!(insn_line("0000c0e0 <probe_x>:"), None);
+        // x86-64: llvm-objdump's `lock` line joins its instruction, at the
+        // prefix's address (the one a trace executes).
+        let dis = "   17664:      \tlock\n   17665:      \tcmpxchg\tbyte ptr [r14 + 24], r12b\n";
+        let joined = join_prefixes(dis.to_string(), &Arch::X86_64);
+        assert_eq!(
+            joined.lines().filter_map(insn_line).collect::<Vec<_>>(),
+            [(0x17664, "lock cmpxchg\tbyte ptr [r14 + 24], r12b")]
+        );
+        assert_eq!(join_prefixes(dis.to_string(), &Arch::Aarch64), dis);
     }
 
     #[test]
@@ -1551,7 +1757,7 @@ OFFSET           TYPE              VALUE
                 "lui a4, %tprel_hi",
                 "ld a3, 16(a0)",
                 "add a4, a4, tp",
-                "add a4, a4, %tprel_lo",
+                "addi a4, a4, %tprel_lo",
                 "add a3, a3, a4",
             ]
         );
@@ -1569,7 +1775,7 @@ OFFSET           TYPE              VALUE
             [
                 "lui a4, %tprel_hi",
                 "add a2, a4, tp",
-                "add a2, a2, %tprel_lo",
+                "addi a2, a2, %tprel_lo",
                 "ld a4, 1408(a2)",
             ]
         );

@@ -524,9 +524,9 @@ pub struct LinkedConfig {
     /// an executable is pie already).
     #[serde(default)]
     pub rustflags: String,
-    /// The disassembler; by default `<gnu-triple>-objdump` (Debian's
-    /// `binutils-<triple>`, which the cross gcc packages bring), or the
-    /// host's `objdump` for the host's own architecture.
+    /// The disassembler; by default the toolchain's `llvm-objdump`, else
+    /// GNU's `<gnu-triple>-objdump` (which the cross gcc packages bring) or
+    /// the host's `objdump` for the host's own architecture.
     #[serde(default)]
     pub objdump: Option<String>,
 }

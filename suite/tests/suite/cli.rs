@@ -372,7 +372,7 @@ fn show_linked_prints_the_linked_listings() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_missing_disassembler_is_shown_in_the_report_with_a_warning() {
-    // `sudo apt-get install binutils` here; `brew install binutils` on macOS.
+    // `rustup component add llvm-tools` (the toolchain's llvm-objdump).
     let install = Tool::Disassembler(Arch::X86_64).install();
     // x86_64-linux as it is (same name: its warm builds are reused), with a
     // disassembler that does not exist.
