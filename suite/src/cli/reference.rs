@@ -91,8 +91,8 @@ or do it with `--install`. Builds live in `target/allocasm-asm/<toolchain>/<prof
 run reuses them (about a second). `report` (unless `--no-linked`) and `show --linked` also link
 `suite/probe-bins/linked_probes.rs` for each profile with a `[linked]` table, with the release profile and
 with fat LTO (in `<profile>-linked/` and `<profile>-linked-lto/`, warm the same way), and
-disassemble it with `<triple>-objdump` (Debian's binutils for the cross targets): the listing
-next to what the linker made of it. A missing disassembler or a failed linked build is shown in
+disassemble it with the toolchain's `llvm-objdump` (`rustup component add llvm-tools`; GNU
+`<triple>-objdump` is the fallback): the listing next to what the linker made of it. A missing disassembler or a failed linked build is shown in
 place of that listing, with the fix; `report` warns about it and still exits 0 (the `.s` report
 is its job), `show --linked` exits 3. `report` (unless `--no-executed`) then measures what the
 CPU executes on the Linux profiles: it builds `suite/probe-bins/probe_driver.rs` in the linked view's
