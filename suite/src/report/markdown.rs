@@ -7,7 +7,8 @@ use std::fmt::Write;
 
 use super::text::{join_or_none, side_by_side_fit};
 use super::{
-    CrossSummary, ExecutedSection, LinkedViews, MUTATION_LEGEND, ProbeResult, Report, SummaryCell,
+    CrossSummary, ExecutedSection, LinkedViews, MUTATION_LEGEND, ProbeResult, ProbeStatus, Report,
+    SummaryCell,
 };
 
 fn cell(c: &SummaryCell) -> String {
@@ -17,8 +18,8 @@ fn cell(c: &SummaryCell) -> String {
         None => "",
     };
     match c.status {
-        "found" => format!("{}{mark}", c.text),
-        "missing" => format!("missing{mark}"),
+        ProbeStatus::Found => format!("{}{mark}", c.text),
+        ProbeStatus::Missing => format!("missing{mark}"),
         _ => "— not built".to_string(),
     }
 }
@@ -60,8 +61,8 @@ fn linked_block(s: &mut String, name: &str, res: &ProbeResult, linked: &LinkedVi
     let mut columns = vec![(".s (compiler)".to_string(), listing(res.listing_text()))];
     for (title, view) in linked.both() {
         let lines: Vec<String> = match view.status {
-            "found" => listing(view.listing_text()),
-            "missing" => vec!["(missing from the executable)".to_string()],
+            ProbeStatus::Found => listing(view.listing_text()),
+            ProbeStatus::Missing => vec!["(missing from the executable)".to_string()],
             _ => vec!["(not built: see below)".to_string()],
         };
         columns.push((title.to_string(), lines));
@@ -316,8 +317,8 @@ pub fn render(r: &Report) -> String {
         for res in &probe.results {
             let _ = writeln!(s, "#### {} on `{}`\n", probe.name, res.profile);
             match res.status {
-                "found" => {}
-                "missing" => {
+                ProbeStatus::Found => {}
+                ProbeStatus::Missing => {
                     let _ = writeln!(
                         s,
                         "**Missing**: the probe is not in this profile's assembly.\n"

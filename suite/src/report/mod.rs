@@ -132,6 +132,62 @@ impl SummaryColumn {
     }
 }
 
+/// Whether a probe has a listing in one view (`found`, `missing`,
+/// `not-built` in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeStatus {
+    /// The probe's listing is there.
+    Found,
+    /// The build worked but the probe is not in its output.
+    Missing,
+    /// The build failed (or a tool it needs is absent).
+    NotBuilt,
+}
+
+impl ProbeStatus {
+    /// The JSON name (`not-built`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeStatus::Found => "found",
+            ProbeStatus::Missing => "missing",
+            ProbeStatus::NotBuilt => "not-built",
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether a build worked (`built` or `failed` in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuildStatus {
+    /// It built.
+    Built,
+    /// It failed: see the `error` beside it.
+    Failed,
+}
+
+impl BuildStatus {
+    /// The JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BuildStatus::Built => "built",
+            BuildStatus::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for BuildStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One probe's row.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SummaryRow {
@@ -145,7 +201,7 @@ pub struct SummaryRow {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SummaryCell {
     /// `found`, `missing` or `not-built`.
-    pub status: &'static str,
+    pub status: ProbeStatus,
     /// `14 A C L (20)` ([`summary::Cell::text`]), `missing` or `not built`.
     pub text: String,
     /// Instructions on the hot path (found only).
@@ -286,7 +342,7 @@ impl LinkedViews {
 pub struct LinkedView {
     /// `found`, `missing` (not in the executable) or `not-built` (the linked
     /// build or its disassembly failed: see `error`).
-    pub status: &'static str,
+    pub status: ProbeStatus,
     /// Why there is no listing (not-built only), with the fix.
     pub error: Option<String>,
     /// Counts (found only).
@@ -312,7 +368,7 @@ impl LinkedView {
     /// brings it ([`allocasm_suite::codegen::linked::install_command`]).
     /// Absent, not failed: the code did nothing wrong.
     pub fn missing_tool(&self) -> bool {
-        self.status == "not-built"
+        self.status == ProbeStatus::NotBuilt
             && self
                 .error
                 .as_deref()
@@ -333,7 +389,7 @@ pub struct LinkedBuilds {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LinkedBuildInfo {
     /// `built` or `failed`.
-    pub status: &'static str,
+    pub status: BuildStatus,
     /// Why it failed, with the fix.
     pub error: Option<String>,
     /// The `[linked]` rustflags (built only).
@@ -394,7 +450,7 @@ pub struct ProfileInfo {
     /// its TOML. `None` when it is the report's compiler.
     pub compiler: Option<String>,
     /// `built` or `failed`.
-    pub status: &'static str,
+    pub status: BuildStatus,
     /// Why the build failed.
     pub error: Option<String>,
     /// The build was reused (cargo had nothing to do).
@@ -430,7 +486,7 @@ pub struct ProbeResult {
     pub profile: String,
     /// `found`, `missing` (not in the assembly) or `not-built` (the profile's
     /// build failed).
-    pub status: &'static str,
+    pub status: ProbeStatus,
     /// Counts (found only).
     pub summary: Option<Counts>,
     /// The hot path (found only): entry to return through non-cold blocks.
@@ -757,19 +813,19 @@ impl Report {
                     .map(|(_, e)| e.clone());
                 let build_info = |lto| match linked_of(p, lto).map(|l| &l.outcome) {
                     Some(Ok((out, _))) => LinkedBuildInfo {
-                        status: "built",
+                        status: BuildStatus::Built,
                         error: None,
                         flags: out.flags.clone(),
                         disassembler: Some(out.objdump.clone()),
                     },
                     Some(Err(e)) => LinkedBuildInfo {
-                        status: "failed",
+                        status: BuildStatus::Failed,
                         error: Some(e.clone()),
                         flags: Vec::new(),
                         disassembler: None,
                     },
                     None => LinkedBuildInfo {
-                        status: "failed",
+                        status: BuildStatus::Failed,
                         error: Some("not built".into()),
                         flags: Vec::new(),
                         disassembler: None,
@@ -795,7 +851,11 @@ impl Report {
                         None => p.toolchain.as_ref().map(|t| format!("toolchain {t}")),
                         _ => None,
                     },
-                    status: if b.is_some() { "built" } else { "failed" },
+                    status: if b.is_some() {
+                        BuildStatus::Built
+                    } else {
+                        BuildStatus::Failed
+                    },
                     error,
                     fresh: b.map(|b| b.output.fresh),
                     command: b.map(|b| b.output.command.clone()),
@@ -824,7 +884,7 @@ impl Report {
                         let mut r = match built.iter().find(|b| b.profile.name == p.name) {
                             Some(b) => {
                                 let r = probe_result(b, probe);
-                                if r.status == "found" {
+                                if r.status == ProbeStatus::Found {
                                     totals.found += 1;
                                 } else {
                                     totals.missing += 1;
@@ -836,7 +896,7 @@ impl Report {
                             }
                             None => ProbeResult {
                                 profile: p.name.clone(),
-                                status: "not-built",
+                                status: ProbeStatus::NotBuilt,
                                 summary: None,
                                 hot_path: None,
                                 tls: None,
@@ -940,7 +1000,7 @@ fn cross_summary(
     }
     let cell = |c: Option<summary::Cell>, built: bool, passed: Option<bool>| match (c, built) {
         (Some(c), _) => SummaryCell {
-            status: "found",
+            status: ProbeStatus::Found,
             text: c.text(),
             instructions: Some(c.instructions),
             function_instructions: Some(c.function_instructions),
@@ -950,7 +1010,7 @@ fn cross_summary(
             passed,
         },
         (None, true) => SummaryCell {
-            status: "missing",
+            status: ProbeStatus::Missing,
             text: "missing".into(),
             instructions: None,
             function_instructions: None,
@@ -960,7 +1020,7 @@ fn cross_summary(
             passed: passed.map(|_| false),
         },
         (None, false) => SummaryCell {
-            status: "not-built",
+            status: ProbeStatus::NotBuilt,
             text: "not built".into(),
             instructions: None,
             function_instructions: None,
@@ -979,7 +1039,7 @@ fn cross_summary(
                 .map(|col| {
                     if col.view == "asm" {
                         let res = probe.results.iter().find(|r| r.profile == col.profile);
-                        let built = res.is_some_and(|r| r.status != "not-built");
+                        let built = res.is_some_and(|r| r.status != ProbeStatus::NotBuilt);
                         cell(
                             asm.cell(&probe.name, &col.profile),
                             built,
@@ -1025,12 +1085,12 @@ fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe
     };
     let listings = match build.map(|b| &b.outcome) {
         Some(Ok((_, listings))) => *listings,
-        Some(Err(e)) => return empty("not-built", Some(e.clone())),
-        None => return empty("not-built", Some("not built".into())),
+        Some(Err(e)) => return empty(ProbeStatus::NotBuilt, Some(e.clone())),
+        None => return empty(ProbeStatus::NotBuilt, Some("not built".into())),
     };
     match listings.listing(probe.name) {
         Some(listing) => LinkedView {
-            status: "found",
+            status: ProbeStatus::Found,
             error: None,
             summary: Some(listing.summary(&profile.classes).into()),
             hot_path: listings
@@ -1045,7 +1105,7 @@ fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe
             ),
             annotations: annotate::annotations(listing),
         },
-        None => empty("missing", None),
+        None => empty(ProbeStatus::Missing, None),
     }
 }
 
@@ -1088,7 +1148,7 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
     let Some(listing) = b.listings.listing(probe.name) else {
         return ProbeResult {
             profile: b.profile.name.clone(),
-            status: "missing",
+            status: ProbeStatus::Missing,
             summary: None,
             hot_path: None,
             tls: None,
@@ -1108,7 +1168,7 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
     let lines = listing_lines(listing, b.profile, hot.as_ref());
     ProbeResult {
         profile: b.profile.name.clone(),
-        status: "found",
+        status: ProbeStatus::Found,
         summary: Some(listing.summary(&b.profile.classes).into()),
         hot_path: hot.as_ref().map(HotPathReport::from),
         tls: Some(annotate::tls_access(listing)),

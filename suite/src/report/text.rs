@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::Report;
+use super::{ProbeStatus, Report};
 
 /// The whole `report` in this format.
 pub fn render(r: &Report) -> String {
@@ -117,7 +117,7 @@ pub fn render(r: &Report) -> String {
                         e.rule
                     ));
                 }
-                if res.status != "found" {
+                if res.status != ProbeStatus::Found {
                     lines.insert(0, format!("({})", res.status));
                 }
                 (res.profile.clone(), lines)
@@ -148,7 +148,7 @@ pub fn render(r: &Report) -> String {
                         c.instructions, c.atomic_rmw, c.calls, c.loops
                     ));
                 }
-                if view.status != "found" {
+                if view.status != ProbeStatus::Found {
                     lines.insert(0, format!("({})", view.status));
                     lines.extend(
                         view.error
