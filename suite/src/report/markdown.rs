@@ -5,6 +5,8 @@
 
 use std::fmt::Write;
 
+use allocasm_suite::render::{self, Align, Cell, Mark, Table, Text};
+
 use super::text::{join_or_none, side_by_side_fit};
 use super::{
     CrossSummary, ExecutedSection, LinkedViews, MUTATION_LEGEND, ProbeResult, ProbeStatus, Report,
@@ -222,31 +224,41 @@ pub fn render(r: &Report) -> String {
         r.compiler.rustc_vv
     );
     let _ = writeln!(s, "## Profiles\n");
-    let _ = writeln!(
-        s,
-        "| profile | triple | flags passed after `--emit asm` | codegen units | build |"
-    );
-    let _ = writeln!(s, "| --- | --- | --- | --- | --- |");
-    for p in &r.profiles {
-        let _ = writeln!(
-            s,
-            "| `{}` | `{}`{} | {} | {} | {} |",
-            p.name,
-            p.triple,
-            p.compiler
-                .as_ref()
-                .map_or_else(String::new, |c| format!(" · built with {c}")),
-            code(&join_or_none(&p.build_flags)),
-            p.codegen_units,
-            match &p.error {
-                None => "built".to_string(),
-                Some(e) => format!(
-                    "**failed**: {}",
-                    e.lines().next().unwrap_or("").replace('|', "\\|")
-                ),
-            }
-        );
-    }
+    let left = |t: &str| (t.to_string(), Align::Left);
+    let profiles = Table {
+        columns: vec![
+            left("profile"),
+            left("triple"),
+            left("flags passed after --emit asm"),
+            left("codegen units"),
+            left("build"),
+        ],
+        rows: r
+            .profiles
+            .iter()
+            .map(|p| {
+                let mut triple = Text::code(&p.triple);
+                if let Some(c) = &p.compiler {
+                    triple = triple.then(format!(" · built with {c}"));
+                }
+                let build = match &p.error {
+                    None => Cell::new("built", Mark::Plain),
+                    Some(e) => Cell::new(
+                        Text::marked(Mark::Bad, "failed").then(format!(": {}", first_line(e))),
+                        Mark::Plain,
+                    ),
+                };
+                vec![
+                    Cell::new(Text::code(&p.name), Mark::Plain),
+                    Cell::new(triple, Mark::Plain),
+                    Cell::new(Text::code(join_or_none(&p.build_flags)), Mark::Plain),
+                    Cell::new(p.codegen_units.as_str(), Mark::Plain),
+                    build,
+                ]
+            })
+            .collect(),
+    };
+    s.push_str(&render::markdown::table(&profiles));
     let _ = writeln!(s, "\n## Summary\n");
     let _ = writeln!(
         s,
@@ -283,11 +295,7 @@ pub fn render(r: &Report) -> String {
             &m.commit[..m.commit.len().min(12)],
             MUTATION_LEGEND
         );
-        let _ = writeln!(s, "| mutation | {} |", m.profiles.join(" | "));
-        let _ = writeln!(s, "| --- |{}", " --- |".repeat(m.profiles.len()));
-        for row in &m.rows {
-            let _ = writeln!(s, "| {} | {} |", row.mutation, row.cells.join(" | "));
-        }
+        s.push_str(&render::markdown::table(&m.table()));
         s.push('\n');
     }
     let t = r.totals;

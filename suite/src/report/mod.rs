@@ -16,6 +16,7 @@ use allocasm_suite::codegen::expect;
 use allocasm_suite::codegen::linked::{LinkedOutput, Lto};
 use allocasm_suite::codegen::summary::{self, CrossProfile};
 use allocasm_suite::codegen::{AsmOutput, Listing, ProbeListings, Profile, Summary};
+use allocasm_suite::render::{Align, Cell, Mark, Table};
 use serde::Serialize;
 
 pub use annotate::{Annotation, Tag, TlsAccess};
@@ -230,6 +231,31 @@ pub struct MutationTable {
     pub profiles: Vec<String>,
     /// One row per mutation.
     pub rows: Vec<MutationRow>,
+}
+
+impl MutationTable {
+    /// The table for the shared renderers: a caught mutation is good, a
+    /// missed one bad.
+    pub fn table(&self) -> Table {
+        let mark = |c: &str| match c {
+            "caught" => Mark::Good,
+            c if c.contains("MISSED") => Mark::Bad,
+            _ => Mark::Plain,
+        };
+        Table {
+            columns: std::iter::once("mutation")
+                .chain(self.profiles.iter().map(String::as_str))
+                .map(|t| (t.to_string(), Align::Left))
+                .collect(),
+            rows: (self.rows.iter())
+                .map(|row| {
+                    std::iter::once(Cell::new(row.mutation.as_str(), Mark::Plain))
+                        .chain(row.cells.iter().map(|c| Cell::new(c.as_str(), mark(c))))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One mutation on every profile.
@@ -1268,5 +1294,43 @@ mod schema_tests {
     #[test]
     fn the_committed_json_schema_is_the_generated_one() {
         crate::cli::check_schema::<super::Report>("report.schema.json");
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::{MutationRow, MutationTable};
+    use allocasm_suite::render;
+
+    /// The mutation table renders through the shared renderers: aligned
+    /// in text, a pipe table in Markdown with a missed mutation in bold.
+    #[test]
+    fn the_mutation_table_renders_as_text_and_markdown() {
+        let m = MutationTable {
+            commit: "0123456789abcdef".into(),
+            profiles: vec!["x86_64-linux".into(), "aarch64-apple".into()],
+            rows: vec![
+                MutationRow {
+                    mutation: "relaxed-to-seqcst".into(),
+                    cells: vec!["caught".into(), "blind".into()],
+                },
+                MutationRow {
+                    mutation: "cold-removed".into(),
+                    cells: vec!["MISSED".into(), "cold-only".into()],
+                },
+            ],
+        };
+        let t = m.table();
+        assert_eq!(
+            render::markdown::table(&t),
+            "| mutation | x86_64-linux | aarch64-apple |\n| --- | --- | --- |\n\
+             | relaxed-to-seqcst | caught | blind |\n| cold-removed | **MISSED** | cold-only |\n"
+        );
+        assert_eq!(
+            render::text::table_plain(&t),
+            "  mutation           x86_64-linux  aarch64-apple\n  \
+             relaxed-to-seqcst  caught        blind\n  \
+             cold-removed       MISSED        cold-only\n"
+        );
     }
 }
