@@ -12,6 +12,7 @@
 use std::fmt::Write;
 use std::sync::OnceLock;
 
+use allocasm_suite::render;
 use regex::Regex;
 
 use super::text::join_or_none;
@@ -91,6 +92,7 @@ ul.notes li { margin: 3px 0; color: #33404d; }
 .absent-text { color: var(--absent); }
 .status { font-weight: 700; }
 td.pass, td.fail { white-space: nowrap; }
+table.mutations td.good { color: var(--pass); } table.mutations td.bad { color: var(--fail); font-weight: 600; }
 table.summary { font-size: 11px; }
 table.summary th, table.summary td { padding: 2px 3px; }
 table.summary th { font-weight: 600; }
@@ -877,35 +879,14 @@ pub fn render(r: &Report) -> String {
     if let Some(m) = &r.mutations {
         let _ = writeln!(
             s,
-            "<h2 id=\"mutations\">What this suite can and cannot see</h2><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p><table class=\"summary\"><tr><th>mutation</th>{}</tr>",
+            "<h2 id=\"mutations\">What this suite can and cannot see</h2><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p>",
             escape(&m.commit[..m.commit.len().min(12)]),
             escape(super::MUTATION_LEGEND),
-            m.profiles
-                .iter()
-                .map(|p| format!("<th>{}</th>", breakable(p)))
-                .collect::<String>()
         );
-        for row in &m.rows {
-            let _ = writeln!(
-                s,
-                "<tr><td><code>{}</code></td>{}</tr>",
-                escape(&row.mutation),
-                row.cells
-                    .iter()
-                    .map(|c| {
-                        let class = if c == "caught" {
-                            "pass"
-                        } else if c.contains("MISSED") {
-                            "fail"
-                        } else {
-                            "none"
-                        };
-                        format!("<td class=\"{class}\">{}</td>", escape(c))
-                    })
-                    .collect::<String>()
-            );
-        }
-        s.push_str("</table>\n");
+        s.push_str(&render::html::table_classed(
+            &m.table(),
+            "summary mutations",
+        ));
     }
     if let Some(e) = &r.executed {
         executed_html(&mut s, r, e);

@@ -235,12 +235,12 @@ pub struct MutationTable {
 
 impl MutationTable {
     /// The table for the shared renderers: a caught mutation is good, a
-    /// missed one bad.
+    /// missed one bad, the others (blind, cold-only) muted.
     pub fn table(&self) -> Table {
         let mark = |c: &str| match c {
             "caught" => Mark::Good,
             c if c.contains("MISSED") => Mark::Bad,
-            _ => Mark::Plain,
+            _ => Mark::Muted,
         };
         Table {
             columns: std::iter::once("mutation")
@@ -1303,7 +1303,8 @@ mod table_tests {
     use allocasm_suite::render;
 
     /// The mutation table renders through the shared renderers: aligned
-    /// in text, a pipe table in Markdown with a missed mutation in bold.
+    /// in text, a pipe table in Markdown with a missed mutation in bold,
+    /// an HTML table whose cells carry their verdict's class.
     #[test]
     fn the_mutation_table_renders_as_text_and_markdown() {
         let m = MutationTable {
@@ -1332,5 +1333,17 @@ mod table_tests {
              relaxed-to-seqcst  caught        blind\n  \
              cold-removed       MISSED        cold-only\n"
         );
+        let html = render::html::table_classed(&t, "summary mutations");
+        assert!(
+            html.starts_with("<table class=\"summary mutations\">"),
+            "{html}"
+        );
+        for cell in [
+            "<td class=\"good\">caught</td>",
+            "<td class=\"muted\">blind</td>",
+            "<td class=\"bad\">MISSED</td>",
+        ] {
+            assert!(html.contains(cell), "{cell} in {html}");
+        }
     }
 }
