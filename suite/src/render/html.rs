@@ -82,7 +82,7 @@ fn block(out: &mut String, b: &Block) {
             }
             out.push_str("</ul>\n");
         }
-        Block::Table(t) => table(out, t),
+        Block::Table(t) => table(out, t, None),
         Block::Diff { title, text } => {
             out.push_str(&format!("<p>{}</p><pre>", escape(title)));
             for l in text.lines() {
@@ -106,8 +106,19 @@ fn block(out: &mut String, b: &Block) {
     }
 }
 
-fn table(out: &mut String, t: &Table) {
-    out.push_str("<table>\n<tr>");
+/// One table with `class` on its `<table>`, for a writer that assembles its
+/// own page (the report's).
+pub fn table_classed(t: &Table, class: &str) -> String {
+    let mut out = String::new();
+    table(&mut out, t, Some(class));
+    out
+}
+
+fn table(out: &mut String, t: &Table, table_class: Option<&str>) {
+    match table_class {
+        Some(c) => out.push_str(&format!("<table class=\"{}\">\n<tr>", escape(c))),
+        None => out.push_str("<table>\n<tr>"),
+    }
     for (title, al) in &t.columns {
         let n = if *al == Align::Right {
             " class=\"n\""

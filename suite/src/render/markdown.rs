@@ -77,7 +77,9 @@ fn block(parts: &mut Vec<String>, b: &Block) {
     }
 }
 
-fn table(t: &Table) -> String {
+/// One table as Markdown, for a writer that assembles its own document
+/// (the report's).
+pub fn table(t: &Table) -> String {
     let mut s = String::from("|");
     for (title, _) in &t.columns {
         s.push_str(&format!(" {} |", escape(title)));

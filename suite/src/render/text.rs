@@ -89,6 +89,14 @@ pub fn align(s: &str, shown: &str, width: usize, align: Align) -> String {
     }
 }
 
+/// One table without colour, for a writer that assembles its own text
+/// (the report's).
+pub fn table_plain(t: &Table) -> String {
+    let mut out = String::new();
+    table(&mut out, t, "", false);
+    out
+}
+
 fn table(out: &mut String, t: &Table, indent: &str, color: bool) {
     // A `*` after a changed cell; the other cells of such a table keep its
     // place blank so that the figures still line up.

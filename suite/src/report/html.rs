@@ -12,12 +12,13 @@
 use std::fmt::Write;
 use std::sync::OnceLock;
 
+use allocasm_suite::render;
 use regex::Regex;
 
 use super::text::join_or_none;
 use super::{
     Annotation, Counts, CrossSummary, ExecutedSection, HotPathReport, LinkedView, ListingLine,
-    ProbeReport, ProbeResult, Report, SummaryCell, TlsAccess,
+    ProbeReport, ProbeResult, ProbeStatus, Report, SummaryCell, TlsAccess,
 };
 
 /// Escapes text for HTML content and attributes (the renderers' escape).
@@ -91,6 +92,7 @@ ul.notes li { margin: 3px 0; color: #33404d; }
 .absent-text { color: var(--absent); }
 .status { font-weight: 700; }
 td.pass, td.fail { white-space: nowrap; }
+table.mutations td.good { color: var(--pass); } table.mutations td.bad { color: var(--fail); font-weight: 600; }
 table.summary { font-size: 11px; }
 table.summary th, table.summary td { padding: 2px 3px; }
 table.summary th { font-weight: 600; }
@@ -212,20 +214,20 @@ fn summary_table(r: &Report, id: &str, keep: impl Fn(&str) -> bool) -> String {
         for &i in &cols {
             let c = &row.cells[i];
             let class = match (c.status, c.passed) {
-                ("found", Some(false)) => "n fail",
-                ("found", _) => "n",
-                ("missing", _) => "n missing",
+                (ProbeStatus::Found, Some(false)) => "n fail",
+                (ProbeStatus::Found, _) => "n",
+                (ProbeStatus::Missing, _) => "n missing",
                 _ => "n none",
             };
             let text = match c.status {
-                "found" => match c.function_instructions {
+                ProbeStatus::Found => match c.function_instructions {
                     Some(f) if Some(f) != c.instructions => format!(
                         "<span title=\"hot path; the whole function has {f} instructions\">{}</span> <span class=\"muted\">({f})</span>",
                         c.instructions.unwrap_or(0)
                     ),
                     _ => c.instructions.unwrap_or(0).to_string(),
                 },
-                "missing" => "missing".to_string(),
+                ProbeStatus::Missing => "missing".to_string(),
                 _ => "not built".to_string(),
             };
             let _ = write!(s, "<td class=\"{class}\">{text}{}</td>", marks(c));
@@ -343,8 +345,8 @@ fn view_html(
 pub fn linked_view_html(probe: &str, profile: &str, title: &str, view: &LinkedView) -> String {
     let mut s = String::new();
     let state = match view.status {
-        "found" => "",
-        "not-built" if view.missing_tool() => "absent",
+        ProbeStatus::Found => "",
+        ProbeStatus::NotBuilt if view.missing_tool() => "absent",
         _ => "failed",
     };
     let _ = writeln!(
@@ -353,7 +355,7 @@ pub fn linked_view_html(probe: &str, profile: &str, title: &str, view: &LinkedVi
         escape(profile)
     );
     match view.status {
-        "found" => s.push_str(&view_html(
+        ProbeStatus::Found => s.push_str(&view_html(
             probe,
             view.summary,
             view.hot_path.as_ref(),
@@ -361,7 +363,7 @@ pub fn linked_view_html(probe: &str, profile: &str, title: &str, view: &LinkedVi
             &view.lines,
             &view.annotations,
         )),
-        "missing" => {
+        ProbeStatus::Missing => {
             let _ = writeln!(
                 s,
                 "<p class=\"fail status\">missing: not in the linked executable</p>"
@@ -408,7 +410,7 @@ fn linked_html(probe: &ProbeReport) -> String {
             escape(&res.profile)
         );
         match res.status {
-            "found" => s.push_str(&view_html(
+            ProbeStatus::Found => s.push_str(&view_html(
                 &probe.name,
                 res.summary,
                 res.hot_path.as_ref(),
@@ -416,7 +418,7 @@ fn linked_html(probe: &ProbeReport) -> String {
                 &res.lines,
                 &[],
             )),
-            "missing" => {
+            ProbeStatus::Missing => {
                 let _ = writeln!(s, "<p class=\"fail status\">missing</p>");
             }
             _ => {
@@ -775,8 +777,8 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
     );
     for res in &probe.results {
         let state = match res.status {
-            "found" if res.passed => "passed",
-            "not-built" => "absent",
+            ProbeStatus::Found if res.passed => "passed",
+            ProbeStatus::NotBuilt => "absent",
             _ => "failed",
         };
         let _ = writeln!(
@@ -785,12 +787,12 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
             escape(&res.profile)
         );
         match (res.status, res.summary, &res.tls) {
-            ("found", Some(c), Some(tls)) => {
+            (ProbeStatus::Found, Some(c), Some(tls)) => {
                 counts_html(s, c, tls, res.hot_path.as_ref());
                 measured_html(s, res);
                 s.push_str(&listing_html(&probe.name, &res.lines));
             }
-            ("missing", _, _) => {
+            (ProbeStatus::Missing, _, _) => {
                 let _ = writeln!(
                     s,
                     "<p class=\"fail status\">missing: not in this profile's assembly</p>"
@@ -877,35 +879,14 @@ pub fn render(r: &Report) -> String {
     if let Some(m) = &r.mutations {
         let _ = writeln!(
             s,
-            "<h2 id=\"mutations\">What this suite can and cannot see</h2><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p><table class=\"summary\"><tr><th>mutation</th>{}</tr>",
+            "<h2 id=\"mutations\">What this suite can and cannot see</h2><p class=\"muted\">The mutation self-test (<code>scripts/test mutate</code>, commit <code>{}</code>). {}.</p>",
             escape(&m.commit[..m.commit.len().min(12)]),
             escape(super::MUTATION_LEGEND),
-            m.profiles
-                .iter()
-                .map(|p| format!("<th>{}</th>", breakable(p)))
-                .collect::<String>()
         );
-        for row in &m.rows {
-            let _ = writeln!(
-                s,
-                "<tr><td><code>{}</code></td>{}</tr>",
-                escape(&row.mutation),
-                row.cells
-                    .iter()
-                    .map(|c| {
-                        let class = if c == "caught" {
-                            "pass"
-                        } else if c.contains("MISSED") {
-                            "fail"
-                        } else {
-                            "none"
-                        };
-                        format!("<td class=\"{class}\">{}</td>", escape(c))
-                    })
-                    .collect::<String>()
-            );
-        }
-        s.push_str("</table>\n");
+        s.push_str(&render::html::table_classed(
+            &m.table(),
+            "summary mutations",
+        ));
     }
     if let Some(e) = &r.executed {
         executed_html(&mut s, r, e);
@@ -960,7 +941,7 @@ mod tests {
 
     fn not_built(error: &str) -> LinkedView {
         LinkedView {
-            status: "not-built",
+            status: ProbeStatus::NotBuilt,
             error: Some(error.to_string()),
             summary: None,
             hot_path: None,

@@ -5,9 +5,12 @@
 
 use std::fmt::Write;
 
+use allocasm_suite::render::{self, Align, Cell, Mark, Table, Text};
+
 use super::text::{join_or_none, side_by_side_fit};
 use super::{
-    CrossSummary, ExecutedSection, LinkedViews, MUTATION_LEGEND, ProbeResult, Report, SummaryCell,
+    CrossSummary, ExecutedSection, LinkedViews, MUTATION_LEGEND, ProbeResult, ProbeStatus, Report,
+    SummaryCell,
 };
 
 fn cell(c: &SummaryCell) -> String {
@@ -17,8 +20,8 @@ fn cell(c: &SummaryCell) -> String {
         None => "",
     };
     match c.status {
-        "found" => format!("{}{mark}", c.text),
-        "missing" => format!("missing{mark}"),
+        ProbeStatus::Found => format!("{}{mark}", c.text),
+        ProbeStatus::Missing => format!("missing{mark}"),
         _ => "— not built".to_string(),
     }
 }
@@ -60,8 +63,8 @@ fn linked_block(s: &mut String, name: &str, res: &ProbeResult, linked: &LinkedVi
     let mut columns = vec![(".s (compiler)".to_string(), listing(res.listing_text()))];
     for (title, view) in linked.both() {
         let lines: Vec<String> = match view.status {
-            "found" => listing(view.listing_text()),
-            "missing" => vec!["(missing from the executable)".to_string()],
+            ProbeStatus::Found => listing(view.listing_text()),
+            ProbeStatus::Missing => vec!["(missing from the executable)".to_string()],
             _ => vec!["(not built: see below)".to_string()],
         };
         columns.push((title.to_string(), lines));
@@ -221,31 +224,41 @@ pub fn render(r: &Report) -> String {
         r.compiler.rustc_vv
     );
     let _ = writeln!(s, "## Profiles\n");
-    let _ = writeln!(
-        s,
-        "| profile | triple | flags passed after `--emit asm` | codegen units | build |"
-    );
-    let _ = writeln!(s, "| --- | --- | --- | --- | --- |");
-    for p in &r.profiles {
-        let _ = writeln!(
-            s,
-            "| `{}` | `{}`{} | {} | {} | {} |",
-            p.name,
-            p.triple,
-            p.compiler
-                .as_ref()
-                .map_or_else(String::new, |c| format!(" · built with {c}")),
-            code(&join_or_none(&p.build_flags)),
-            p.codegen_units,
-            match &p.error {
-                None => "built".to_string(),
-                Some(e) => format!(
-                    "**failed**: {}",
-                    e.lines().next().unwrap_or("").replace('|', "\\|")
-                ),
-            }
-        );
-    }
+    let left = |t: &str| (t.to_string(), Align::Left);
+    let profiles = Table {
+        columns: vec![
+            left("profile"),
+            left("triple"),
+            left("flags passed after --emit asm"),
+            left("codegen units"),
+            left("build"),
+        ],
+        rows: r
+            .profiles
+            .iter()
+            .map(|p| {
+                let mut triple = Text::code(&p.triple);
+                if let Some(c) = &p.compiler {
+                    triple = triple.then(format!(" · built with {c}"));
+                }
+                let build = match &p.error {
+                    None => Cell::new("built", Mark::Plain),
+                    Some(e) => Cell::new(
+                        Text::marked(Mark::Bad, "failed").then(format!(": {}", first_line(e))),
+                        Mark::Plain,
+                    ),
+                };
+                vec![
+                    Cell::new(Text::code(&p.name), Mark::Plain),
+                    Cell::new(triple, Mark::Plain),
+                    Cell::new(Text::code(join_or_none(&p.build_flags)), Mark::Plain),
+                    Cell::new(p.codegen_units.as_str(), Mark::Plain),
+                    build,
+                ]
+            })
+            .collect(),
+    };
+    s.push_str(&render::markdown::table(&profiles));
     let _ = writeln!(s, "\n## Summary\n");
     let _ = writeln!(
         s,
@@ -282,11 +295,7 @@ pub fn render(r: &Report) -> String {
             &m.commit[..m.commit.len().min(12)],
             MUTATION_LEGEND
         );
-        let _ = writeln!(s, "| mutation | {} |", m.profiles.join(" | "));
-        let _ = writeln!(s, "| --- |{}", " --- |".repeat(m.profiles.len()));
-        for row in &m.rows {
-            let _ = writeln!(s, "| {} | {} |", row.mutation, row.cells.join(" | "));
-        }
+        s.push_str(&render::markdown::table(&m.table()));
         s.push('\n');
     }
     let t = r.totals;
@@ -316,8 +325,8 @@ pub fn render(r: &Report) -> String {
         for res in &probe.results {
             let _ = writeln!(s, "#### {} on `{}`\n", probe.name, res.profile);
             match res.status {
-                "found" => {}
-                "missing" => {
+                ProbeStatus::Found => {}
+                ProbeStatus::Missing => {
                     let _ = writeln!(
                         s,
                         "**Missing**: the probe is not in this profile's assembly.\n"

@@ -54,13 +54,24 @@ pub struct ExecutedSection {
     pub table: ExecutedTable,
 }
 
+/// Whether a profile's executed counts were measured (`measured` or
+/// `not-measured` in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MeasureStatus {
+    /// Counted under callgrind.
+    Measured,
+    /// Not counted: see `reason`.
+    NotMeasured,
+}
+
 /// One profile's measurement status.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ProfileMeasurement {
     /// The profile.
     pub profile: String,
     /// `measured` or `not-measured`.
-    pub status: &'static str,
+    pub status: MeasureStatus,
     /// Why the executed counts are missing (`not-measured` only).
     pub reason: Option<String>,
     /// `release` (measured only).
@@ -341,7 +352,7 @@ impl Report {
             .map(|p| match of(&p.name) {
                 None => ProfileMeasurement {
                     profile: p.name.clone(),
-                    status: "not-measured",
+                    status: MeasureStatus::NotMeasured,
                     reason: Some(skipped.clone()),
                     build: None,
                     command: None,
@@ -351,9 +362,9 @@ impl Report {
                 Some(m) => ProfileMeasurement {
                     profile: p.name.clone(),
                     status: if m.executed.is_ok() {
-                        "measured"
+                        MeasureStatus::Measured
                     } else {
-                        "not-measured"
+                        MeasureStatus::NotMeasured
                     },
                     reason: m.executed.as_ref().err().cloned(),
                     build: m.executed.as_ref().ok().map(|s| s.build.clone()),

@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-use super::Report;
+use allocasm_suite::render::{self, Align, Cell, Mark, Table};
+
+use super::{ProbeStatus, Report};
 
 /// The whole `report` in this format.
 pub fn render(r: &Report) -> String {
@@ -35,15 +37,7 @@ pub fn render(r: &Report) -> String {
             s,
             "\nwhat this suite can and cannot see (scripts/test mutate):"
         );
-        for row in &m.rows {
-            let cells: Vec<String> = m
-                .profiles
-                .iter()
-                .zip(&row.cells)
-                .map(|(p, c)| format!("{p}={c}"))
-                .collect();
-            let _ = writeln!(s, "  {}: {}", row.mutation, cells.join(" "));
-        }
+        s.push_str(&render::text::table_plain(&m.table()));
     }
     if let Some(e) = &r.executed
         && !e.table.columns.is_empty()
@@ -52,16 +46,32 @@ pub fn render(r: &Report) -> String {
             s,
             "\nwhat the CPU executes (hot-path instructions / executed (+helpers) / llvm-mca cycles per CPU):"
         );
-        for row in &e.table.rows {
-            let cells: Vec<String> = e
+        s.push_str(&render::text::table_plain(&Table {
+            columns: std::iter::once("probe")
+                .chain(e.table.columns.iter().map(String::as_str))
+                .enumerate()
+                .map(|(i, t)| {
+                    (
+                        t.to_string(),
+                        if i == 0 { Align::Left } else { Align::Right },
+                    )
+                })
+                .collect(),
+            rows: e
                 .table
-                .columns
+                .rows
                 .iter()
-                .zip(&row.cells)
-                .map(|(p, c)| format!("{p}={}", c.text))
-                .collect();
-            let _ = writeln!(s, "  {}: {}", row.probe, cells.join("  "));
-        }
+                .map(|row| {
+                    std::iter::once(Cell::new(row.probe.as_str(), Mark::Plain))
+                        .chain(
+                            row.cells
+                                .iter()
+                                .map(|c| Cell::new(c.text.as_str(), Mark::Plain)),
+                        )
+                        .collect()
+                })
+                .collect(),
+        }));
     }
     for probe in &r.probes {
         let _ = writeln!(
@@ -117,7 +127,7 @@ pub fn render(r: &Report) -> String {
                         e.rule
                     ));
                 }
-                if res.status != "found" {
+                if res.status != ProbeStatus::Found {
                     lines.insert(0, format!("({})", res.status));
                 }
                 (res.profile.clone(), lines)
@@ -148,7 +158,7 @@ pub fn render(r: &Report) -> String {
                         c.instructions, c.atomic_rmw, c.calls, c.loops
                     ));
                 }
-                if view.status != "found" {
+                if view.status != ProbeStatus::Found {
                     lines.insert(0, format!("({})", view.status));
                     lines.extend(
                         view.error
