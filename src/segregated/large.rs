@@ -39,7 +39,7 @@
 //!
 //! **Costs.** 32 bytes plus rounding per block, one system call per
 //! allocation and free that the cache misses, a lock around a list splice
-//! and a scan of at most 16 cache slots. Failures: `TooLarge`
+//! and a scan of at most 64 cache slots. Failures: `TooLarge`
 //! for a size above [`MAX_REQUEST`](super::SegregatedFit::MAX_REQUEST)
 //! (the header and the alignment's padding are not counted), `Os` when the
 //! OS refuses.
@@ -72,7 +72,7 @@ const HEADER: usize = size_of::<LargeHeader>();
 const SHRINK_MIN: usize = 64 << 10;
 
 /// How many freed mappings the cache keeps at most.
-pub(crate) const CACHE_SLOTS: usize = 16;
+pub(crate) const CACHE_SLOTS: usize = 64;
 
 /// The cache's byte bound: a quarter of the live large bytes, clamped to
 /// these (a lone large block still gets a few MiB of reuse; a heap of
