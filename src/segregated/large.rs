@@ -144,11 +144,95 @@ pub(crate) struct LargeBlocks {
     /// Live large blocks and their mapped bytes (for `stats`).
     count: AtomicUsize,
     bytes: AtomicUsize,
-    /// Freed mappings kept for reuse: slots `0..cached`, oldest first, and
-    /// their bytes (under `lock`; all zero in a fresh heap: empty).
+}
+
+/// The freed mappings of one allocator's large blocks kept for reuse,
+/// under the [`LargeBlocks`]' lock. A separate field of the heap, after
+/// the fields the fast paths read, so that their offsets (in the probes'
+/// listings) stay as they were.
+#[derive(Debug)]
+pub(crate) struct LargeCache {
+    /// Slots `0..cached`, oldest first, and their bytes (all zero in a
+    /// fresh heap: empty).
     cache: [Cached; CACHE_SLOTS],
     cached: AtomicUsize,
     cached_bytes: AtomicUsize,
+}
+
+impl LargeCache {
+    /// Takes the shortest cached mapping of at least `len` bytes and at
+    /// most a quarter more, out of the cache (the caller holds the large list's lock).
+    fn take_cached_locked(&self, len: usize) -> Option<(*mut u8, usize)> {
+        let n = self.cached.load(Ordering::Relaxed);
+        let most = len.saturating_add(len / 4);
+        let mut best: Option<(usize, usize)> = None;
+        for (i, c) in self.cache[..n].iter().enumerate() {
+            let l = c.len.load(Ordering::Relaxed);
+            if (len..=most).contains(&l) && best.is_none_or(|(_, b)| l < b) {
+                best = Some((i, l));
+            }
+        }
+        let (i, l) = best?;
+        let base = self.cache[i].base.load(Ordering::Relaxed);
+        self.remove_cached_locked(i);
+        Some((base, l))
+    }
+
+    /// Removes slot `i` of the cache, keeping the order (under the large list's lock).
+    fn remove_cached_locked(&self, i: usize) {
+        let n = self.cached.load(Ordering::Relaxed);
+        let len = self.cache[i].len.load(Ordering::Relaxed);
+        for j in i + 1..n {
+            let (b, l) = (
+                self.cache[j].base.load(Ordering::Relaxed),
+                self.cache[j].len.load(Ordering::Relaxed),
+            );
+            self.cache[j - 1].base.store(b, Ordering::Relaxed);
+            self.cache[j - 1].len.store(l, Ordering::Relaxed);
+        }
+        self.cached.store(n - 1, Ordering::Relaxed);
+        self.cached_bytes.fetch_sub(len, Ordering::Relaxed);
+    }
+
+    /// Moves the oldest cached mapping into `out` (the caller holds the large list's lock;
+    /// the cache is not empty).
+    fn evict_oldest_locked(&self, out: &mut Evicted) {
+        out.push(
+            self.cache[0].base.load(Ordering::Relaxed),
+            self.cache[0].len.load(Ordering::Relaxed),
+        );
+        self.remove_cached_locked(0);
+    }
+
+    /// Keeps a freed mapping in the cache, evicting the oldest ones into
+    /// `out` until it fits the bounds, or puts it in `out` itself when it
+    /// is longer than the byte bound for `live` mapped bytes of live blocks
+    /// (the caller holds the large list's lock).
+    fn stash_locked(&self, base: *mut u8, len: usize, live: usize, out: &mut Evicted) {
+        let bound = cache_bound(live);
+        if len > bound {
+            out.push(base, len);
+            return;
+        }
+        while self.cached.load(Ordering::Relaxed) == CACHE_SLOTS
+            || self.cached_bytes.load(Ordering::Relaxed) + len > bound
+        {
+            self.evict_oldest_locked(out);
+        }
+        let n = self.cached.load(Ordering::Relaxed);
+        self.cache[n].base.store(base, Ordering::Relaxed);
+        self.cache[n].len.store(len, Ordering::Relaxed);
+        self.cached.store(n + 1, Ordering::Relaxed);
+        self.cached_bytes.fetch_add(len, Ordering::Relaxed);
+    }
+
+    /// Cached (freed, kept) mappings and their bytes.
+    pub(crate) fn usage(&self) -> (usize, usize) {
+        (
+            self.cached.load(Ordering::Relaxed),
+            self.cached_bytes.load(Ordering::Relaxed),
+        )
+    }
 }
 
 impl LargeBlocks {
@@ -268,76 +352,12 @@ impl LargeBlocks {
         false
     }
 
-    /// Takes the shortest cached mapping of at least `len` bytes and at
-    /// most a quarter more, out of the cache (the caller holds `lock`).
-    fn take_cached_locked(&self, len: usize) -> Option<(*mut u8, usize)> {
-        let n = self.cached.load(Ordering::Relaxed);
-        let most = len.saturating_add(len / 4);
-        let mut best: Option<(usize, usize)> = None;
-        for (i, c) in self.cache[..n].iter().enumerate() {
-            let l = c.len.load(Ordering::Relaxed);
-            if (len..=most).contains(&l) && best.is_none_or(|(_, b)| l < b) {
-                best = Some((i, l));
-            }
-        }
-        let (i, l) = best?;
-        let base = self.cache[i].base.load(Ordering::Relaxed);
-        self.remove_cached_locked(i);
-        Some((base, l))
-    }
-
-    /// Removes slot `i` of the cache, keeping the order (under `lock`).
-    fn remove_cached_locked(&self, i: usize) {
-        let n = self.cached.load(Ordering::Relaxed);
-        let len = self.cache[i].len.load(Ordering::Relaxed);
-        for j in i + 1..n {
-            let (b, l) = (
-                self.cache[j].base.load(Ordering::Relaxed),
-                self.cache[j].len.load(Ordering::Relaxed),
-            );
-            self.cache[j - 1].base.store(b, Ordering::Relaxed);
-            self.cache[j - 1].len.store(l, Ordering::Relaxed);
-        }
-        self.cached.store(n - 1, Ordering::Relaxed);
-        self.cached_bytes.fetch_sub(len, Ordering::Relaxed);
-    }
-
-    /// Moves the oldest cached mapping into `out` (the caller holds `lock`;
-    /// the cache is not empty).
-    fn evict_oldest_locked(&self, out: &mut Evicted) {
-        out.push(
-            self.cache[0].base.load(Ordering::Relaxed),
-            self.cache[0].len.load(Ordering::Relaxed),
-        );
-        self.remove_cached_locked(0);
-    }
-
-    /// Keeps a freed mapping in the cache, evicting the oldest ones into
-    /// `out` until it fits the bounds, or puts it in `out` itself when it
-    /// is longer than the byte bound (the caller holds `lock`).
-    fn stash_locked(&self, base: *mut u8, len: usize, out: &mut Evicted) {
-        let bound = cache_bound(self.bytes.load(Ordering::Relaxed));
-        if len > bound {
-            out.push(base, len);
-            return;
-        }
-        while self.cached.load(Ordering::Relaxed) == CACHE_SLOTS
-            || self.cached_bytes.load(Ordering::Relaxed) + len > bound
-        {
-            self.evict_oldest_locked(out);
-        }
-        let n = self.cached.load(Ordering::Relaxed);
-        self.cache[n].base.store(base, Ordering::Relaxed);
-        self.cache[n].len.store(len, Ordering::Relaxed);
-        self.cached.store(n + 1, Ordering::Relaxed);
-        self.cached_bytes.fetch_add(len, Ordering::Relaxed);
-    }
-
     /// Allocates a large block for `layout`: from a cached mapping when one
     /// fits, else a fresh mapping. With `zeroed`, its `layout.size()`
     /// bytes read as zero (a fresh mapping already does).
     pub(crate) fn alloc(
         &self,
+        cache: &LargeCache,
         layout: Layout,
         max: usize,
         zeroed: bool,
@@ -346,7 +366,7 @@ impl LargeBlocks {
         let hoff = header_offset(layout.size());
         {
             let guard = self.lock.lock();
-            if let Some((base, mlen)) = self.take_cached_locked(len) {
+            if let Some((base, mlen)) = cache.take_cached_locked(len) {
                 let offset = base.addr().next_multiple_of(layout.align()) - base.addr();
                 // SAFETY: a cached mapping of `mlen >= len` bytes, out of
                 // the cache and so ours; `offset` is under the alignment's
@@ -392,7 +412,7 @@ impl LargeBlocks {
     /// `block` came from [`alloc`](Self::alloc) (or `realloc`) on this list
     /// with `size`, and is not used afterwards. Debug builds panic if it is
     /// not a live large block.
-    pub(crate) unsafe fn dealloc(&self, block: NonNull<u8>, size: usize) {
+    pub(crate) unsafe fn dealloc(&self, cache: &LargeCache, block: NonNull<u8>, size: usize) {
         let h = block
             .as_ptr()
             .wrapping_add(header_offset(size))
@@ -404,20 +424,20 @@ impl LargeBlocks {
             // lock.
             let (base, len) = unsafe { self.unlink_locked(h) };
             self.count.fetch_sub(1, Ordering::Relaxed);
-            self.bytes.fetch_sub(len, Ordering::Relaxed);
-            self.stash_locked(base, len, &mut out);
+            let live = self.bytes.fetch_sub(len, Ordering::Relaxed) - len;
+            cache.stash_locked(base, len, live, &mut out);
         }
         // SAFETY: mappings out of the list and the cache, unused.
         unsafe { out.release() };
     }
 
     /// Unmaps every cached mapping; returns their bytes.
-    pub(crate) fn release_cached(&self) -> usize {
+    pub(crate) fn release_cached(&self, cache: &LargeCache) -> usize {
         let mut out = Evicted::new();
         {
             let _guard = self.lock.lock();
-            while self.cached.load(Ordering::Relaxed) > 0 {
-                self.evict_oldest_locked(&mut out);
+            while cache.cached.load(Ordering::Relaxed) > 0 {
+                cache.evict_oldest_locked(&mut out);
             }
         }
         // SAFETY: mappings out of the cache, which held them unused.
@@ -546,21 +566,13 @@ impl LargeBlocks {
         )
     }
 
-    /// Cached (freed, kept) mappings and their bytes.
-    pub(crate) fn cache_usage(&self) -> (usize, usize) {
-        (
-            self.cached.load(Ordering::Relaxed),
-            self.cached_bytes.load(Ordering::Relaxed),
-        )
-    }
-
     /// Unmaps every live large block and the cache.
     ///
     /// # Safety
     ///
     /// None of them is used afterwards.
-    pub(crate) unsafe fn release_all(&self) {
-        self.release_cached();
+    pub(crate) unsafe fn release_all(&self, cache: &LargeCache) {
+        self.release_cached(cache);
         let _guard = self.lock.lock();
         let mut h = self.head.swap(ptr::null_mut(), Ordering::Relaxed);
         while !h.is_null() {

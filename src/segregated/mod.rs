@@ -141,7 +141,7 @@ use core::ptr::{self, NonNull};
 use crossbeam_utils::CachePadded;
 
 pub use class::{GRANULE, MAX_CLASS_ALIGN, MAX_CLASS_SIZE, SizeClass};
-use large::LargeBlocks;
+use large::{LargeBlocks, LargeCache};
 use lock::SpinLock;
 use queue::ClassQueue;
 use region::Region;
@@ -204,6 +204,9 @@ pub(crate) struct Heap {
     /// Per class, the shape of its spans, for [`SegregatedFit::locate`]:
     /// written before the heap is published, read-only after.
     shapes: [Shape; SizeClass::COUNT],
+    /// Freed large mappings kept for reuse (under `large`'s lock); last,
+    /// so that the fields above keep their offsets.
+    large_cache: LargeCache,
 }
 
 /// A class's span shape as [`SegregatedFit::locate`] tests a pointer
@@ -897,10 +900,10 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     fn alloc_large(&self, layout: Layout) -> Option<NonNull<u8>> {
-        refuse(
-            self.heap_or_init()
-                .and_then(|h| h.large.alloc(layout, Self::MAX_REQUEST, false)),
-        )
+        refuse(self.heap_or_init().and_then(|h| {
+            h.large
+                .alloc(&h.large_cache, layout, Self::MAX_REQUEST, false)
+        }))
     }
 
     /// [`alloc_large`](Self::alloc_large) for `alloc_zeroed`: a reused
@@ -908,10 +911,10 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     fn alloc_large_zeroed(&self, layout: Layout) -> Option<NonNull<u8>> {
-        refuse(
-            self.heap_or_init()
-                .and_then(|h| h.large.alloc(layout, Self::MAX_REQUEST, true)),
-        )
+        refuse(self.heap_or_init().and_then(|h| {
+            h.large
+                .alloc(&h.large_cache, layout, Self::MAX_REQUEST, true)
+        }))
     }
 
     /// Gives a block back: pushes it onto the calling thread's cache for its
@@ -1173,7 +1176,7 @@ impl SegregatedFit {
             );
         };
         // SAFETY: forwarded contract.
-        unsafe { heap.large.dealloc(ptr, layout.size()) }
+        unsafe { heap.large.dealloc(&heap.large_cache, ptr, layout.size()) }
     }
 
     /// Links `blocks` into a chain for [`dealloc_batch`](Self::dealloc_batch)
@@ -1308,7 +1311,7 @@ impl SegregatedFit {
         }
         s.span_bytes = heap.region.carved();
         (s.large_blocks, s.large_bytes) = heap.large.usage();
-        (s.large_cached, s.large_cached_bytes) = heap.large.cache_usage();
+        (s.large_cached, s.large_cached_bytes) = heap.large_cache.usage();
         s
     }
 
@@ -1329,7 +1332,7 @@ impl SegregatedFit {
             // SAFETY: called on the class's own heap.
             purged += unsafe { trim_class(heap, class) };
         }
-        purged + heap.large.release_cached()
+        purged + heap.large.release_cached(&heap.large_cache)
     }
 }
 
@@ -1543,7 +1546,7 @@ impl Drop for SegregatedFit {
         }
         // SAFETY: as above.
         unsafe {
-            h.large.release_all();
+            h.large.release_all(&h.large_cache);
             h.region.release_all();
             let _ = sys::release(hp.cast(), heap_len());
         }
