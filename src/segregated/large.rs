@@ -4,7 +4,7 @@
 //! **Contract.** Each large block is its own mapping, made with one system
 //! call (reserve and commit together: `mmap` read-write, or
 //! `VirtualAlloc(MEM_RESERVE | MEM_COMMIT)`) and given back with one
-//! (`munmap` / `VirtualFree`). Its length is rounded to the base
+//! (`munmap` / `VirtualFree`) when the cache (below) does not keep it. Its length is rounded to the base
 //! allocator's granularity (the page, or 64 KiB on Windows), and the slack
 //! is the block's room to grow in place. Live large blocks are kept in a
 //! list under a spin lock (one per allocator, never allocating; it guards
@@ -23,7 +23,7 @@
 //! moves the header and returns the same block; past the mapping, Linux
 //! `mremap`s it (the kernel moves page tables, not bytes); elsewhere the
 //! caller copies. Fresh mappings read as zero, so `alloc_zeroed` writes
-//! nothing. A shrink that leaves 64 KiB or more of the mapping unused
+//! nothing on them. A shrink that leaves 64 KiB or more of the mapping unused
 //! unmaps that tail (Unix; Windows keeps it, as a reservation is released
 //! whole), and `stats` counts the shorter mapping.
 //!
