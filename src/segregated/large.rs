@@ -4,7 +4,7 @@
 //! **Contract.** Each large block is its own mapping, made with one system
 //! call (reserve and commit together: `mmap` read-write, or
 //! `VirtualAlloc(MEM_RESERVE | MEM_COMMIT)`) and given back with one
-//! (`munmap` / `VirtualFree`). Its length is rounded to the base
+//! (`munmap` / `VirtualFree`) when the cache (below) does not keep it. Its length is rounded to the base
 //! allocator's granularity (the page, or 64 KiB on Windows), and the slack
 //! is the block's room to grow in place. Live large blocks are kept in a
 //! list under a spin lock (one per allocator, never allocating; it guards
@@ -23,12 +23,23 @@
 //! moves the header and returns the same block; past the mapping, Linux
 //! `mremap`s it (the kernel moves page tables, not bytes); elsewhere the
 //! caller copies. Fresh mappings read as zero, so `alloc_zeroed` writes
-//! nothing. A shrink that leaves 64 KiB or more of the mapping unused
+//! nothing on them. A shrink that leaves 64 KiB or more of the mapping unused
 //! unmaps that tail (Unix; Windows keeps it, as a reservation is released
 //! whole), and `stats` counts the shorter mapping.
 //!
+//! **Reuse.** A freed mapping is kept, not unmapped, in a small cache (at
+//! most [`CACHE_SLOTS`] mappings and a quarter of the live large bytes,
+//! clamped to 8..64 MiB; the oldest go back to the OS first), and an
+//! allocation takes the shortest cached mapping that fits it with at most a
+//! quarter more than it needs. A cached mapping is not live: `contains`,
+//! `containing` and a free of it treat it as no block of ours. A reused
+//! mapping holds the previous block's bytes, so `alloc_zeroed` clears the
+//! requested size (a fresh mapping needs nothing). `trim` and drop unmap
+//! the cache.
+//!
 //! **Costs.** 32 bytes plus rounding per block, one system call per
-//! allocation and free, a lock around a list splice. Failures: `TooLarge`
+//! allocation and free that the cache misses, a lock around a list splice
+//! and a scan of at most 64 cache slots. Failures: `TooLarge`
 //! for a size above [`MAX_REQUEST`](super::SegregatedFit::MAX_REQUEST)
 //! (the header and the alignment's padding are not counted), `Os` when the
 //! OS refuses.
@@ -60,6 +71,64 @@ const HEADER: usize = size_of::<LargeHeader>();
 /// one stays mapped, room for the block to grow in place again.
 const SHRINK_MIN: usize = 64 << 10;
 
+/// How many freed mappings the cache keeps at most.
+pub(crate) const CACHE_SLOTS: usize = 64;
+
+/// The cache's byte bound: a quarter of the live large bytes, clamped to
+/// these (a lone large block still gets a few MiB of reuse; a heap of
+/// gigabytes keeps at most 64 MiB idle).
+const CACHE_MIN_BYTES: usize = 8 << 20;
+const CACHE_MAX_BYTES: usize = 64 << 20;
+
+/// The byte bound of the cache when `live` bytes of large blocks are mapped.
+fn cache_bound(live: usize) -> usize {
+    (live / 4).clamp(CACHE_MIN_BYTES, CACHE_MAX_BYTES)
+}
+
+/// One cache slot: a freed mapping's start and length (under the lock).
+#[derive(Debug)]
+struct Cached {
+    base: AtomicPtr<u8>,
+    len: AtomicUsize,
+}
+
+/// Mappings taken out of the cache under the lock, unmapped after it (the
+/// lock never guards a system call).
+struct Evicted {
+    maps: [(*mut u8, usize); CACHE_SLOTS + 1],
+    n: usize,
+}
+
+impl Evicted {
+    fn new() -> Self {
+        Self {
+            maps: [(ptr::null_mut(), 0); CACHE_SLOTS + 1],
+            n: 0,
+        }
+    }
+
+    fn push(&mut self, base: *mut u8, len: usize) {
+        self.maps[self.n] = (base, len);
+        self.n += 1;
+    }
+
+    /// Unmaps them all; returns the bytes.
+    ///
+    /// # Safety
+    ///
+    /// Each is a whole mapping of ours that nothing uses or lists.
+    unsafe fn release(&self) -> usize {
+        let mut bytes = 0;
+        for &(base, len) in &self.maps[..self.n] {
+            // SAFETY: the caller's contract; `base` is non-null (a mapping).
+            let r = unsafe { sys::release(NonNull::new_unchecked(base), len) };
+            debug_assert!(r.is_ok(), "release of a large mapping failed: {r:?}");
+            bytes += len;
+        }
+        bytes
+    }
+}
+
 /// Where the header of a block of `size` bytes sits, from the block.
 #[inline]
 fn header_offset(size: usize) -> usize {
@@ -75,6 +144,95 @@ pub(crate) struct LargeBlocks {
     /// Live large blocks and their mapped bytes (for `stats`).
     count: AtomicUsize,
     bytes: AtomicUsize,
+}
+
+/// The freed mappings of one allocator's large blocks kept for reuse,
+/// under the [`LargeBlocks`]' lock. A separate field of the heap, after
+/// the fields the fast paths read, so that their offsets (in the probes'
+/// listings) stay as they were.
+#[derive(Debug)]
+pub(crate) struct LargeCache {
+    /// Slots `0..cached`, oldest first, and their bytes (all zero in a
+    /// fresh heap: empty).
+    cache: [Cached; CACHE_SLOTS],
+    cached: AtomicUsize,
+    cached_bytes: AtomicUsize,
+}
+
+impl LargeCache {
+    /// Takes the shortest cached mapping of at least `len` bytes and at
+    /// most a quarter more, out of the cache (the caller holds the large list's lock).
+    fn take_cached_locked(&self, len: usize) -> Option<(*mut u8, usize)> {
+        let n = self.cached.load(Ordering::Relaxed);
+        let most = len.saturating_add(len / 4);
+        let mut best: Option<(usize, usize)> = None;
+        for (i, c) in self.cache[..n].iter().enumerate() {
+            let l = c.len.load(Ordering::Relaxed);
+            if (len..=most).contains(&l) && best.is_none_or(|(_, b)| l < b) {
+                best = Some((i, l));
+            }
+        }
+        let (i, l) = best?;
+        let base = self.cache[i].base.load(Ordering::Relaxed);
+        self.remove_cached_locked(i);
+        Some((base, l))
+    }
+
+    /// Removes slot `i` of the cache, keeping the order (under the large list's lock).
+    fn remove_cached_locked(&self, i: usize) {
+        let n = self.cached.load(Ordering::Relaxed);
+        let len = self.cache[i].len.load(Ordering::Relaxed);
+        for j in i + 1..n {
+            let (b, l) = (
+                self.cache[j].base.load(Ordering::Relaxed),
+                self.cache[j].len.load(Ordering::Relaxed),
+            );
+            self.cache[j - 1].base.store(b, Ordering::Relaxed);
+            self.cache[j - 1].len.store(l, Ordering::Relaxed);
+        }
+        self.cached.store(n - 1, Ordering::Relaxed);
+        self.cached_bytes.fetch_sub(len, Ordering::Relaxed);
+    }
+
+    /// Moves the oldest cached mapping into `out` (the caller holds the large list's lock;
+    /// the cache is not empty).
+    fn evict_oldest_locked(&self, out: &mut Evicted) {
+        out.push(
+            self.cache[0].base.load(Ordering::Relaxed),
+            self.cache[0].len.load(Ordering::Relaxed),
+        );
+        self.remove_cached_locked(0);
+    }
+
+    /// Keeps a freed mapping in the cache, evicting the oldest ones into
+    /// `out` until it fits the bounds, or puts it in `out` itself when it
+    /// is longer than the byte bound for `live` mapped bytes of live blocks
+    /// (the caller holds the large list's lock).
+    fn stash_locked(&self, base: *mut u8, len: usize, live: usize, out: &mut Evicted) {
+        let bound = cache_bound(live);
+        if len > bound {
+            out.push(base, len);
+            return;
+        }
+        while self.cached.load(Ordering::Relaxed) == CACHE_SLOTS
+            || self.cached_bytes.load(Ordering::Relaxed) + len > bound
+        {
+            self.evict_oldest_locked(out);
+        }
+        let n = self.cached.load(Ordering::Relaxed);
+        self.cache[n].base.store(base, Ordering::Relaxed);
+        self.cache[n].len.store(len, Ordering::Relaxed);
+        self.cached.store(n + 1, Ordering::Relaxed);
+        self.cached_bytes.fetch_add(len, Ordering::Relaxed);
+    }
+
+    /// Cached (freed, kept) mappings and their bytes.
+    pub(crate) fn usage(&self) -> (usize, usize) {
+        (
+            self.cached.load(Ordering::Relaxed),
+            self.cached_bytes.load(Ordering::Relaxed),
+        )
+    }
 }
 
 impl LargeBlocks {
@@ -118,6 +276,16 @@ impl LargeBlocks {
     /// `h` is a header slot of a live large block, not in the list.
     unsafe fn link(&self, h: *mut LargeHeader, base: *mut u8, len: usize) {
         let _guard = self.lock.lock();
+        // SAFETY: forwarded; we hold the lock.
+        unsafe { self.link_locked(h, base, len) }
+    }
+
+    /// [`link`](Self::link) with the lock held by the caller.
+    ///
+    /// # Safety
+    ///
+    /// As `link`; the caller holds `lock`.
+    unsafe fn link_locked(&self, h: *mut LargeHeader, base: *mut u8, len: usize) {
         let head = self.head.load(Ordering::Relaxed);
         // SAFETY: the slot is ours; the old head (if any) is a live header
         // reached under the lock.
@@ -142,6 +310,16 @@ impl LargeBlocks {
     /// `h` is the header of a live large block in the list.
     unsafe fn unlink(&self, h: *mut LargeHeader) -> (*mut u8, usize) {
         let _guard = self.lock.lock();
+        // SAFETY: forwarded; we hold the lock.
+        unsafe { self.unlink_locked(h) }
+    }
+
+    /// [`unlink`](Self::unlink) with the lock held by the caller.
+    ///
+    /// # Safety
+    ///
+    /// As `unlink`; the caller holds `lock`.
+    unsafe fn unlink_locked(&self, h: *mut LargeHeader) -> (*mut u8, usize) {
         debug_assert!(
             self.contains_locked(h),
             "SegregatedFit: foreign pointer or double free: not a live large block"
@@ -174,9 +352,43 @@ impl LargeBlocks {
         false
     }
 
-    /// Maps a large block for `layout`: zeroed.
-    pub(crate) fn alloc(&self, layout: Layout, max: usize) -> Result<NonNull<u8>, AllocError> {
+    /// Allocates a large block for `layout`: from a cached mapping when one
+    /// fits, else a fresh mapping. With `zeroed`, its `layout.size()`
+    /// bytes read as zero (a fresh mapping already does).
+    pub(crate) fn alloc(
+        &self,
+        cache: &LargeCache,
+        layout: Layout,
+        max: usize,
+        zeroed: bool,
+    ) -> Result<NonNull<u8>, AllocError> {
         let len = Self::extent(layout, max)?;
+        let hoff = header_offset(layout.size());
+        {
+            let guard = self.lock.lock();
+            if let Some((base, mlen)) = cache.take_cached_locked(len) {
+                let offset = base.addr().next_multiple_of(layout.align()) - base.addr();
+                // SAFETY: a cached mapping of `mlen >= len` bytes, out of
+                // the cache and so ours; `offset` is under the alignment's
+                // padding that `len` counts, so the block, its size and its
+                // header lie inside it, 8-aligned.
+                let block = unsafe { NonNull::new_unchecked(base.add(offset)) };
+                // SAFETY: as above: a header slot inside the mapping, and we
+                // hold the lock.
+                unsafe {
+                    self.link_locked(block.as_ptr().add(hoff).cast(), base, mlen);
+                }
+                self.count.fetch_add(1, Ordering::Relaxed);
+                self.bytes.fetch_add(mlen, Ordering::Relaxed);
+                drop(guard);
+                if zeroed {
+                    // SAFETY: the block's `size` bytes are inside the
+                    // mapping, ours (linked as live, used by no one else).
+                    unsafe { block.as_ptr().write_bytes(0, layout.size()) };
+                }
+                return Ok(block);
+            }
+        }
         let base = sys::map(len)?;
         let offset = base.as_ptr().addr().next_multiple_of(layout.align()) - base.as_ptr().addr();
         // SAFETY: `offset < pad`, so the block, its `size` bytes and the
@@ -184,7 +396,7 @@ impl LargeBlocks {
         let block = unsafe { base.add(offset) };
         // SAFETY: as above; 8-aligned (block and the offset are multiples of
         // 8), unaliased.
-        let h = unsafe { block.add(header_offset(layout.size())) }.cast::<LargeHeader>();
+        let h = unsafe { block.add(hoff) }.cast::<LargeHeader>();
         // SAFETY: a fresh header slot.
         unsafe { self.link(h.as_ptr(), base.as_ptr(), len) };
         self.count.fetch_add(1, Ordering::Relaxed);
@@ -192,25 +404,44 @@ impl LargeBlocks {
         Ok(block)
     }
 
-    /// Unmaps a large block.
+    /// Frees a large block: its mapping goes to the cache (unmapping what
+    /// the cache's bounds push out), or straight back to the OS.
     ///
     /// # Safety
     ///
     /// `block` came from [`alloc`](Self::alloc) (or `realloc`) on this list
     /// with `size`, and is not used afterwards. Debug builds panic if it is
     /// not a live large block.
-    pub(crate) unsafe fn dealloc(&self, block: NonNull<u8>, size: usize) {
+    pub(crate) unsafe fn dealloc(&self, cache: &LargeCache, block: NonNull<u8>, size: usize) {
         let h = block
             .as_ptr()
             .wrapping_add(header_offset(size))
             .cast::<LargeHeader>();
-        // SAFETY: a live large block has its header there.
-        let (base, len) = unsafe { self.unlink(h) };
-        self.count.fetch_sub(1, Ordering::Relaxed);
-        self.bytes.fetch_sub(len, Ordering::Relaxed);
-        // SAFETY: the mapping `alloc` made, now unlinked and unused.
-        let r = unsafe { sys::release(NonNull::new_unchecked(base), len) };
-        debug_assert!(r.is_ok(), "release of a large block failed: {r:?}");
+        let mut out = Evicted::new();
+        {
+            let _guard = self.lock.lock();
+            // SAFETY: a live large block has its header there; we hold the
+            // lock.
+            let (base, len) = unsafe { self.unlink_locked(h) };
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            let live = self.bytes.fetch_sub(len, Ordering::Relaxed) - len;
+            cache.stash_locked(base, len, live, &mut out);
+        }
+        // SAFETY: mappings out of the list and the cache, unused.
+        unsafe { out.release() };
+    }
+
+    /// Unmaps every cached mapping; returns their bytes.
+    pub(crate) fn release_cached(&self, cache: &LargeCache) -> usize {
+        let mut out = Evicted::new();
+        {
+            let _guard = self.lock.lock();
+            while cache.cached.load(Ordering::Relaxed) > 0 {
+                cache.evict_oldest_locked(&mut out);
+            }
+        }
+        // SAFETY: mappings out of the cache, which held them unused.
+        unsafe { out.release() }
     }
 
     /// Resizes a large block in place (within its mapping) or by remapping
@@ -335,12 +566,13 @@ impl LargeBlocks {
         )
     }
 
-    /// Unmaps every live large block.
+    /// Unmaps every live large block and the cache.
     ///
     /// # Safety
     ///
     /// None of them is used afterwards.
-    pub(crate) unsafe fn release_all(&self) {
+    pub(crate) unsafe fn release_all(&self, cache: &LargeCache) {
+        self.release_cached(cache);
         let _guard = self.lock.lock();
         let mut h = self.head.swap(ptr::null_mut(), Ordering::Relaxed);
         while !h.is_null() {
@@ -353,5 +585,107 @@ impl LargeBlocks {
             }
             h = next;
         }
+    }
+}
+
+#[cfg(all(test, unix, not(miri)))]
+mod tests {
+    use super::{CACHE_MIN_BYTES, CACHE_SLOTS};
+    use crate::SegregatedFit;
+    use core::alloc::Layout;
+
+    fn l(size: usize) -> Layout {
+        Layout::from_size_align(size, 8).unwrap()
+    }
+
+    /// A freed large block's mapping serves the next request that fits it:
+    /// same address, no new mapping, and it is out of the cache meanwhile.
+    #[test]
+    fn a_freed_mapping_is_reused() {
+        let a = SegregatedFit::new();
+        let p = a.alloc(l(200_000)).unwrap();
+        // SAFETY: ours, 200,000 bytes, freed once with its layout.
+        unsafe {
+            p.as_ptr().write_bytes(0xab, 200_000);
+            a.dealloc(p, l(200_000));
+        }
+        let s = a.stats();
+        assert_eq!((s.large_blocks, s.large_bytes), (0, 0));
+        assert_eq!(s.large_cached, 1);
+        assert!(s.large_cached_bytes >= 200_000);
+        assert!(!a.owns(p, l(200_000)), "a cached mapping is not live");
+        // A request within a quarter of the mapping takes it.
+        let q = a.alloc(l(190_000)).unwrap();
+        assert_eq!(q, p);
+        let s = a.stats();
+        assert_eq!(
+            (s.large_blocks, s.large_cached, s.large_cached_bytes),
+            (1, 0, 0)
+        );
+        assert!(a.owns(q, l(190_000)));
+        // SAFETY: ours, freed once.
+        unsafe { a.dealloc(q, l(190_000)) };
+    }
+
+    /// `alloc_zeroed` on a reused (dirty) mapping clears it.
+    #[test]
+    fn a_reused_mapping_is_zeroed_for_alloc_zeroed() {
+        let a = SegregatedFit::new();
+        let n = 300_000;
+        let p = a.alloc(l(n)).unwrap();
+        // SAFETY: ours, `n` bytes, freed once.
+        unsafe {
+            p.as_ptr().write_bytes(0xcd, n);
+            a.dealloc(p, l(n));
+        }
+        let q = a.alloc_zeroed(l(n)).unwrap();
+        assert_eq!(q, p, "reused");
+        // SAFETY: `n` bytes of ours.
+        let bytes = unsafe { core::slice::from_raw_parts(q.as_ptr(), n) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        // SAFETY: ours, freed once.
+        unsafe { a.dealloc(q, l(n)) };
+    }
+
+    /// The cache holds at most `CACHE_SLOTS` mappings and its byte bound,
+    /// never a mapping longer than that bound, never serves a request far
+    /// smaller than a mapping, and `trim` empties it.
+    #[test]
+    fn the_cache_is_bounded_and_trimmed() {
+        let a = SegregatedFit::new();
+        let ps: Vec<_> = (0..CACHE_SLOTS + 4)
+            .map(|_| a.alloc(l(100_000)).unwrap())
+            .collect();
+        for &p in &ps {
+            // SAFETY: ours, freed once.
+            unsafe { a.dealloc(p, l(100_000)) };
+        }
+        let s = a.stats();
+        assert_eq!(s.large_cached, CACHE_SLOTS);
+        // The byte bound: mappings of 4 MiB, at most two fit 8 MiB.
+        let big = 4 << 20;
+        let bs: Vec<_> = (0..3).map(|_| a.alloc(l(big)).unwrap()).collect();
+        for &p in &bs {
+            // SAFETY: ours, freed once.
+            unsafe { a.dealloc(p, l(big)) };
+        }
+        let s = a.stats();
+        assert!(s.large_cached_bytes <= CACHE_MIN_BYTES, "{s:?}");
+        assert!(s.large_cached <= CACHE_SLOTS);
+        // Longer than the bound: straight back to the OS.
+        let huge = a.alloc(l(CACHE_MIN_BYTES + 1)).unwrap();
+        let before = a.stats().large_cached_bytes;
+        // SAFETY: ours, freed once.
+        unsafe { a.dealloc(huge, l(CACHE_MIN_BYTES + 1)) };
+        assert_eq!(a.stats().large_cached_bytes, before);
+        // A 4 MiB mapping does not serve a 100 KB request (too much waste).
+        let small = a.alloc(l(70_000)).unwrap();
+        assert!(!bs.contains(&small));
+        // SAFETY: ours, freed once.
+        unsafe { a.dealloc(small, l(70_000)) };
+        let cached = a.stats().large_cached_bytes;
+        assert!(a.trim() >= cached);
+        let s = a.stats();
+        assert_eq!((s.large_cached, s.large_cached_bytes), (0, 0));
     }
 }

@@ -25,7 +25,8 @@
 //! sit at multiples of the block size from an aligned span base. So any
 //! alignment up to 4096 is honoured by the class itself. Requests above
 //! 64 KiB (after that rounding) or aligned above 4096 take the **large
-//! path** (`large.rs`): one mapping per block, one system call each way, a
+//! path** (`large.rs`): one mapping per block, one system call each way
+//! (fewer: freed mappings are cached, bounded, and reused), a
 //! 32-byte header at the block's tail (the one place this allocator has a
 //! per-allocation header), page-aligned, grown in place or by `mremap`
 //! (Linux) on `realloc`. Requests above
@@ -140,7 +141,7 @@ use core::ptr::{self, NonNull};
 use crossbeam_utils::CachePadded;
 
 pub use class::{GRANULE, MAX_CLASS_ALIGN, MAX_CLASS_SIZE, SizeClass};
-use large::LargeBlocks;
+use large::{LargeBlocks, LargeCache};
 use lock::SpinLock;
 use queue::ClassQueue;
 use region::Region;
@@ -203,6 +204,9 @@ pub(crate) struct Heap {
     /// Per class, the shape of its spans, for [`SegregatedFit::locate`]:
     /// written before the heap is published, read-only after.
     shapes: [Shape; SizeClass::COUNT],
+    /// Freed large mappings kept for reuse (under `large`'s lock); last,
+    /// so that the fields above keep their offsets.
+    large_cache: LargeCache,
 }
 
 /// A class's span shape as [`SegregatedFit::locate`] tests a pointer
@@ -549,6 +553,11 @@ pub struct SegregatedStats {
     pub large_blocks: usize,
     /// Bytes mapped for them.
     pub large_bytes: usize,
+    /// Freed large mappings kept for reuse (not live: not in
+    /// `large_blocks`); `trim` unmaps them.
+    pub large_cached: usize,
+    /// Their bytes (not in `large_bytes` nor `bytes_in_use`).
+    pub large_cached_bytes: usize,
 }
 
 impl SegregatedStats {
@@ -828,8 +837,11 @@ impl SegregatedFit {
     }
 
     /// Allocates a zeroed block: class blocks are cleared, large blocks are
-    /// fresh mappings, already zero.
+    /// fresh mappings, already zero, or reused ones, cleared.
     pub fn alloc_zeroed(&self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        if layout.size() != 0 && Self::size_class(layout.size(), layout.align()).is_none() {
+            return self.alloc_large_zeroed(layout).ok_or_else(refusal);
+        }
         let p = self.alloc(layout)?;
         if Self::size_class(layout.size(), layout.align()).is_some() {
             // SAFETY: a block of at least `layout.size()` bytes, ours.
@@ -888,10 +900,21 @@ impl SegregatedFit {
     #[cold]
     #[inline(never)]
     fn alloc_large(&self, layout: Layout) -> Option<NonNull<u8>> {
-        refuse(
-            self.heap_or_init()
-                .and_then(|h| h.large.alloc(layout, Self::MAX_REQUEST)),
-        )
+        refuse(self.heap_or_init().and_then(|h| {
+            h.large
+                .alloc(&h.large_cache, layout, Self::MAX_REQUEST, false)
+        }))
+    }
+
+    /// [`alloc_large`](Self::alloc_large) for `alloc_zeroed`: a reused
+    /// mapping is cleared.
+    #[cold]
+    #[inline(never)]
+    fn alloc_large_zeroed(&self, layout: Layout) -> Option<NonNull<u8>> {
+        refuse(self.heap_or_init().and_then(|h| {
+            h.large
+                .alloc(&h.large_cache, layout, Self::MAX_REQUEST, true)
+        }))
     }
 
     /// Gives a block back: pushes it onto the calling thread's cache for its
@@ -1153,7 +1176,7 @@ impl SegregatedFit {
             );
         };
         // SAFETY: forwarded contract.
-        unsafe { heap.large.dealloc(ptr, layout.size()) }
+        unsafe { heap.large.dealloc(&heap.large_cache, ptr, layout.size()) }
     }
 
     /// Links `blocks` into a chain for [`dealloc_batch`](Self::dealloc_batch)
@@ -1255,6 +1278,8 @@ impl SegregatedFit {
             span_bytes: 0,
             large_blocks: 0,
             large_bytes: 0,
+            large_cached: 0,
+            large_cached_bytes: 0,
         };
         let Some(heap) = self.heap() else {
             for (i, c) in s.classes.iter_mut().enumerate() {
@@ -1286,11 +1311,12 @@ impl SegregatedFit {
         }
         s.span_bytes = heap.region.carved();
         (s.large_blocks, s.large_bytes) = heap.large.usage();
+        (s.large_cached, s.large_cached_bytes) = heap.large_cache.usage();
         s
     }
 
-    /// Gives the pages of empty spans back to the OS and returns how many
-    /// bytes that was. Flushes the calling thread's cache first; blocks in
+    /// Gives the pages of empty spans and the cached large mappings back to
+    /// the OS and returns how many bytes that was. Flushes the calling thread's cache first; blocks in
     /// other threads' caches keep their spans. Each class's growth lock is
     /// held while its queue is drained and refilled, so allocations that
     /// miss their cache meanwhile wait for it.
@@ -1306,7 +1332,7 @@ impl SegregatedFit {
             // SAFETY: called on the class's own heap.
             purged += unsafe { trim_class(heap, class) };
         }
-        purged
+        purged + heap.large.release_cached(&heap.large_cache)
     }
 }
 
@@ -1520,7 +1546,7 @@ impl Drop for SegregatedFit {
         }
         // SAFETY: as above.
         unsafe {
-            h.large.release_all();
+            h.large.release_all(&h.large_cache);
             h.region.release_all();
             let _ = sys::release(hp.cast(), heap_len());
         }
