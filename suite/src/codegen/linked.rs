@@ -650,7 +650,10 @@ pub fn join_prefixes(disassembly: String, arch: &Arch) -> String {
 fn trailing_target(code: &str) -> Option<(&str, &str)> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let c = RE
-        .get_or_init(|| Regex::new(r"^(.*\))\s+<([^>]+)>\s*$").expect("regex"))
+        .get_or_init(|| {
+            // `jr -992(t1) <sym>`, or with a zero offset `jr t1 <sym>`.
+            Regex::new(r"^(.*(?:\)|\bt1|\bra))\s+<([^>]+)>\s*$").expect("regex")
+        })
         .captures(code)?;
     Some((c.get(1)?.as_str(), c.get(2)?.as_str()))
 }
@@ -812,6 +815,9 @@ fn x86_operands(code: &str, comment: Option<&str>) -> String {
             Some((name, _)) if !name.starts_with(['_', '.']) && !name.starts_with("GCC_") => {
                 "data+OFF".to_string()
             }
+            // An offset into a local label's data (`.Lanon.1+0x16c`, the
+            // panic locations' strings) moves with any code change.
+            Some((name, _)) if name.starts_with(".L") => format!("{name}+OFF"),
             _ => sym,
         };
         s = rip.replace(&s, format!("[rip + {sym}]")).into_owned();
@@ -1309,9 +1315,14 @@ pub(crate) fn riscv_far_jump(code: &str, previous: Option<&str>) -> Option<&'sta
         return None;
     }
     let code = trailing_target(code).map_or(code, |(c, _)| c).trim_end();
-    if code.starts_with("jalr") && code.ends_with("(ra)") && previous.contains("ra,") {
+    // With a zero offset llvm-objdump prints the short alias: `jalr ra`,
+    // `jr t1` (no `0(…)`).
+    let mut words = code.split_whitespace();
+    let (op, operand) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let via = |reg: &str| operand.ends_with(&format!("({reg})")) || operand == reg;
+    if op == "jalr" && via("ra") && previous.contains("ra,") {
         Some("call")
-    } else if code.starts_with("jr") && code.ends_with("(t1)") && previous.contains("t1,") {
+    } else if op == "jr" && via("t1") && previous.contains("t1,") {
         Some("tail")
     } else {
         None
@@ -1528,6 +1539,13 @@ OFFSET           TYPE                     VALUE
     5b96:      \tjr\t-960(t1) <alloc_miss>
 ";
         let f = &parse_objdump(dis, syms, &Arch::Riscv64, &["probe_t"])[0];
+        assert_eq!(
+            normalize::normalize(f, &Arch::Riscv64).text(),
+            "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n"
+        );
+        // With a zero offset the jump is the short alias `jr t1 <sym>`.
+        let zero = dis.replace("jr\t-960(t1)", "jr\tt1");
+        let f = &parse_objdump(&zero, syms, &Arch::Riscv64, &["probe_t"])[0];
         assert_eq!(
             normalize::normalize(f, &Arch::Riscv64).text(),
             "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n"
