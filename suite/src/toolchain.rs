@@ -450,6 +450,43 @@ pub fn install_toolchain(toolchain: &str, announce: &dyn Fn(String)) -> Result<(
     })
 }
 
+/// `rustup component add <component> --toolchain <tc>` (the report's
+/// `llvm-tools`, for the toolchain's own llvm-objdump), under the rustup
+/// lock.
+pub fn add_component(
+    toolchain: &str,
+    component: &str,
+    announce: &dyn Fn(String),
+) -> Result<(), BuildError> {
+    if !has_rustup() {
+        return Ok(());
+    }
+    add_component_with("rustup".as_ref(), toolchain, component, announce)
+}
+
+/// [`add_component`] with this `rustup` program (tests use a stand-in).
+pub fn add_component_with(
+    rustup: &std::ffi::OsStr,
+    toolchain: &str,
+    component: &str,
+    announce: &dyn Fn(String),
+) -> Result<(), BuildError> {
+    let _guard = rustup_guard();
+    let mut cmd = Command::new(rustup);
+    cmd.args(["component", "add", component, "--toolchain", toolchain]);
+    let Some(stderr) = change(&mut cmd, announce)? else {
+        return Ok(());
+    };
+    Err(BuildError::InstallFailed {
+        command: command_line(&cmd),
+        first_error: first_error_line(&stderr),
+        fix: format!(
+            "run `rustup component add {component} --toolchain {toolchain}` by hand (or \
+             scripts/setup), then run the command again"
+        ),
+    })
+}
+
 /// `rustup toolchain uninstall <tc>`, under the rustup lock; the error is
 /// rustup's stderr.
 pub fn uninstall_toolchain(toolchain: &str, announce: &dyn Fn(String)) -> Result<(), String> {

@@ -477,6 +477,13 @@ fn llvm_program(name: &str, prefer: Option<u32>) -> Option<(PathBuf, Option<u32>
     best
 }
 
+/// Whether the toolchain's own llvm-objdump (rustup's `llvm-tools`) is
+/// there, asked afresh (not memoized): `report --install` adds the
+/// component when it is not.
+pub fn toolchain_llvm_objdump() -> bool {
+    find_uncached(&Tool::LlvmObjdump).is_ok_and(|f| !f.fallback)
+}
+
 /// Looks `tool` up (memoized per tool: the answer of one process).
 pub fn find(tool: &Tool) -> Result<Found, Missing> {
     static SEEN: OnceLock<Mutex<std::collections::BTreeMap<Tool, Result<Found, Missing>>>> =

@@ -68,6 +68,23 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     // (`linked_probes`, `probe_driver`); another project's report has the
     // listings, their hot paths and llvm-mca's predictions.
     let with_linked = !args.no_linked && project::current().is_allocasm();
+    // The linked views' disassembler is the toolchain's llvm-objdump: a
+    // fresh machine's minimal toolchain lacks it, and `report` adds it as it
+    // adds targets (else GNU objdump stands in, with a note).
+    if install && with_linked && !allocasm_suite::tools::toolchain_llvm_objdump() {
+        let toolchain = args.build.toolchain.clone().map_or_else(
+            || allocasm_suite::toolchain::resolve_toolchain(&Default::default()),
+            Ok,
+        );
+        let added = toolchain.and_then(|tc| {
+            allocasm_suite::toolchain::add_component(&tc, "llvm-tools", &|line| {
+                errln!("report: running `{line}`")
+            })
+        });
+        if let Err(e) = added {
+            errln!("{} {e}", ui.yellow("warning:"));
+        }
+    }
     let opts = session::build_options(
         args.build.toolchain.clone(),
         args.build.target.target_root.as_ref(),

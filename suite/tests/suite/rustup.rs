@@ -231,3 +231,49 @@ fn a_target_the_channel_lacks_is_not_available_and_the_rest_install() {
         "the others are installed: {added:?}"
     );
 }
+
+/// `report --install` adds rustup's `llvm-tools` (the linked views'
+/// llvm-objdump) with one `component add`; a failure names the command,
+/// rustup's first error and the fix.
+#[cfg(unix)]
+#[test]
+fn a_component_is_added_once_and_a_failure_names_the_fix() {
+    use allocasm_suite::toolchain;
+    let rustup = stand_in("component", false);
+    let announced = Mutex::new(Vec::new());
+    // The stand-in knows no `component add`: it fails as rustup would.
+    let err = toolchain::add_component_with(rustup.as_os_str(), "1.99.1", "llvm-tools", &|l| {
+        announced.lock().unwrap().push(l)
+    })
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("component add llvm-tools --toolchain 1.99.1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rustup component add llvm-tools --toolchain 1.99.1` by hand"),
+        "the fix: {text}"
+    );
+    assert_eq!(
+        log(&rustup),
+        ["component add llvm-tools --toolchain 1.99.1"]
+    );
+    assert_eq!(announced.lock().unwrap().len(), 1, "announced once");
+    // A rustup that takes it: one call, no error.
+    let ok = rustup.with_file_name("rustup-ok");
+    std::fs::write(
+        &ok,
+        "#!/bin/sh\necho \"$*\" >> \"$(dirname \"$0\")/ok-log\"\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ok, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    toolchain::add_component_with(ok.as_os_str(), "1.99.1", "llvm-tools", &|_| {}).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ok.with_file_name("ok-log")).unwrap(),
+        "component add llvm-tools --toolchain 1.99.1\n"
+    );
+}
