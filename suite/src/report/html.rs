@@ -791,6 +791,9 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
                 counts_html(s, c, tls, res.hot_path.as_ref());
                 measured_html(s, res);
                 s.push_str(&listing_html(&probe.name, &res.lines));
+                if let Some(f) = &res.followed {
+                    followed_html(s, f);
+                }
             }
             (ProbeStatus::Missing, _, _) => {
                 let _ = writeln!(
@@ -828,6 +831,46 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
     let _ = writeln!(s, "</div>");
     s.push_str(&linked_html(probe));
     let _ = writeln!(s, "</section>");
+}
+
+/// A `follow = true` probe's walk through its callees, folded: each
+/// callee's hot path under the probe, then what was not followed.
+fn followed_html(s: &mut String, f: &super::FollowedReport) {
+    let _ = writeln!(
+        s,
+        "<details class=\"followed\"><summary>followed through {} callee(s): {} instructions · {} atomic(s) · {} loop(s) · {} stack access(es)</summary>",
+        f.callees.len(),
+        f.instructions,
+        f.atomics,
+        f.loops,
+        f.stack_accesses
+    );
+    for c in &f.callees {
+        let _ = writeln!(
+            s,
+            "<p style=\"margin-left:{}em\">→ <code>{}</code> (from <code>{}</code>): {}</p><pre>{}</pre>",
+            c.depth - 1,
+            escape(&c.path),
+            escape(&c.caller),
+            escape(&c.hot_path.line()),
+            escape(&c.hot_path.lines.join("\n"))
+        );
+    }
+    if !f.not_followed.is_empty() || !f.calls_leaving.is_empty() {
+        let _ = writeln!(s, "<ul>");
+        for n in &f.not_followed {
+            let _ = writeln!(s, "<li>not followed: {}</li>", escape(n));
+        }
+        if !f.calls_leaving.is_empty() {
+            let _ = writeln!(
+                s,
+                "<li>calls leaving the build: {}</li>",
+                escape(&f.calls_leaving.join(", "))
+            );
+        }
+        let _ = writeln!(s, "</ul>");
+    }
+    let _ = writeln!(s, "</details>");
 }
 
 /// The whole `report` in this format.

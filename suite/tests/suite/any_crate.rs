@@ -288,8 +288,18 @@ fn follow_sees_a_dependency_generic_function() {
     );
 
     // The report carries the walk.
-    let report = run_in(&dir, &["report", "--format", "json", "-p", "x86_64-linux"]);
+    let report = run_in(
+        &dir,
+        &["report", "--format", "json,html", "-p", "x86_64-linux"],
+    );
     assert_eq!(report.status.code(), Some(0), "{}", text(&report));
+    // The HTML page folds the callees under the probe too.
+    let html = std::fs::read_to_string(dir.join("reports/report.html")).unwrap();
+    assert!(
+        html.contains("<details class=\"followed\"><summary>followed through 1 callee(s)")
+            && html.contains("ArrayQueue&lt;u64&gt;::push_or_else"),
+        "the HTML report's followed block"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("reports/report.json")).unwrap())
             .unwrap();
