@@ -434,19 +434,26 @@ pub fn install_targets(
 /// rustup lock; `announce` is told the command line before it runs. The
 /// error carries rustup's first error line and the command to run by hand.
 pub fn install_toolchain(toolchain: &str, announce: &dyn Fn(String)) -> Result<(), BuildError> {
-    let _guard = rustup_guard();
     let mut cmd = Command::new("rustup");
     cmd.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
-    let Some(stderr) = change(&mut cmd, announce)? else {
+    install_with(&mut cmd, &install_line(toolchain), announce)
+}
+
+/// Runs one installing rustup `cmd` under the rustup lock; a failure
+/// carries rustup's first error line and `by_hand`, the line to run.
+fn install_with(
+    cmd: &mut Command,
+    by_hand: &str,
+    announce: &dyn Fn(String),
+) -> Result<(), BuildError> {
+    let _guard = rustup_guard();
+    let Some(stderr) = change(cmd, announce)? else {
         return Ok(());
     };
     Err(BuildError::InstallFailed {
-        command: command_line(&cmd),
+        command: command_line(cmd),
         first_error: first_error_line(&stderr),
-        fix: format!(
-            "run `{}` by hand (or scripts/setup), then run the command again",
-            install_line(toolchain)
-        ),
+        fix: format!("run `{by_hand}` by hand (or scripts/setup), then run the command again"),
     })
 }
 
@@ -471,20 +478,10 @@ pub fn add_component_with(
     component: &str,
     announce: &dyn Fn(String),
 ) -> Result<(), BuildError> {
-    let _guard = rustup_guard();
     let mut cmd = Command::new(rustup);
     cmd.args(["component", "add", component, "--toolchain", toolchain]);
-    let Some(stderr) = change(&mut cmd, announce)? else {
-        return Ok(());
-    };
-    Err(BuildError::InstallFailed {
-        command: command_line(&cmd),
-        first_error: first_error_line(&stderr),
-        fix: format!(
-            "run `rustup component add {component} --toolchain {toolchain}` by hand (or \
-             scripts/setup), then run the command again"
-        ),
-    })
+    let by_hand = format!("rustup component add {component} --toolchain {toolchain}");
+    install_with(&mut cmd, &by_hand, announce)
 }
 
 /// `rustup toolchain uninstall <tc>`, under the rustup lock; the error is

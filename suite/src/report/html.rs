@@ -838,12 +838,8 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
 fn followed_html(s: &mut String, f: &super::FollowedReport) {
     let _ = writeln!(
         s,
-        "<details class=\"followed\"><summary>followed through {} callee(s): {} instructions · {} atomic(s) · {} loop(s) · {} stack access(es)</summary>",
-        f.callees.len(),
-        f.instructions,
-        f.atomics,
-        f.loops,
-        f.stack_accesses
+        "<details class=\"followed\"><summary>{}</summary>",
+        escape(&f.summary())
     );
     for c in &f.callees {
         let _ = writeln!(

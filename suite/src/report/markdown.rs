@@ -393,15 +393,7 @@ pub fn render(r: &Report) -> String {
 /// one's hot path under its caller, what was not followed, the whole's
 /// figures.
 fn followed_block(s: &mut String, f: &super::FollowedReport) {
-    let _ = writeln!(
-        s,
-        "<details><summary>followed through {} callee(s): {} instructions · {} atomic(s) · {} loop(s) · {} stack access(es)</summary>\n",
-        f.callees.len(),
-        f.instructions,
-        f.atomics,
-        f.loops,
-        f.stack_accesses
-    );
+    let _ = writeln!(s, "<details><summary>{}</summary>\n", f.summary());
     for c in &f.callees {
         let _ = writeln!(
             s,

@@ -529,6 +529,20 @@ pub struct FollowedReport {
     pub calls_leaving: Vec<String>,
 }
 
+impl FollowedReport {
+    /// The walk's figures in one line, as both reports head it.
+    pub fn summary(&self) -> String {
+        format!(
+            "followed through {} callee(s): {} instructions · {} atomic(s) · {} loop(s) · {} stack access(es)",
+            self.callees.len(),
+            self.instructions,
+            self.atomics,
+            self.loops,
+            self.stack_accesses
+        )
+    }
+}
+
 /// One callee of a [`FollowedReport`].
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FollowedCallee {
