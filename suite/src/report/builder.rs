@@ -411,35 +411,15 @@ pub fn kind_name(kind: ProbeKind) -> &'static str {
 fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
     let expectations = evaluate(b.profile, b.listings, probe);
     let passed = expectations.iter().all(|e| e.passed);
-    let Some(listing) = b.listings.listing(probe.name) else {
-        return ProbeResult {
-            profile: b.profile.name.clone(),
-            status: ProbeStatus::Missing,
-            summary: None,
-            hot_path: None,
-            tls: None,
-            lines: Vec::new(),
-            annotations: Vec::new(),
-            expectations,
-            passed,
-            linked: None,
-            executed: None,
-            executed_reason: None,
-            mca: None,
-            mca_reason: None,
-            followed: None,
-        };
-    };
-    let hot = b.listings.hot_path(b.profile, probe.name);
-    let lines = listing_lines(listing, b.profile, hot.as_ref());
-    ProbeResult {
+    // What every result has; a found probe adds its listing's views.
+    let bare = ProbeResult {
         profile: b.profile.name.clone(),
-        status: ProbeStatus::Found,
-        summary: Some(listing.summary(&b.profile.classes).into()),
-        hot_path: hot.as_ref().map(HotPathReport::from),
-        tls: Some(annotate::tls_access(listing)),
-        lines,
-        annotations: annotate::annotations(listing),
+        status: ProbeStatus::Missing,
+        summary: None,
+        hot_path: None,
+        tls: None,
+        lines: Vec::new(),
+        annotations: Vec::new(),
         expectations,
         passed,
         linked: None,
@@ -447,11 +427,26 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
         executed_reason: None,
         mca: None,
         mca_reason: None,
+        followed: None,
+    };
+    let Some(listing) = b.listings.listing(probe.name) else {
+        return bare;
+    };
+    let hot = b.listings.hot_path(b.profile, probe.name);
+    let lines = listing_lines(listing, b.profile, hot.as_ref());
+    ProbeResult {
+        status: ProbeStatus::Found,
+        summary: Some(listing.summary(&b.profile.classes).into()),
+        hot_path: hot.as_ref().map(HotPathReport::from),
+        tls: Some(annotate::tls_access(listing)),
+        lines,
+        annotations: annotate::annotations(listing),
         followed: b
             .listings
             .followed
             .get(probe.name)
             .map(FollowedReport::from),
+        ..bare
     }
 }
 
