@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench_report import cpu_model  # the same CPU line as the bench report's
+
 # The Debian packages the comparison needs, by what is looked for.
 PACKAGES = {
     "jemalloc": "libjemalloc2",
@@ -81,14 +83,20 @@ def find_lib(names):
     return None
 
 
-def allocators(ours):
-    return [
+BASELINE = "SegregatedFit (baseline)"
+
+
+def allocators(ours, baseline=None):
+    allocs = [
         ("glibc", None),
         ("jemalloc", find_lib(["libjemalloc.so.2"])),
         ("tcmalloc", find_lib(["libtcmalloc_minimal.so.4"])),
         ("mimalloc", find_lib(["libmimalloc.so.2", "libmimalloc.so.2.0"])),
         ("SegregatedFit", ours),
     ]
+    if baseline:
+        allocs.append((BASELINE, baseline))
+    return allocs
 
 
 # ---------------------------------------------------------------- workloads
@@ -479,7 +487,11 @@ def summarize(progs, results, allocs, quick, rounds, lib):
         ok = all(x is not None for x in t + g)
         ratios = {p: x / y for p, x, y in zip(table, t, g)} if ok else {}
         rss = {p: x / y for p, x, y in zip(table, m, gm) if x and y} if ok else {}
+        runs = [results[p][aname] for p in table]
+        spread = [max(x["seconds"] for x in rs) / min(x["seconds"] for x in rs)
+                  for rs in runs if rs and all(x["status"] == "ok" and x["seconds"] > 0 for x in rs)]
         summary[aname] = {
+            "round_spread": geomean(spread) if len(spread) == len(table) else None,
             "time_geomean_s": geomean(t) if ok else None,
             "time_vs_glibc": geomean(list(ratios.values())) if ok else None,
             "cpu_vs_glibc": geomean([x / y for x, y in zip(c, gc) if x and y]) if ok else None,
@@ -487,8 +499,17 @@ def summarize(progs, results, allocs, quick, rounds, lib):
             "worst_time": max(ratios.items(), key=lambda kv: kv[1]) if ratios else None,
             "worst_rss": max(rss.items(), key=lambda kv: kv[1]) if rss else None,
         }
-    return {"quick": quick, "rounds": rounds, "library": lib, "allocators": dict(allocs),
-            "programs": table, "summary": summary, "failures": failures}
+    if BASELINE in summary:
+        ours = [table[p]["allocators"]["SegregatedFit"].get("seconds") for p in table]
+        base = [table[p]["allocators"][BASELINE].get("seconds") for p in table]
+        ours_c = [table[p]["allocators"]["SegregatedFit"].get("cpu_s") for p in table]
+        base_c = [table[p]["allocators"][BASELINE].get("cpu_s") for p in table]
+        if all(x is not None for x in ours + base):
+            summary["SegregatedFit"]["time_vs_baseline"] = geomean([x / y for x, y in zip(ours, base)])
+            summary["SegregatedFit"]["cpu_vs_baseline"] = geomean(
+                [x / y for x, y in zip(ours_c, base_c) if x and y])
+    return {"quick": quick, "rounds": rounds, "library": lib, "cpu": cpu_model(),
+            "allocators": dict(allocs), "programs": table, "summary": summary, "failures": failures}
 
 
 def main():
@@ -500,13 +521,21 @@ def main():
     ap.add_argument("--timeout", type=int, default=900, help="seconds before a run counts as hung")
     ap.add_argument("--only", help="comma-separated program names, or the start of them "
                     "(python3,sqlite3,lua5.4,gcc,zstd,perl,node,jq,mawk,xz,bc,g++)")
+    ap.add_argument("--baseline", metavar="LIB",
+                    help="another liballocasm_malloc.so (say, main's) run as a sixth allocator in the "
+                    "same interleaved rounds; the report adds its time against --lib's and each "
+                    "allocator's spread between rounds")
     a = ap.parse_args()
     work = Path(a.work).resolve()
     lib = str(Path(a.lib).resolve())
+    baseline = str(Path(a.baseline).resolve()) if a.baseline else None
     rounds = a.rounds or (1 if a.quick else 3)
 
     missing = []
-    allocs = allocators(lib)
+    allocs = allocators(lib, baseline)
+    if baseline and not Path(baseline).is_file():
+        say(f"--baseline {baseline} not found")
+        return 2
     for name, path in allocs[1:4]:
         if path is None:
             missing.append(PACKAGES[name])
@@ -564,6 +593,7 @@ def render(doc):
     if doc["quick"]:
         md += ["**Quick mode**: small inputs, one round; a check that every program runs and agrees, "
                "not figures to quote.", ""]
+    md += [f"CPU: {doc.get('cpu') or 'unknown'}.", ""]
     md += ["Each program of Debian's, unmodified, with glibc's malloc and with each other allocator "
            "through `LD_PRELOAD` (SegregatedFit: `liballocasm_malloc.so`, the `malloc/` crate: no "
            "header on blocks up to 64 KiB, whose class `free` reads from the span region's class map; "
@@ -604,6 +634,15 @@ def render(doc):
         return "–" if not v else f"{v[1]:.2f}x `{v[0]}`"
     md.append("| slowest program vs glibc | " + " | ".join(worst(s[n].get("worst_time")) for n in names) + " |")
     md.append("| largest peak RSS vs glibc | " + " | ".join(worst(s[n].get("worst_rss")) for n in names) + " |")
+    md.append("| spread between rounds (slowest / fastest wall time, geometric mean) | "
+              + " | ".join(cell(s[n].get("round_spread"), "{:.3f}x") for n in names) + " |")
+    if BASELINE in names:
+        seg = s["SegregatedFit"]
+        md += ["", f"SegregatedFit (`{doc['library']}`) against the baseline (`{doc['allocators'][BASELINE]}`), "
+               f"same rounds: time {cell(seg.get('time_vs_baseline'), '{:.3f}x')}, CPU time "
+               f"{cell(seg.get('cpu_vs_baseline'), '{:.3f}x')} (geometric means of the per-program "
+               f"medians); the baseline's own spread between rounds "
+               f"{cell(s[BASELINE].get('round_spread'), '{:.3f}x')}."]
     md.append("")
     md.append(goals(s))
     if doc["failures"]:
