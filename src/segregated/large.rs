@@ -21,11 +21,15 @@
 //!
 //! **Growth in place.** `realloc` to a size that still fits the mapping
 //! moves the header and returns the same block; past the mapping, Linux
-//! `mremap`s it (the kernel moves page tables, not bytes); elsewhere the
+//! `mremap`s it (the kernel moves page tables, not bytes) with geometric
+//! slack: the mapping at least doubles, by at most [`GROW_SLACK_MAX`] past
+//! the need, so a block grown a little at a time is remapped O(log n) times
+//! (the slack is address space, not resident until written); elsewhere the
 //! caller copies. Fresh mappings read as zero, so `alloc_zeroed` writes
 //! nothing on them. A shrink that leaves 64 KiB or more of the mapping unused
 //! unmaps that tail (Unix; Windows keeps it, as a reservation is released
-//! whole), and `stats` counts the shorter mapping.
+//! whole), and `stats` counts the shorter mapping; a growth keeps the whole
+//! mapping.
 //!
 //! **Reuse.** A freed mapping is kept, not unmapped, in a small cache (at
 //! most [`CACHE_SLOTS`] mappings and a quarter of the live large bytes,

@@ -31,7 +31,10 @@
 //! span is its own aligned mapping, sized to the allocation granularity of
 //! the base allocator ([`sys::granularity`]), released one by one on drop.
 //!
-//! **Costs.** One lock and one commit per span (64-bit), one mapping per span
+//! **Costs.** One lock per span and one commit per `COMMIT_STEP` of
+//! spans (64-bit: the region is committed ahead, 4 MiB at a time on Unix,
+//! where a `MAP_NORESERVE` commit of untouched pages costs nothing; per span
+//! on Windows), one mapping per span
 //! (32-bit); the region gives spans back to the OS only when the allocator
 //! is dropped (`trim` purges their pages instead, keeping the addresses).
 
