@@ -49,10 +49,10 @@ fn dt_flags(elf: &[u8]) -> Option<u64> {
         .filter(|sh| u32::from_le_bytes(sh[4..8].try_into().unwrap()) == SHT_DYNAMIC)
         .flat_map(|sh| {
             let (off, size) = (u64_at(sh, 0x18) as usize, u64_at(sh, 0x20) as usize);
-            elf[off..off + size].chunks_exact(16)
+            elf[off..off + size].as_chunks::<16>().0
         })
-        .find(|d| u64_at(d, 0) == DT_FLAGS)
-        .map(|d| u64_at(d, 8))
+        .find(|d| u64_at(&d[..], 0) == DT_FLAGS)
+        .map(|d| u64_at(&d[..], 8))
 }
 
 #[test]
