@@ -52,6 +52,13 @@ PACKAGES = {
     "g++": "g++",
 }
 
+# Where the programs are looked up, for every run and every check: Debian's
+# own, as the packages above install them. A user's PATH may put something
+# else first: on the machine of issue 39 `python3` was a pyenv shim, a bash
+# script that ran about 80 processes (bash, pyenv, ...) before a
+# self-built CPython 3.11.7, not Debian's 3.11.2 and its test suite.
+SYSTEM_PATH = "/usr/bin:/bin"
+
 # Allocation-heavy modules of CPython's own test suite: containers, text,
 # serialisation, regular expressions. Each runs in a few seconds.
 PY_TESTS = ["test_dict", "test_set", "test_list", "test_json", "test_re", "test_pickle",
@@ -410,6 +417,7 @@ def programs(work, quick):
 def run_once(argv, lib, timeout, work):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
+    env["PATH"] = SYSTEM_PATH
     env["PYTHONHASHSEED"] = "0"
     # The same work in every run: Perl randomises its hash order otherwise.
     env["PERL_HASH_SEED"] = "0"
@@ -543,11 +551,12 @@ def main():
         say(f"{lib} not found: build it with `cargo build --release -p allocasm-malloc`")
         return 2
     for prog in ["sqlite3", "lua5.4", "zstd", "gcc", "perl", "node", "jq", "mawk", "xz", "bc", "g++"]:
-        if shutil.which(prog) is None:
+        if shutil.which(prog, path=SYSTEM_PATH) is None:
             missing.append(PACKAGES[prog])
     if not Path("/usr/bin/time").exists():
         missing.append("time")
-    if subprocess.run(["python3", "-c", "import test.test_dict"], capture_output=True).returncode != 0:
+    if subprocess.run(["python3", "-c", "import test.test_dict"], capture_output=True,
+                      env={**os.environ, "PATH": SYSTEM_PATH}).returncode != 0:
         missing.append(PACKAGES["python3 test suite"])
     if missing:
         say("missing: " + ", ".join(missing))

@@ -262,13 +262,117 @@ struct Caches {
     secondary: ThreadCache,
 }
 
-std::thread_local! {
-    static CACHE: Caches = const {
+impl Caches {
+    const fn new() -> Self {
         Caches {
             primary: ThreadCache::new(),
             secondary: ThreadCache::new(),
         }
-    };
+    }
+}
+
+#[cfg(not(allocasm_tls_ie))]
+std::thread_local! {
+    static CACHE: Caches = const { Caches::new() };
+}
+
+/// This thread's caches (hit paths: no set-up check).
+#[cfg(not(allocasm_tls_ie))]
+#[inline(always)]
+fn with_caches<R>(f: impl FnOnce(&Caches) -> R) -> R {
+    CACHE.with(f)
+}
+
+/// This thread's caches, initialised (miss paths, before a cache binds).
+#[cfg(not(allocasm_tls_ie))]
+#[inline(always)]
+fn with_caches_ready<R>(f: impl FnOnce(&Caches) -> R) -> R {
+    CACHE.with(f)
+}
+
+/// The caches in an initial-exec TLS slot (`initial-exec-tls` feature, x86_64
+/// Linux). std's `thread_local!` in position-independent code uses the
+/// general-dynamic model: a `__tls_get_addr` call on every access, about 15%
+/// of the drop-in malloc's own instructions. Stable Rust has no TLS-model
+/// switch, so the slot is defined in assembly (a `.tbss` object, zero bytes)
+/// and its address is the thread pointer (`%fs:0`) plus the slot's offset,
+/// which the dynamic loader stores in the GOT (`@GOTTPOFF`): two instructions,
+/// no call.
+///
+/// Why it is sound: the initial-exec model is valid for any module whose TLS
+/// block the loader puts in the static TLS area, which it does for the
+/// executable and for every library loaded at start-up (`LD_PRELOAD`,
+/// DT_NEEDED). The linker marks the object `DF_STATIC_TLS`; a later `dlopen`
+/// of it either finds room in the static TLS surplus or fails cleanly
+/// ("cannot allocate memory in static TLS block"), never runs with a wrong
+/// offset. The slot starts as zero bytes, not as [`Caches::new`]; all-zero
+/// is a valid `Caches` (atomics, cells, integers) whose owner (0) is no heap,
+/// so the hit paths miss on it, and the miss paths write `Caches::new()` into
+/// it before a cache binds ([`with_caches_ready`]).
+#[cfg(allocasm_tls_ie)]
+mod tls_ie {
+    use super::Caches;
+
+    core::arch::global_asm!(
+        ".pushsection .tbss.allocasm_thread_caches,\"awT\",@nobits",
+        ".p2align {align}",
+        ".globl __allocasm_thread_caches",
+        ".hidden __allocasm_thread_caches",
+        ".type __allocasm_thread_caches,@tls_object",
+        ".size __allocasm_thread_caches,{size}",
+        "__allocasm_thread_caches:",
+        ".zero {size}",
+        ".popsection",
+        size = const size_of::<Caches>(),
+        align = const align_of::<Caches>().trailing_zeros(),
+    );
+
+    /// The calling thread's slot: valid (and all its bytes a valid `Caches`)
+    /// for as long as the thread runs, exit hooks included.
+    #[inline(always)]
+    pub(super) fn slot() -> *mut Caches {
+        let p: *mut Caches;
+        // SAFETY: reads the thread pointer (`%fs:0` holds its own address on
+        // x86_64 Linux) and the GOT entry the loader filled with the slot's
+        // offset from it before any code of this module ran; neither changes
+        // while the thread runs (`pure, readonly`: equal results may be
+        // reused). No stack, no other state.
+        unsafe {
+            core::arch::asm!(
+                "mov {p}, qword ptr fs:[0]",
+                "add {p}, qword ptr [rip + __allocasm_thread_caches@GOTTPOFF]",
+                p = out(reg) p,
+                options(pure, readonly, nostack),
+            );
+        }
+        p
+    }
+}
+
+#[cfg(allocasm_tls_ie)]
+#[inline(always)]
+fn with_caches<R>(f: impl FnOnce(&Caches) -> R) -> R {
+    // SAFETY: the thread's slot, valid while it runs; any bytes it holds are
+    // a valid `Caches` (zero, or written by `with_caches_ready`), and only
+    // shared references to it are ever made.
+    f(unsafe { &*tls_ie::slot() })
+}
+
+#[cfg(allocasm_tls_ie)]
+#[inline(always)]
+fn with_caches_ready<R>(f: impl FnOnce(&Caches) -> R) -> R {
+    let p = tls_ie::slot();
+    // SAFETY: as in `with_caches`. An all-zero slot (owner 0: `Caches::new`
+    // has `NO_OWNER`, a bound cache its heap's address, never 0) has never
+    // been used: it is not registered, so no other thread can reach it, and
+    // no reference to it is live on this one (the hit paths' ended), so it
+    // may be written whole.
+    unsafe {
+        if (*p).primary.owner.load(Ordering::Relaxed) == 0 {
+            p.write(Caches::new());
+        }
+        f(&*p)
+    }
 }
 
 /// The registry of live caches (a doubly linked list through the caches).
@@ -278,13 +382,13 @@ static HEAD: AtomicPtr<ThreadCache> = AtomicPtr::new(ptr::null_mut());
 /// The cache hit path of `alloc` for the heap at `heap`.
 #[inline(always)]
 pub(crate) fn try_pop(heap: usize, index: usize) -> Option<NonNull<u8>> {
-    CACHE.with(|c| c.primary.pop(heap, index))
+    with_caches(|c| c.primary.pop(heap, index))
 }
 
 /// A block of `heap`'s class `index` from whichever of this thread's caches
 /// serves `heap` (for `try_alloc`, which never refills).
 pub(crate) fn try_pop_either(heap: usize, index: usize) -> Option<NonNull<u8>> {
-    CACHE.with(|c| {
+    with_caches(|c| {
         c.primary
             .pop(heap, index)
             .or_else(|| c.secondary.pop(heap, index))
@@ -294,7 +398,7 @@ pub(crate) fn try_pop_either(heap: usize, index: usize) -> Option<NonNull<u8>> {
 /// The cache hit path of `dealloc`; `false` means "take the slow path".
 #[inline(always)]
 pub(crate) fn try_push(heap: usize, index: usize, block: NonNull<u8>) -> bool {
-    CACHE.with(|c| c.primary.push(heap, index, block))
+    with_caches(|c| c.primary.push(heap, index, block))
 }
 
 /// The alloc miss: bind the cache to `heap` if needed, then refill the
@@ -305,7 +409,7 @@ pub(crate) fn refill(
     heap: &Heap,
     class: SizeClass,
 ) -> Result<Option<NonNull<u8>>, crate::AllocError> {
-    CACHE.with(|c| {
+    with_caches_ready(|c| {
         let Some(t) = choose(c, heap) else {
             return Ok(None);
         };
@@ -351,7 +455,7 @@ pub(crate) fn refill(
 /// thread, use the queue.
 #[inline(never)]
 pub(crate) fn flush_and_push(heap: &Heap, class: SizeClass, block: NonNull<u8>) -> bool {
-    CACHE.with(|c| {
+    with_caches_ready(|c| {
         let Some(t) = choose(c, heap) else {
             return false;
         };
@@ -608,7 +712,7 @@ pub(crate) fn cached(heap: usize, counts: &mut [usize; CLASS_COUNT]) {
 
 /// Flushes the calling thread's cache if it serves `heap` (for `trim`).
 pub(crate) fn flush_current(heap: &Heap) {
-    CACHE.with(|c| {
+    with_caches(|c| {
         for t in [&c.primary, &c.secondary] {
             if t.owner.load(Ordering::Relaxed) == heap.addr() {
                 let _guard = REGISTRY.lock();

@@ -21,11 +21,15 @@
 //!
 //! **Growth in place.** `realloc` to a size that still fits the mapping
 //! moves the header and returns the same block; past the mapping, Linux
-//! `mremap`s it (the kernel moves page tables, not bytes); elsewhere the
+//! `mremap`s it (the kernel moves page tables, not bytes) with geometric
+//! slack: the mapping at least doubles, by at most [`GROW_SLACK_MAX`] past
+//! the need, so a block grown a little at a time is remapped O(log n) times
+//! (the slack is address space, not resident until written); elsewhere the
 //! caller copies. Fresh mappings read as zero, so `alloc_zeroed` writes
 //! nothing on them. A shrink that leaves 64 KiB or more of the mapping unused
 //! unmaps that tail (Unix; Windows keeps it, as a reservation is released
-//! whole), and `stats` counts the shorter mapping.
+//! whole), and `stats` counts the shorter mapping; a growth keeps the whole
+//! mapping.
 //!
 //! **Reuse.** A freed mapping is kept, not unmapped, in a small cache (at
 //! most [`CACHE_SLOTS`] mappings and a quarter of the live large bytes,
@@ -70,6 +74,10 @@ const HEADER: usize = size_of::<LargeHeader>();
 /// The shortest tail a shrinking `realloc` gives back to the OS: a smaller
 /// one stays mapped, room for the block to grow in place again.
 const SHRINK_MIN: usize = 64 << 10;
+
+/// A growth by `mremap` lengthens the mapping by at least its own length
+/// (it doubles), but by at most this (past what the request needs).
+const GROW_SLACK_MAX: usize = 64 << 20;
 
 /// How many freed mappings the cache keeps at most.
 pub(crate) const CACHE_SLOTS: usize = 64;
@@ -469,28 +477,45 @@ impl LargeBlocks {
         let offset = block.as_ptr().addr() - base.addr();
         let fits = offset + header_offset(new_size) + HEADER <= len;
         if fits {
-            // What the block needs now; past it, a tail of at least
-            // `SHRINK_MIN` goes back to the OS (a smaller one stays, room to
-            // grow in place).
+            // What the block needs now; past it, a shrink gives a tail of at
+            // least `SHRINK_MIN` back to the OS (a smaller one stays, room to
+            // grow in place). A growth keeps the whole mapping: its slack
+            // is what the next growths fit in.
             let keep =
                 (offset + header_offset(new_size) + HEADER).next_multiple_of(sys::granularity());
-            let trim = len - keep >= SHRINK_MIN;
+            let trim = new_size < layout.size() && len - keep >= SHRINK_MIN;
             if !trim && header_offset(new_size) == header_offset(layout.size()) {
                 return Some(block);
             }
-            // SAFETY: ours; the new slot lies inside the mapping (`fits`),
-            // and inside its first `keep` bytes, which a shrink keeps. The
-            // old header is read (unlinked) before the tail goes.
+            let nh = block
+                .as_ptr()
+                .wrapping_add(header_offset(new_size))
+                .cast::<LargeHeader>();
+            if !trim {
+                // The header moves inside the mapping: one lock round, no
+                // system call.
+                let _guard = self.lock.lock();
+                // SAFETY: ours; the new slot lies inside the mapping
+                // (`fits`); the old header is unlinked before the new one
+                // is written (they may overlap); we hold the lock.
+                unsafe {
+                    let (base, len) = self.unlink_locked(h);
+                    self.link_locked(nh, base, len);
+                }
+                return Some(block);
+            }
+            // SAFETY: ours; the new slot lies inside the first `keep` bytes
+            // of the mapping, which the shrink keeps. The old header is read
+            // (unlinked) before the tail goes.
             unsafe {
                 let (base, len) = self.unlink(h);
-                let len = if trim && sys::shrink(NonNull::new_unchecked(base), len, keep) {
+                let len = if sys::shrink(NonNull::new_unchecked(base), len, keep) {
                     self.bytes.fetch_sub(len - keep, Ordering::Relaxed);
                     keep
                 } else {
                     len
                 };
-                let nh = block.add(header_offset(new_size)).cast::<LargeHeader>();
-                self.link(nh.as_ptr(), base, len);
+                self.link(nh, base, len);
             }
             return Some(block);
         }
@@ -498,13 +523,30 @@ impl LargeBlocks {
             return None;
         }
         let new_layout = Layout::from_size_align(new_size, layout.align()).ok()?;
-        let new_len = Self::extent(new_layout, max).ok()?;
+        let need = Self::extent(new_layout, max).ok()?;
+        // Geometric slack: the mapping at least doubles (by at most
+        // `GROW_SLACK_MAX`), so a block grown a little at a time is remapped
+        // O(log n) times, not once per growth (CPython's growing buffers made
+        // 518 `mremap` calls where glibc made one). The slack is address
+        // space: its pages are not touched, so not resident, until used.
+        let new_len = need.max(
+            len.saturating_add(len.min(GROW_SLACK_MAX))
+                .next_multiple_of(sys::granularity()),
+        );
         // SAFETY: unlinked while the mapping may move; relinked below either
         // way.
         unsafe { self.unlink(h) };
         let old_len = len;
         // SAFETY: `base..base+len` is exactly the block's mapping, live.
-        let moved = unsafe { sys::remap(NonNull::new_unchecked(base), len, new_len) };
+        let mut moved = unsafe { sys::remap(NonNull::new_unchecked(base), len, new_len) };
+        let mut new_len = new_len;
+        if moved.is_none() && new_len > need {
+            // The slack was refused (address space or overcommit): the
+            // bare need may still be granted.
+            new_len = need;
+            // SAFETY: as above: the remap failed, the mapping is unchanged.
+            moved = unsafe { sys::remap(NonNull::new_unchecked(base), len, new_len) };
+        }
         let (base, len, block) = match moved {
             // The block sits at the mapping's start (align <= page).
             Some(b) => (b.as_ptr(), new_len, b),
@@ -625,6 +667,42 @@ mod tests {
         assert!(a.owns(q, l(190_000)));
         // SAFETY: ours, freed once.
         unsafe { a.dealloc(q, l(190_000)) };
+    }
+
+    /// A large block grown a little at a time by `realloc` is remapped with
+    /// geometric slack: the first growth past its mapping at least doubles
+    /// it, and the next growths fit in place (same block, same mapping). Before,
+    /// each growth past the page remapped to the bare need: CPython's
+    /// growing buffers made 518 `mremap` calls where glibc made one.
+    #[test]
+    fn a_growing_block_is_remapped_with_slack() {
+        use core::alloc::GlobalAlloc;
+        let a = SegregatedFit::new();
+        let n = 100_000;
+        // SAFETY: non-zero sizes; each pointer is used within its size and
+        // freed with its layout.
+        unsafe {
+            let p = GlobalAlloc::alloc(&a, l(n));
+            assert!(!p.is_null());
+            p.write_bytes(0x3c, n);
+            let first = a.stats().large_bytes;
+            let mut q = GlobalAlloc::realloc(&a, p, l(n), n + 8192);
+            assert!(!q.is_null());
+            let grown = a.stats().large_bytes;
+            assert!(grown >= 2 * first, "{grown} after {first}: no slack");
+            let mut size = n + 8192;
+            while size + 8192 + 64 <= grown {
+                let r = GlobalAlloc::realloc(&a, q, l(size), size + 8192);
+                assert_eq!(r, q, "a growth within the slack stays in place");
+                assert_eq!(a.stats().large_bytes, grown, "and keeps the mapping");
+                size += 8192;
+                q = r;
+            }
+            let bytes = core::slice::from_raw_parts(q, n);
+            assert!(bytes.iter().all(|&b| b == 0x3c), "contents survive");
+            q.add(size - 1).write(1);
+            GlobalAlloc::dealloc(&a, q, l(size));
+        }
     }
 
     /// `alloc_zeroed` on a reused (dirty) mapping clears it.
