@@ -44,7 +44,7 @@ pub fn escape(s: &str) -> String {
 
 fn class(mark: Mark) -> Option<&'static str> {
     match mark {
-        Mark::Plain | Mark::Code | Mark::Strong => None,
+        Mark::Plain | Mark::Code | Mark::Ref | Mark::Strong => None,
         Mark::Changed => Some("changed"),
         Mark::Good => Some("good"),
         Mark::Bad => Some("bad"),
@@ -60,6 +60,7 @@ pub fn inline(t: &Text) -> String {
             let text = escape(&s.text);
             match (s.mark, class(s.mark)) {
                 (Mark::Code, _) => format!("<code>{text}</code>"),
+                (Mark::Ref, _) => format!("<a href=\"#{text}\"><code>{text}</code></a>"),
                 (Mark::Strong, _) => format!("<b>{text}</b>"),
                 (_, Some(c)) => format!("<span class=\"{c}\">{text}</span>"),
                 (_, None) => text,
@@ -83,6 +84,7 @@ fn block(out: &mut String, b: &Block) {
             out.push_str("</ul>\n");
         }
         Block::Table(t) => table(out, t, None),
+        Block::Code { text, .. } => out.push_str(&format!("<pre>{}</pre>\n", escape(text))),
         Block::Diff { title, text } => {
             out.push_str(&format!("<p>{}</p><pre>", escape(title)));
             for l in text.lines() {
@@ -125,7 +127,7 @@ fn table(out: &mut String, t: &Table, table_class: Option<&str>) {
         } else {
             ""
         };
-        out.push_str(&format!("<th{n}>{}</th>", escape(title)));
+        out.push_str(&format!("<th{n}>{}</th>", inline(title)));
     }
     out.push_str("</tr>\n");
     for row in &t.rows {

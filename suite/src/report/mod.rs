@@ -1,17 +1,18 @@
 //! The asm report: one data model ([`Report`], whose JSON form is the stable
-//! schema documented in `docs/json-schema.md`) and one module per output
-//! kind behind the [`Format`] trait: [`text`], [`markdown`], [`json`],
-//! [`html`].
+//! schema documented in `docs/json-schema.md`), built by `builder.rs`; one
+//! document of it ([`doc`]) that the shared renderers print as text and
+//! Markdown; its JSON; and its HTML page ([`html`]).
 
 pub mod annotate;
 mod builder;
+pub mod doc;
 pub mod html;
 pub mod json;
-pub mod markdown;
 pub mod measured;
 mod model;
 pub mod text;
 
+use allocasm_suite::render;
 pub use annotate::{Annotation, Tag, TlsAccess};
 pub use builder::*;
 pub use measured::{ExecutedReport, ExecutedSection, McaReport, Measurement};
@@ -35,8 +36,12 @@ pub struct Format {
 /// Every output kind, by `--format` name.
 pub fn format(name: &str) -> Option<Format> {
     let (name, file_name, render): (_, _, fn(&Report) -> String) = match name {
-        "text" | "txt" => ("text", "report.txt", text::render),
-        "md" | "markdown" => ("md", "report.md", markdown::render),
+        "text" | "txt" => ("text", "report.txt", |r| {
+            render::text::render(&doc::doc(r), false)
+        }),
+        "md" | "markdown" => ("md", "report.md", |r| {
+            render::markdown::render(&doc::doc(r))
+        }),
         "json" => ("json", "report.json", json::render),
         "html" => ("html", "report.html", html::render),
         _ => return None,

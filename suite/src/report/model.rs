@@ -203,7 +203,7 @@ impl MutationTable {
         Table {
             columns: std::iter::once("mutation")
                 .chain(self.profiles.iter().map(String::as_str))
-                .map(|t| (t.to_string(), Align::Left))
+                .map(|t| (t.into(), Align::Left))
                 .collect(),
             rows: (self.rows.iter())
                 .map(|row| {
