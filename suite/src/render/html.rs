@@ -19,10 +19,17 @@ pub fn render(doc: &Doc) -> String {
          <style>{STYLE}</style></head><body>\n",
         escape(&doc.title)
     );
-    for b in &doc.blocks {
+    out.push_str(&fragment(&doc.blocks));
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// Blocks as HTML, for a writer that assembles its own page (the report's).
+pub fn fragment(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for b in blocks {
         block(&mut out, b);
     }
-    out.push_str("</body></html>\n");
     out
 }
 

@@ -88,9 +88,7 @@ fn block(parts: &mut Vec<String>, b: &Block) {
     }
 }
 
-/// One table as Markdown, for a writer that assembles its own document
-/// (the report's).
-pub fn table(t: &Table) -> String {
+fn table(t: &Table) -> String {
     let mut s = String::from("|");
     for (title, _) in &t.columns {
         s.push_str(&format!(" {} |", inline(title)));

@@ -86,20 +86,12 @@ fn inline(t: &Text, color: bool) -> String {
 }
 
 /// `s` padded to `width` characters on the side `align` leaves open.
-pub fn align(s: &str, shown: &str, width: usize, align: Align) -> String {
+fn align(s: &str, shown: &str, width: usize, align: Align) -> String {
     let pad = " ".repeat(width.saturating_sub(s.chars().count()));
     match align {
         Align::Left => format!("{shown}{pad}"),
         Align::Right => format!("{pad}{shown}"),
     }
-}
-
-/// One table without colour, for a writer that assembles its own text
-/// (the report's).
-pub fn table_plain(t: &Table) -> String {
-    let mut out = String::new();
-    table(&mut out, t, "", false);
-    out
 }
 
 fn table(out: &mut String, t: &Table, indent: &str, color: bool) {

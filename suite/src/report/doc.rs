@@ -412,7 +412,7 @@ fn linked_blocks(d: &mut Doc, name: &str, res: &ProbeResult, linked: &LinkedView
 /// The callees a `follow = true` probe's hot path reaches, folded: each
 /// one's hot path under its caller, what was not followed, the whole's
 /// figures.
-fn followed(f: &FollowedReport) -> Block {
+pub fn followed(f: &FollowedReport) -> Block {
     let mut blocks = Vec::new();
     for c in &f.callees {
         blocks.push(Block::Para(

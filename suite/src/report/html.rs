@@ -833,40 +833,11 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
     let _ = writeln!(s, "</section>");
 }
 
-/// A `follow = true` probe's walk through its callees, folded: each
-/// callee's hot path under the probe, then what was not followed.
+/// A `follow = true` probe's walk through its callees, folded: the
+/// report document's block, in the page's `followed` fold.
 fn followed_html(s: &mut String, f: &super::FollowedReport) {
-    let _ = writeln!(
-        s,
-        "<details class=\"followed\"><summary>{}</summary>",
-        escape(&f.summary())
-    );
-    for c in &f.callees {
-        let _ = writeln!(
-            s,
-            "<p style=\"margin-left:{}em\">→ <code>{}</code> (from <code>{}</code>): {}</p><pre>{}</pre>",
-            c.depth - 1,
-            escape(&c.path),
-            escape(&c.caller),
-            escape(&c.hot_path.line()),
-            escape(&c.hot_path.lines.join("\n"))
-        );
-    }
-    if !f.not_followed.is_empty() || !f.calls_leaving.is_empty() {
-        let _ = writeln!(s, "<ul>");
-        for n in &f.not_followed {
-            let _ = writeln!(s, "<li>not followed: {}</li>", escape(n));
-        }
-        if !f.calls_leaving.is_empty() {
-            let _ = writeln!(
-                s,
-                "<li>calls leaving the build: {}</li>",
-                escape(&f.calls_leaving.join(", "))
-            );
-        }
-        let _ = writeln!(s, "</ul>");
-    }
-    let _ = writeln!(s, "</details>");
+    let html = render::html::fragment(&[super::doc::followed(f)]);
+    s.push_str(&html.replacen("<details>", "<details class=\"followed\">", 1));
 }
 
 /// The whole `report` in this format.

@@ -87,13 +87,15 @@ mod table_tests {
             ],
         };
         let t = m.table();
+        let mut doc = render::Doc::new("mutations");
+        doc.push(render::Block::Table(t.clone()));
         assert_eq!(
-            render::markdown::table(&t),
+            render::markdown::render(&doc),
             "| mutation | x86_64-linux | aarch64-apple |\n| --- | --- | --- |\n\
              | relaxed-to-seqcst | caught | blind |\n| cold-removed | **MISSED** | cold-only |\n"
         );
         assert_eq!(
-            render::text::table_plain(&t),
+            render::text::render(&doc, false),
             "  mutation           x86_64-linux  aarch64-apple\n  \
              relaxed-to-seqcst  caught        blind\n  \
              cold-removed       MISSED        cold-only\n"
