@@ -11,7 +11,7 @@ use allocasm_suite::render::{Align, Block, Cell, Doc, Mark, Table, Text};
 use super::text::{join_or_none, side_by_side_fit};
 use super::{
     CrossSummary, ExecutedSection, FollowedReport, LinkedViews, MUTATION_LEGEND, ProbeReport,
-    ProbeResult, ProbeStatus, Report, SummaryCell,
+    ProbeResult, ProbeStatus, Report, SummaryCell, measured::ProfileMeasurement,
 };
 
 /// The whole report as a document.
@@ -213,21 +213,10 @@ fn executed_section(d: &mut Doc, e: &ExecutedSection) {
     d.push(Block::Heading(2, "What the CPU executes".into()))
         .push(Block::Para(Text::prose(&e.method)))
         .push(Block::Para(Text::prose(&e.mca_note)));
-    let profiles = e.profiles.iter().map(|p| {
-        let t = Text::code(&p.profile).then(": ");
-        let t = match (&p.reason, &p.command) {
-            (None, Some(c)) => t.then("measured: ").with(Mark::Code, c),
-            (Some(why), _) => t.then_prose(first_line(why)),
-            (None, None) => t.then("measured"),
-        };
-        match &p.mca_reason {
-            None => t.then(format!("; llvm-mca: {}", p.cpus.join(", "))),
-            Some(why) => t.then("; llvm-mca: ").then_prose(first_line(why)),
-        }
-    });
-    d.push(Block::List(profiles.collect()));
-    let t = &e.table;
-    if t.columns.is_empty() {
+    d.push(Block::List(
+        e.profiles.iter().map(profile_measured).collect(),
+    ));
+    if e.table.columns.is_empty() {
         d.push(Block::Para(
             "No profile of this report was measured.".into(),
         ));
@@ -242,6 +231,28 @@ fn executed_section(d: &mut Doc, e: &ExecutedSection) {
          Where the executed count is below the hot path (helpers apart), the fast case leaves by \
          a shorter way than the longest non-cold one.",
     )));
+    d.push(Block::Table(executed_table(e)));
+}
+
+/// `profile`: what was measured, how, or why not; llvm-mca's CPUs or why
+/// none.
+pub fn profile_measured(p: &ProfileMeasurement) -> Text {
+    let t = Text::code(&p.profile).then(": ");
+    let t = match (&p.reason, &p.command) {
+        (None, Some(c)) => t.then("measured: ").with(Mark::Code, c),
+        (Some(why), _) => t.then_prose(first_line(why)),
+        (None, None) => t.then("measured"),
+    };
+    match &p.mca_reason {
+        None => t.then(format!("; llvm-mca: {}", p.cpus.join(", "))),
+        Some(why) => t.then("; llvm-mca: ").then_prose(first_line(why)),
+    }
+}
+
+/// The executed figures: probes down, measured profiles (with their CPUs)
+/// across.
+pub fn executed_table(e: &ExecutedSection) -> Table {
+    let t = &e.table;
     let title = |c: &String| {
         let cpus = (e.profiles.iter().find(|p| &p.profile == c))
             .map(|p| {
@@ -251,7 +262,7 @@ fn executed_section(d: &mut Doc, e: &ExecutedSection) {
             .unwrap_or_default();
         Text::code(c).then(format!(" ({cpus})"))
     };
-    d.push(Block::Table(probe_table(
+    probe_table(
         t.columns.iter().map(title),
         t.rows.iter().map(|row| {
             let cells = row
@@ -260,7 +271,7 @@ fn executed_section(d: &mut Doc, e: &ExecutedSection) {
                 .map(|c| Cell::new(c.text.as_str(), Mark::Plain));
             (row.probe.as_str(), cells.collect())
         }),
-    )));
+    )
 }
 
 /// One probe: its line, then per profile its figures, listings,

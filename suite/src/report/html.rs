@@ -97,6 +97,7 @@ table.summary { font-size: 11px; }
 table.summary th, table.summary td { padding: 2px 3px; }
 table.summary th { font-weight: 600; }
 table.summary td.n { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+table.executed td.n { white-space: normal; }
 table.summary td.missing { color: var(--fail); } table.summary td.none { color: var(--muted); }
 .mk { display: inline-block; min-width: 1.3em; margin-left: 2px; text-align: center; border-radius: 3px; font-size: 11px; font-weight: 700; }
 .mk.a { background: var(--rmw); } .mk.c { background: var(--call); } .mk.l { background: var(--loop); }
@@ -466,7 +467,8 @@ fn measured_html(s: &mut String, res: &ProbeResult) {
     }
 }
 
-/// The `What the CPU executes` section: method, profiles, the table.
+/// The `What the CPU executes` section: method, profiles, the table (the
+/// report document's, each row carrying its probe for the filter).
 fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
     let _ = writeln!(
         s,
@@ -475,16 +477,11 @@ fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
         escape(&e.mca_note)
     );
     for p in &e.profiles {
-        let exec = match (&p.reason, &p.command) {
-            (None, Some(c)) => format!("measured: <code>{}</code>", escape(c)),
-            (Some(why), _) => escape(why.lines().next().unwrap_or("")),
-            (None, None) => "measured".to_string(),
-        };
-        let mca = match &p.mca_reason {
-            None => format!("llvm-mca: {}", escape(&p.cpus.join(", "))),
-            Some(why) => format!("llvm-mca: {}", escape(why.lines().next().unwrap_or(""))),
-        };
-        let _ = writeln!(s, "<li><b>{}</b>: {exec}; {mca}</li>", escape(&p.profile));
+        let _ = writeln!(
+            s,
+            "<li>{}</li>",
+            render::html::inline(&super::doc::profile_measured(p))
+        );
     }
     let _ = writeln!(s, "</ul>");
     let t = &e.table;
@@ -493,37 +490,22 @@ fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
     }
     let _ = writeln!(
         s,
-        "<p class=\"muted\">Each cell: hot-path instructions / executed instructions per call (+ in helpers) / llvm-mca cycles per call per CPU (* indicative).</p>\n<table class=\"summary executed\"><tr><th>probe</th>{}</tr>",
-        t.columns
-            .iter()
-            .map(|c| {
-                let cpus = e
-                    .profiles
-                    .iter()
-                    .find(|p| &p.profile == c)
-                    .map(|p| p.cpus.join(" · "))
-                    .unwrap_or_default();
-                format!(
-                    "<th>{}<br><span class=\"muted\">{}</span></th>",
-                    breakable(c),
-                    escape(&cpus)
-                )
-            })
-            .collect::<String>()
+        "<p class=\"muted\">Each cell: hot-path instructions / executed instructions per call (+ in helpers) / llvm-mca cycles per call per CPU (* indicative).</p>"
     );
-    for row in &t.rows {
-        let _ = writeln!(
-            s,
-            "<tr data-probe=\"{0}\" data-allocator=\"{2}\"><td><a href=\"#{0}\"><code>{0}</code></a></td>{1}</tr>",
-            escape(&row.probe),
-            row.cells
-                .iter()
-                .map(|c| format!("<td>{}</td>", escape(&c.text)))
-                .collect::<String>(),
-            escape(allocator_of(r, &row.probe))
-        );
-    }
-    let _ = writeln!(s, "</table>");
+    s.push_str(&render::html::table_with(
+        &super::doc::executed_table(e),
+        "class=\"summary executed\"",
+        &|i| probe_attrs(r, &t.rows[i].probe),
+    ));
+}
+
+/// The `data-probe` and `data-allocator` of a probe's row, for the filter.
+fn probe_attrs(r: &Report, probe: &str) -> String {
+    format!(
+        " data-probe=\"{}\" data-allocator=\"{}\"",
+        escape(probe),
+        escape(allocator_of(r, probe))
+    )
 }
 
 fn listing_html(name: &str, lines: &[ListingLine]) -> String {
@@ -893,9 +875,10 @@ pub fn render(r: &Report) -> String {
             escape(&m.commit[..m.commit.len().min(12)]),
             escape(super::MUTATION_LEGEND),
         );
-        s.push_str(&render::html::table_classed(
+        s.push_str(&render::html::table_with(
             &m.table(),
-            "summary mutations",
+            "class=\"summary mutations\"",
+            &|_| String::new(),
         ));
     }
     if let Some(e) = &r.executed {

@@ -100,7 +100,7 @@ mod table_tests {
              relaxed-to-seqcst  caught        blind\n  \
              cold-removed       MISSED        cold-only\n"
         );
-        let html = render::html::table_classed(&t, "summary mutations");
+        let html = render::html::table_with(&t, "class=\"summary mutations\"", &|_| String::new());
         assert!(
             html.starts_with("<table class=\"summary mutations\">"),
             "{html}"
