@@ -314,7 +314,10 @@ fn probe_blocks(d: &mut Doc, probe: &ProbeReport) {
             ));
             if let Some(h) = &res.hot_path {
                 d.push(Block::Para(Text::prose(&h.line())));
-                measured(d, res);
+                let items = measured(res);
+                if !items.is_empty() {
+                    d.push(Block::List(items));
+                }
                 d.push(Block::Details {
                     summary: "hot path".into(),
                     blocks: vec![code("asm", &h.lines.join("\n"))],
@@ -357,7 +360,7 @@ fn probe_blocks(d: &mut Doc, probe: &ProbeReport) {
 
 /// The executed counts and llvm-mca's predictions of one listing, or why
 /// there are none.
-fn measured(d: &mut Doc, res: &ProbeResult) {
+pub fn measured(res: &ProbeResult) -> Vec<Text> {
     let mut items: Vec<Text> = Vec::new();
     match (&res.executed, &res.executed_reason) {
         (Some(e), _) => items.push(Text::prose(&e.line())),
@@ -372,9 +375,7 @@ fn measured(d: &mut Doc, res: &ProbeResult) {
         (None, Some(why)) => items.push(Text::plain("llvm-mca: ").then_prose(first_line(why))),
         (None, None) => {}
     }
-    if !items.is_empty() {
-        d.push(Block::List(items));
-    }
+    items
 }
 
 /// The `.s` listing and both linked listings in three columns, each linked

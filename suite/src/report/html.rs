@@ -436,33 +436,17 @@ fn linked_html(probe: &ProbeReport) -> String {
     s
 }
 
-/// One listing's executed count and llvm-mca predictions, or why not.
+/// One listing's executed count and llvm-mca predictions, or why not:
+/// the report document's lines.
 fn measured_html(s: &mut String, res: &ProbeResult) {
-    let mut parts: Vec<String> = Vec::new();
-    match (&res.executed, &res.executed_reason) {
-        (Some(e), _) => parts.push(format!("<b>{}</b>", escape(&e.line()))),
-        (None, Some(why)) => parts.push(format!(
-            "executed: <span class=\"muted\">{}</span>",
-            escape(why.lines().next().unwrap_or(""))
-        )),
-        (None, None) => {}
-    }
-    match (&res.mca, &res.mca_reason) {
-        (Some(ms), _) => parts.extend(
-            ms.iter()
-                .map(|m| format!("llvm-mca: {}", escape(&m.line()))),
-        ),
-        (None, Some(why)) => parts.push(format!(
-            "llvm-mca: <span class=\"muted\">{}</span>",
-            escape(why.lines().next().unwrap_or(""))
-        )),
-        (None, None) => {}
-    }
-    if !parts.is_empty() {
+    let lines: Vec<String> = (super::doc::measured(res).iter())
+        .map(render::html::inline)
+        .collect();
+    if !lines.is_empty() {
         let _ = writeln!(
             s,
             "<div class=\"counts executed\">{}</div>",
-            parts.join("<br>")
+            lines.join("<br>")
         );
     }
 }

@@ -1,13 +1,12 @@
 //! The asm report: one data model ([`Report`], whose JSON form is the stable
 //! schema documented in `docs/json-schema.md`), built by `builder.rs`; one
 //! document of it ([`doc`]) that the shared renderers print as text and
-//! Markdown; its JSON; and its HTML page ([`html`]).
+//! Markdown; its JSON (serde of the model); and its HTML page ([`html`]).
 
 pub mod annotate;
 mod builder;
 pub mod doc;
 pub mod html;
-pub mod json;
 pub mod measured;
 mod model;
 pub mod text;
@@ -42,7 +41,9 @@ pub fn format(name: &str) -> Option<Format> {
         "md" | "markdown" => ("md", "report.md", |r| {
             render::markdown::render(&doc::doc(r))
         }),
-        "json" => ("json", "report.json", json::render),
+        "json" => ("json", "report.json", |r| {
+            serde_json::to_string_pretty(r).expect("the report serializes") + "\n"
+        }),
         "html" => ("html", "report.html", html::render),
         _ => return None,
     };
