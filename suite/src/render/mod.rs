@@ -47,6 +47,16 @@ impl Doc {
         self.blocks.push(block);
         self
     }
+
+    /// Appends a heading.
+    pub fn heading(&mut self, level: u8, text: impl Into<Text>) -> &mut Doc {
+        self.push(Block::Heading(level, text.into()))
+    }
+
+    /// Appends a paragraph.
+    pub fn para(&mut self, text: impl Into<Text>) -> &mut Doc {
+        self.push(Block::Para(text.into()))
+    }
 }
 
 /// How a span or a cell stands out.

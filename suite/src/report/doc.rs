@@ -18,7 +18,7 @@ use super::{
 pub fn doc(r: &Report) -> Doc {
     let mut d = Doc::new(format!("allocasm asm report · {}", r.compiler.release));
     let c = &r.compiler;
-    d.push(Block::Heading(1, "allocasm asm report".into()))
+    d.heading(1, "allocasm asm report")
         .push(Block::List(vec![
             format!("generator: {}", r.generator).into(),
             Text::plain("commit: ").with(Mark::Code, r.commit_line()),
@@ -32,14 +32,13 @@ pub fn doc(r: &Report) -> Doc {
             summary: Text::code("rustc -vV"),
             blocks: vec![code("text", &c.rustc_vv)],
         })
-        .push(Block::Heading(2, "Profiles".into()))
+        .heading(2, "Profiles")
         .push(Block::Table(profiles_table(r)))
-        .push(Block::Heading(2, "Summary".into()))
-        .push(Block::Para(
+        .heading(2, "Summary")
+        .para(
             "Probes down, profiles across: each cell is the probe's instruction count, marked \
-             where its fast path grows."
-                .into(),
-        ));
+             where its fast path grows.",
+        );
     d.blocks.extend(summary_table(&r.summary, |v| v == "asm"));
     let mut legend = Text::default();
     for (i, l) in r.summary.legend.iter().enumerate() {
@@ -49,54 +48,45 @@ pub fn doc(r: &Report) -> Doc {
             .with(Mark::Strong, l.mark)
             .then(format!(" {}", l.meaning));
     }
-    d.push(Block::Para(legend.then(".")));
+    d.para(legend.then("."));
     let linked = summary_table(&r.summary, |v| v != "asm");
     if linked.is_some() {
-        d.push(Block::Heading(3, "Linked executables".into()))
-            .push(Block::Para(Text::prose(
-                "The same probes disassembled from an executable linked with the release profile \
+        d.heading(3, "Linked executables").para(Text::prose(
+            "The same probes disassembled from an executable linked with the release profile \
                  (`linked`) and with `lto = \"fat\"` (`linked+LTO`):",
-            )));
+        ));
         d.blocks.extend(linked);
     } else if !r.linked_views {
-        d.push(Block::Para(Text::prose(
-            "Linked views left out (`--no-linked`).",
-        )));
+        d.para(Text::prose("Linked views left out (`--no-linked`)."));
     }
     if let Some(e) = &r.executed {
         executed_section(&mut d, e);
     }
     if let Some(m) = &r.mutations {
-        d.push(Block::Heading(
-            3,
-            "What this suite can and cannot see".into(),
-        ))
-        .push(Block::Para(Text::prose(&format!(
-            "The mutation self-test (`scripts/test mutate`, commit `{}`): each mutation \
+        d.heading(3, "What this suite can and cannot see")
+            .para(Text::prose(&format!(
+                "The mutation self-test (`scripts/test mutate`, commit `{}`): each mutation \
                  applied to a scratch copy, every profile rebuilt and checked. {MUTATION_LEGEND}.",
-            &m.commit[..m.commit.len().min(12)],
-        ))))
-        .push(Block::Table(m.table()));
+                &m.commit[..m.commit.len().min(12)],
+            )))
+            .push(Block::Table(m.table()));
     }
     let t = r.totals;
-    d.push(Block::Para(
-        format!(
-            "{} probes × {} profiles: {} listings found, {} missing, {} of {} expectations failed{}.",
-            t.probes,
-            t.profiles,
-            t.found,
-            t.missing,
-            t.failures,
-            t.expectations,
-            if t.profiles_failed > 0 {
-                format!(", {} profile build(s) failed", t.profiles_failed)
-            } else {
-                String::new()
-            }
-        )
-        .into(),
+    d.para(format!(
+        "{} probes × {} profiles: {} listings found, {} missing, {} of {} expectations failed{}.",
+        t.probes,
+        t.profiles,
+        t.found,
+        t.missing,
+        t.failures,
+        t.expectations,
+        if t.profiles_failed > 0 {
+            format!(", {} profile build(s) failed", t.profiles_failed)
+        } else {
+            String::new()
+        }
     ))
-    .push(Block::Heading(2, "Listings".into()));
+    .heading(2, "Listings");
     for probe in &r.probes {
         probe_blocks(&mut d, probe);
     }
@@ -210,19 +200,17 @@ fn summary_table(r: &CrossSummary, keep: impl Fn(&str) -> bool) -> Option<Block>
 /// The `What the CPU executes` section: the method, each profile's status
 /// and the cross-profile table.
 fn executed_section(d: &mut Doc, e: &ExecutedSection) {
-    d.push(Block::Heading(2, "What the CPU executes".into()))
-        .push(Block::Para(Text::prose(&e.method)))
-        .push(Block::Para(Text::prose(&e.mca_note)));
+    d.heading(2, "What the CPU executes")
+        .para(Text::prose(&e.method))
+        .para(Text::prose(&e.mca_note));
     d.push(Block::List(
         e.profiles.iter().map(profile_measured).collect(),
     ));
     if e.table.columns.is_empty() {
-        d.push(Block::Para(
-            "No profile of this report was measured.".into(),
-        ));
+        d.para("No profile of this report was measured.");
         return;
     }
-    d.push(Block::Para(Text::prose(
+    d.para(Text::prose(
         "Probes down, profiles across: each cell is `hot-path instructions / executed \
          instructions per call (+ those in helpers) / llvm-mca cycles per call` (one figure per \
          CPU, in the order the column names them; * indicative). The hot path is the `.s` \
@@ -230,7 +218,7 @@ fn executed_section(d: &mut Doc, e: &ExecutedSection) {
          driver ran) in parentheses where it differs: the executed count is the linked code's. \
          Where the executed count is below the hot path (helpers apart), the fast case leaves by \
          a shorter way than the longest non-cold one.",
-    )));
+    ));
     d.push(Block::Table(executed_table(e)));
 }
 
@@ -277,43 +265,41 @@ pub fn executed_table(e: &ExecutedSection) -> Table {
 /// One probe: its line, then per profile its figures, listings,
 /// annotations and expectations.
 fn probe_blocks(d: &mut Doc, probe: &ProbeReport) {
-    d.push(Block::Heading(3, probe.name.as_str().into()))
-        .push(Block::Para(
-            Text::code(&probe.allocator)
-                .then(format!(
-                    " · {} · {} — expected: ",
-                    probe.operation, probe.kind
-                ))
-                .then_prose(&probe.expect),
-        ));
+    d.heading(3, probe.name.as_str()).para(
+        Text::code(&probe.allocator)
+            .then(format!(
+                " · {} · {} — expected: ",
+                probe.operation, probe.kind
+            ))
+            .then_prose(&probe.expect),
+    );
     for res in &probe.results {
-        d.push(Block::Heading(
+        d.heading(
             4,
             Text::plain(format!("{} on ", probe.name)).with(Mark::Code, &res.profile),
-        ));
+        );
         match res.status {
             ProbeStatus::Found => {}
             ProbeStatus::Missing => {
-                d.push(Block::Para(
+                d.para(
                     Text::marked(Mark::Strong, "Missing")
                         .then(": the probe is not in this profile's assembly."),
-                ));
+                );
             }
             ProbeStatus::NotBuilt => {
-                d.push(Block::Para("Not built (see Profiles).".into()));
+                d.para("Not built (see Profiles).");
                 continue;
             }
         }
         if let (Some(c), Some(tls)) = (res.summary, &res.tls) {
-            d.push(Block::Para(
+            d.para(
                 format!(
                     "{} instructions · {} atomic RMW · {} atomics · {} calls · {} branches · {} loops · TLS: {}",
                     c.instructions, c.atomic_rmw, c.atomics, c.calls, c.branches, c.loops, tls.how
-                )
-                .into(),
-            ));
+                ),
+            );
             if let Some(h) = &res.hot_path {
-                d.push(Block::Para(Text::prose(&h.line())));
+                d.para(Text::prose(&h.line()));
                 let items = measured(res);
                 if !items.is_empty() {
                     d.push(Block::List(items));
@@ -353,7 +339,7 @@ fn probe_blocks(d: &mut Doc, probe: &ProbeReport) {
             }
         }
         if let Some(why) = res.expectations.iter().find_map(|e| e.why.as_ref()) {
-            d.push(Block::Para(Text::plain("why: ").then_prose(why)));
+            d.para(Text::plain("why: ").then_prose(why));
         }
     }
 }
@@ -395,10 +381,8 @@ fn linked_blocks(d: &mut Doc, name: &str, res: &ProbeResult, linked: &LinkedView
         };
         columns.push((title.to_string(), lines));
     }
-    d.push(Block::Para(
-        "What the compiler emitted and what the linker made of it:".into(),
-    ))
-    .push(code("text", &side_by_side_fit(&columns)));
+    d.para("What the compiler emitted and what the linker made of it:")
+        .push(code("text", &side_by_side_fit(&columns)));
     let mut items = Vec::new();
     let mut errors = Vec::new();
     for (title, view) in linked.both() {
