@@ -525,8 +525,8 @@ pub fn document(r: &DiffReport, summary: bool) -> Doc {
     }
     let (header, rows) = summary_rows(r);
     if !header.is_empty() {
-        let mut columns = vec![("probe".to_string(), Align::Left)];
-        columns.extend(header.iter().map(|h| (h.to_string(), Align::Right)));
+        let mut columns = vec![("probe".into(), Align::Left)];
+        columns.extend(header.iter().map(|h| (h.to_string().into(), Align::Right)));
         let rows = rows
             .into_iter()
             .map(|(name, cells)| {

@@ -251,11 +251,11 @@ pub fn document(h: &History) -> Doc {
                 .collect(),
         ));
     for table in &h.tables {
-        let mut columns = vec![("probe".to_string(), Align::Left)];
+        let mut columns = vec![("probe".into(), Align::Left)];
         columns.extend(
             h.toolchains
                 .iter()
-                .map(|t| (t.toolchain.clone(), Align::Right)),
+                .map(|t| (t.toolchain.clone().into(), Align::Right)),
         );
         let rows = table
             .rows

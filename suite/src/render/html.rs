@@ -19,10 +19,17 @@ pub fn render(doc: &Doc) -> String {
          <style>{STYLE}</style></head><body>\n",
         escape(&doc.title)
     );
-    for b in &doc.blocks {
+    out.push_str(&fragment(&doc.blocks));
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// Blocks as HTML, for a writer that assembles its own page (the report's).
+pub fn fragment(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for b in blocks {
         block(&mut out, b);
     }
-    out.push_str("</body></html>\n");
     out
 }
 
@@ -44,7 +51,7 @@ pub fn escape(s: &str) -> String {
 
 fn class(mark: Mark) -> Option<&'static str> {
     match mark {
-        Mark::Plain | Mark::Code | Mark::Strong => None,
+        Mark::Plain | Mark::Code | Mark::Ref | Mark::Strong => None,
         Mark::Changed => Some("changed"),
         Mark::Good => Some("good"),
         Mark::Bad => Some("bad"),
@@ -60,6 +67,7 @@ pub fn inline(t: &Text) -> String {
             let text = escape(&s.text);
             match (s.mark, class(s.mark)) {
                 (Mark::Code, _) => format!("<code>{text}</code>"),
+                (Mark::Ref, _) => format!("<a href=\"#{text}\"><code>{text}</code></a>"),
                 (Mark::Strong, _) => format!("<b>{text}</b>"),
                 (_, Some(c)) => format!("<span class=\"{c}\">{text}</span>"),
                 (_, None) => text,
@@ -82,7 +90,8 @@ fn block(out: &mut String, b: &Block) {
             }
             out.push_str("</ul>\n");
         }
-        Block::Table(t) => table(out, t, None),
+        Block::Table(t) => table(out, t, "", &|_| String::new()),
+        Block::Code { text, .. } => out.push_str(&format!("<pre>{}</pre>\n", escape(text))),
         Block::Diff { title, text } => {
             out.push_str(&format!("<p>{}</p><pre>", escape(title)));
             for l in text.lines() {
@@ -106,30 +115,29 @@ fn block(out: &mut String, b: &Block) {
     }
 }
 
-/// One table with `class` on its `<table>`, for a writer that assembles its
-/// own page (the report's).
-pub fn table_classed(t: &Table, class: &str) -> String {
+/// One table with `attrs` on its `<table>` (`class="summary"`) and
+/// `row(i)` on row `i`'s `<tr>`, for a writer that assembles its own page
+/// (the report's).
+pub fn table_with(t: &Table, attrs: &str, row: &dyn Fn(usize) -> String) -> String {
     let mut out = String::new();
-    table(&mut out, t, Some(class));
+    table(&mut out, t, attrs, row);
     out
 }
 
-fn table(out: &mut String, t: &Table, table_class: Option<&str>) {
-    match table_class {
-        Some(c) => out.push_str(&format!("<table class=\"{}\">\n<tr>", escape(c))),
-        None => out.push_str("<table>\n<tr>"),
-    }
+fn table(out: &mut String, t: &Table, attrs: &str, row_attrs: &dyn Fn(usize) -> String) {
+    let sep = if attrs.is_empty() { "" } else { " " };
+    out.push_str(&format!("<table{sep}{attrs}>\n<tr>"));
     for (title, al) in &t.columns {
         let n = if *al == Align::Right {
             " class=\"n\""
         } else {
             ""
         };
-        out.push_str(&format!("<th{n}>{}</th>", escape(title)));
+        out.push_str(&format!("<th{n}>{}</th>", inline(title)));
     }
     out.push_str("</tr>\n");
-    for row in &t.rows {
-        out.push_str("<tr>");
+    for (i, row) in t.rows.iter().enumerate() {
+        out.push_str(&format!("<tr{}>", row_attrs(i)));
         for (c, (_, al)) in row.iter().zip(&t.columns) {
             let classes: Vec<&str> = [(*al == Align::Right).then_some("n"), class(c.mark)]
                 .into_iter()

@@ -19,14 +19,20 @@ pub fn render(doc: &Doc) -> String {
     out
 }
 
-/// `s` with Markdown's inline syntax escaped.
+/// `s` with Markdown's inline syntax escaped. A `*` that ends a word
+/// (`apple-m4*`) can only close emphasis, never open it, and stays as is.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '\\' | '`' | '*' | '|' | '<' | '>' | '[' | ']') {
+    let mut prev = ' ';
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let ends_word =
+            prev.is_alphanumeric() && !chars.peek().is_some_and(|n| n.is_alphanumeric());
+        if matches!(c, '\\' | '`' | '|' | '<' | '>' | '[' | ']') || (c == '*' && !ends_word) {
             out.push('\\');
         }
         out.push(c);
+        prev = c;
     }
     out
 }
@@ -40,6 +46,7 @@ fn inline(t: &Text) -> String {
     t.0.iter()
         .map(|s| match s.mark {
             Mark::Code => code(&s.text),
+            Mark::Ref => format!("[{}](#{})", code(&s.text), s.text),
             Mark::Changed | Mark::Bad | Mark::Strong => format!("**{}**", escape(&s.text)),
             _ => escape(&s.text),
         })
@@ -57,6 +64,10 @@ fn block(parts: &mut Vec<String>, b: &Block) {
             parts.push(items.iter().map(|t| format!("- {}\n", inline(t))).collect())
         }
         Block::Table(t) => parts.push(table(t)),
+        Block::Code { lang, text } => {
+            let end = if text.ends_with('\n') { "" } else { "\n" };
+            parts.push(format!("```{lang}\n{text}{end}```\n"));
+        }
         Block::Diff { title, text } => {
             let mut text = text.clone();
             if !text.ends_with('\n') {
@@ -77,12 +88,10 @@ fn block(parts: &mut Vec<String>, b: &Block) {
     }
 }
 
-/// One table as Markdown, for a writer that assembles its own document
-/// (the report's).
-pub fn table(t: &Table) -> String {
+fn table(t: &Table) -> String {
     let mut s = String::from("|");
     for (title, _) in &t.columns {
-        s.push_str(&format!(" {} |", escape(title)));
+        s.push_str(&format!(" {} |", inline(title)));
     }
     s.push_str("\n|");
     for (_, al) in &t.columns {

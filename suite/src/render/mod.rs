@@ -47,6 +47,16 @@ impl Doc {
         self.blocks.push(block);
         self
     }
+
+    /// Appends a heading.
+    pub fn heading(&mut self, level: u8, text: impl Into<Text>) -> &mut Doc {
+        self.push(Block::Heading(level, text.into()))
+    }
+
+    /// Appends a paragraph.
+    pub fn para(&mut self, text: impl Into<Text>) -> &mut Doc {
+        self.push(Block::Para(text.into()))
+    }
 }
 
 /// How a span or a cell stands out.
@@ -69,6 +79,8 @@ pub enum Mark {
     Strong,
     /// Code: a name, a command (backticks, `<code>`).
     Code,
+    /// Code that links to the section of the same name (a probe's).
+    Ref,
 }
 
 /// A run of text with one mark.
@@ -93,6 +105,19 @@ impl Text {
     /// Code.
     pub fn code(s: impl Into<String>) -> Text {
         Text::default().with(Mark::Code, s)
+    }
+
+    /// Prose whose `backticked` parts are code.
+    pub fn prose(s: &str) -> Text {
+        Text::default().then_prose(s)
+    }
+
+    /// Appends prose whose `backticked` parts are code.
+    pub fn then_prose(mut self, s: &str) -> Text {
+        for (i, part) in s.split('`').enumerate().filter(|(_, p)| !p.is_empty()) {
+            self = self.with([Mark::Plain, Mark::Code][i % 2], part);
+        }
+        self
     }
 
     /// Text with one mark.
@@ -164,7 +189,7 @@ impl Cell {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Table {
     /// Titles and alignments.
-    pub columns: Vec<(String, Align)>,
+    pub columns: Vec<(Text, Align)>,
     /// One cell per column each.
     pub rows: Vec<Vec<Cell>>,
 }
@@ -180,6 +205,13 @@ pub enum Block {
     List(Vec<Text>),
     /// A table.
     Table(Table),
+    /// A block of code or preformatted text (`asm`, `text`).
+    Code {
+        /// The language a Markdown fence names.
+        lang: &'static str,
+        /// The text, unescaped.
+        text: String,
+    },
     /// A unified diff under a title.
     Diff {
         /// What is compared (`hot path`).

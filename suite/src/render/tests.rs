@@ -73,3 +73,41 @@ fn markdown() {
 fn html() {
     insta::assert_snapshot!(html::render(&sample()));
 }
+
+/// A probe link, a column title with code, prose with code and a word's
+/// closing `*`, a code block: in each format.
+#[test]
+fn links_rich_titles_prose_and_code_blocks() {
+    let mut doc = Doc::new("t");
+    doc.push(Block::Table(Table {
+        columns: vec![
+            ("probe".into(), Align::Left),
+            (Text::code("x86").then(" (apple-m4*)"), Align::Right),
+        ],
+        rows: vec![vec![
+            Cell::new(Text::marked(Mark::Ref, "probe_a"), Mark::Plain),
+            Cell::new("3", Mark::Plain),
+        ]],
+    }))
+    .push(Block::Para(Text::prose("run `a*b` (* here)")))
+    .push(Block::Code {
+        lang: "asm",
+        text: "ret".into(),
+    });
+    assert_eq!(
+        markdown::render(&doc),
+        "| probe | `x86` (apple-m4*) |\n| --- | ---: |\n| [`probe_a`](#probe_a) | 3 |\n\n\
+         run `a*b` (\\* here)\n\n```asm\nret\n```\n"
+    );
+    assert_eq!(
+        text::render(&doc, false),
+        "  probe    x86 (apple-m4*)\n  probe_a                3\nrun a*b (* here)\nret\n"
+    );
+    let html = html::render(&doc);
+    assert!(
+        html.contains("<th class=\"n\"><code>x86</code> (apple-m4*)</th>")
+            && html.contains("<td><a href=\"#probe_a\"><code>probe_a</code></a></td>")
+            && html.contains("<p>run <code>a*b</code> (* here)</p>\n<pre>ret</pre>"),
+        "{html}"
+    );
+}

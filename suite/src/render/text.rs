@@ -30,6 +30,11 @@ fn blocks(out: &mut String, list: &[Block], indent: &str, color: bool) {
                 }
             }
             Block::Table(t) => table(out, t, indent, color),
+            Block::Code { text, .. } => {
+                for l in text.lines() {
+                    line(out, indent, l);
+                }
+            }
             Block::Diff { title, text } => {
                 line(
                     out,
@@ -60,7 +65,7 @@ fn line(out: &mut String, indent: &str, s: &str) {
 /// The ANSI escape of a mark (`None`: shown as it is).
 fn escape(mark: Mark) -> Option<&'static str> {
     match mark {
-        Mark::Plain | Mark::Code => None,
+        Mark::Plain | Mark::Code | Mark::Ref => None,
         Mark::Changed => Some("33"),
         Mark::Good => Some("32"),
         Mark::Bad => Some("31"),
@@ -81,20 +86,12 @@ fn inline(t: &Text, color: bool) -> String {
 }
 
 /// `s` padded to `width` characters on the side `align` leaves open.
-pub fn align(s: &str, shown: &str, width: usize, align: Align) -> String {
+fn align(s: &str, shown: &str, width: usize, align: Align) -> String {
     let pad = " ".repeat(width.saturating_sub(s.chars().count()));
     match align {
         Align::Left => format!("{shown}{pad}"),
         Align::Right => format!("{pad}{shown}"),
     }
-}
-
-/// One table without colour, for a writer that assembles its own text
-/// (the report's).
-pub fn table_plain(t: &Table) -> String {
-    let mut out = String::new();
-    table(&mut out, t, "", false);
-    out
 }
 
 fn table(out: &mut String, t: &Table, indent: &str, color: bool) {
@@ -118,7 +115,7 @@ fn table(out: &mut String, t: &Table, indent: &str, color: bool) {
                 .iter()
                 .filter_map(|r| r.get(i))
                 .map(|c| cell_text(c, i).chars().count())
-                .chain([title.chars().count() + usize::from(starred && i > 0)])
+                .chain([title.raw().chars().count() + usize::from(starred && i > 0)])
                 .max()
                 .unwrap_or(0)
         })
@@ -128,11 +125,7 @@ fn table(out: &mut String, t: &Table, indent: &str, color: bool) {
         if i > 0 {
             head.push_str("  ");
         }
-        let title = if starred && i > 0 {
-            format!("{title} ")
-        } else {
-            title.clone()
-        };
+        let title = title.raw() + if starred && i > 0 { " " } else { "" };
         head.push_str(&align(&title, &title, *w, *al));
     }
     line(out, indent, head.trim_end());

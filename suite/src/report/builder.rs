@@ -5,7 +5,7 @@
 use allocasm::probes::{Probe, ProbeKind};
 use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::expect;
-use allocasm_suite::codegen::linked::Lto;
+use allocasm_suite::codegen::linked::{LinkedOutput, Lto};
 use allocasm_suite::codegen::summary::{self, CrossProfile};
 use allocasm_suite::codegen::{AsmOutput, Listing, ProbeListings, Profile};
 
@@ -77,22 +77,16 @@ impl Report {
                     .iter()
                     .find(|(f, _)| f.name == p.name)
                     .map(|(_, e)| e.clone());
-                let build_info = |lto| match linked_of(p, lto).map(|l| &l.outcome) {
-                    Some(Ok((out, _))) => LinkedBuildInfo {
+                let build_info = |lto| match linked_outcome(linked_of(p, lto)) {
+                    Ok((out, _)) => LinkedBuildInfo {
                         status: BuildStatus::Built,
                         error: None,
                         flags: out.flags.clone(),
                         disassembler: Some(out.objdump.clone()),
                     },
-                    Some(Err(e)) => LinkedBuildInfo {
+                    Err(e) => LinkedBuildInfo {
                         status: BuildStatus::Failed,
-                        error: Some(e.clone()),
-                        flags: Vec::new(),
-                        disassembler: None,
-                    },
-                    None => LinkedBuildInfo {
-                        status: BuildStatus::Failed,
-                        error: Some("not built".into()),
+                        error: Some(e),
                         flags: Vec::new(),
                         disassembler: None,
                     },
@@ -160,23 +154,7 @@ impl Report {
                                     r.expectations.iter().filter(|e| !e.passed).count();
                                 r
                             }
-                            None => ProbeResult {
-                                profile: p.name.clone(),
-                                status: ProbeStatus::NotBuilt,
-                                summary: None,
-                                hot_path: None,
-                                tls: None,
-                                lines: Vec::new(),
-                                annotations: Vec::new(),
-                                expectations: Vec::new(),
-                                passed: false,
-                                linked: None,
-                                executed: None,
-                                executed_reason: None,
-                                mca: None,
-                                mca_reason: None,
-                                followed: None,
-                            },
+                            None => ProbeResult::empty(&p.name, ProbeStatus::NotBuilt, Vec::new()),
                         };
                         if has_linked(p) {
                             let view = |lto| linked_view(p, linked_of(p, lto), probe);
@@ -275,25 +253,15 @@ fn cross_summary(
             looped: c.looped,
             passed,
         },
-        (None, true) => SummaryCell {
-            status: ProbeStatus::Missing,
-            text: "missing".into(),
+        (None, built) => SummaryCell {
+            status: [ProbeStatus::NotBuilt, ProbeStatus::Missing][usize::from(built)],
+            text: ["not built", "missing"][usize::from(built)].into(),
             instructions: None,
             function_instructions: None,
             atomic: false,
             call: false,
             looped: false,
-            passed: passed.map(|_| false),
-        },
-        (None, false) => SummaryCell {
-            status: ProbeStatus::NotBuilt,
-            text: "not built".into(),
-            instructions: None,
-            function_instructions: None,
-            atomic: false,
-            call: false,
-            looped: false,
-            passed: None,
+            passed: passed.filter(|_| built).map(|_| false),
         },
     };
     let rows = probes
@@ -338,6 +306,13 @@ pub fn view_name(lto: Lto) -> &'static str {
     }
 }
 
+/// A linked build's executable and listings, or why there are none.
+fn linked_outcome<'a>(
+    build: Option<&LinkedBuild<'a>>,
+) -> Result<(&'a LinkedOutput, &'a ProbeListings), String> {
+    build.map_or(Err("not built".into()), |b| b.outcome.clone())
+}
+
 /// A probe's listing from one linked build (or why there is none).
 fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe) -> LinkedView {
     let empty = |status, error| LinkedView {
@@ -349,10 +324,9 @@ fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe
         lines: Vec::new(),
         annotations: Vec::new(),
     };
-    let listings = match build.map(|b| &b.outcome) {
-        Some(Ok((_, listings))) => *listings,
-        Some(Err(e)) => return empty(ProbeStatus::NotBuilt, Some(e.clone())),
-        None => return empty(ProbeStatus::NotBuilt, Some("not built".into())),
+    let listings = match linked_outcome(build) {
+        Ok((_, listings)) => listings,
+        Err(e) => return empty(ProbeStatus::NotBuilt, Some(e)),
     };
     match listings.listing(probe.name) {
         Some(listing) => LinkedView {
@@ -408,27 +382,33 @@ pub fn kind_name(kind: ProbeKind) -> &'static str {
     }
 }
 
+impl ProbeResult {
+    /// A result without a listing: `status` and `expectations` only.
+    fn empty(profile: &str, status: ProbeStatus, expectations: Vec<ExpectationResult>) -> Self {
+        ProbeResult {
+            profile: profile.to_string(),
+            status,
+            summary: None,
+            hot_path: None,
+            tls: None,
+            lines: Vec::new(),
+            annotations: Vec::new(),
+            passed: status != ProbeStatus::NotBuilt && expectations.iter().all(|e| e.passed),
+            expectations,
+            linked: None,
+            executed: None,
+            executed_reason: None,
+            mca: None,
+            mca_reason: None,
+            followed: None,
+        }
+    }
+}
+
 fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
     let expectations = evaluate(b.profile, b.listings, probe);
-    let passed = expectations.iter().all(|e| e.passed);
     // What every result has; a found probe adds its listing's views.
-    let bare = ProbeResult {
-        profile: b.profile.name.clone(),
-        status: ProbeStatus::Missing,
-        summary: None,
-        hot_path: None,
-        tls: None,
-        lines: Vec::new(),
-        annotations: Vec::new(),
-        expectations,
-        passed,
-        linked: None,
-        executed: None,
-        executed_reason: None,
-        mca: None,
-        mca_reason: None,
-        followed: None,
-    };
+    let bare = ProbeResult::empty(&b.profile.name, ProbeStatus::Missing, expectations);
     let Some(listing) = b.listings.listing(probe.name) else {
         return bare;
     };

@@ -97,6 +97,7 @@ table.summary { font-size: 11px; }
 table.summary th, table.summary td { padding: 2px 3px; }
 table.summary th { font-weight: 600; }
 table.summary td.n { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+table.executed td.n { white-space: normal; }
 table.summary td.missing { color: var(--fail); } table.summary td.none { color: var(--muted); }
 .mk { display: inline-block; min-width: 1.3em; margin-left: 2px; text-align: center; border-radius: 3px; font-size: 11px; font-weight: 700; }
 .mk.a { background: var(--rmw); } .mk.c { background: var(--call); } .mk.l { background: var(--loop); }
@@ -435,38 +436,23 @@ fn linked_html(probe: &ProbeReport) -> String {
     s
 }
 
-/// One listing's executed count and llvm-mca predictions, or why not.
+/// One listing's executed count and llvm-mca predictions, or why not:
+/// the report document's lines.
 fn measured_html(s: &mut String, res: &ProbeResult) {
-    let mut parts: Vec<String> = Vec::new();
-    match (&res.executed, &res.executed_reason) {
-        (Some(e), _) => parts.push(format!("<b>{}</b>", escape(&e.line()))),
-        (None, Some(why)) => parts.push(format!(
-            "executed: <span class=\"muted\">{}</span>",
-            escape(why.lines().next().unwrap_or(""))
-        )),
-        (None, None) => {}
-    }
-    match (&res.mca, &res.mca_reason) {
-        (Some(ms), _) => parts.extend(
-            ms.iter()
-                .map(|m| format!("llvm-mca: {}", escape(&m.line()))),
-        ),
-        (None, Some(why)) => parts.push(format!(
-            "llvm-mca: <span class=\"muted\">{}</span>",
-            escape(why.lines().next().unwrap_or(""))
-        )),
-        (None, None) => {}
-    }
-    if !parts.is_empty() {
+    let lines: Vec<String> = (super::doc::measured(res).iter())
+        .map(render::html::inline)
+        .collect();
+    if !lines.is_empty() {
         let _ = writeln!(
             s,
             "<div class=\"counts executed\">{}</div>",
-            parts.join("<br>")
+            lines.join("<br>")
         );
     }
 }
 
-/// The `What the CPU executes` section: method, profiles, the table.
+/// The `What the CPU executes` section: method, profiles, the table (the
+/// report document's, each row carrying its probe for the filter).
 fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
     let _ = writeln!(
         s,
@@ -475,16 +461,11 @@ fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
         escape(&e.mca_note)
     );
     for p in &e.profiles {
-        let exec = match (&p.reason, &p.command) {
-            (None, Some(c)) => format!("measured: <code>{}</code>", escape(c)),
-            (Some(why), _) => escape(why.lines().next().unwrap_or("")),
-            (None, None) => "measured".to_string(),
-        };
-        let mca = match &p.mca_reason {
-            None => format!("llvm-mca: {}", escape(&p.cpus.join(", "))),
-            Some(why) => format!("llvm-mca: {}", escape(why.lines().next().unwrap_or(""))),
-        };
-        let _ = writeln!(s, "<li><b>{}</b>: {exec}; {mca}</li>", escape(&p.profile));
+        let _ = writeln!(
+            s,
+            "<li>{}</li>",
+            render::html::inline(&super::doc::profile_measured(p))
+        );
     }
     let _ = writeln!(s, "</ul>");
     let t = &e.table;
@@ -493,37 +474,22 @@ fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
     }
     let _ = writeln!(
         s,
-        "<p class=\"muted\">Each cell: hot-path instructions / executed instructions per call (+ in helpers) / llvm-mca cycles per call per CPU (* indicative).</p>\n<table class=\"summary executed\"><tr><th>probe</th>{}</tr>",
-        t.columns
-            .iter()
-            .map(|c| {
-                let cpus = e
-                    .profiles
-                    .iter()
-                    .find(|p| &p.profile == c)
-                    .map(|p| p.cpus.join(" · "))
-                    .unwrap_or_default();
-                format!(
-                    "<th>{}<br><span class=\"muted\">{}</span></th>",
-                    breakable(c),
-                    escape(&cpus)
-                )
-            })
-            .collect::<String>()
+        "<p class=\"muted\">Each cell: hot-path instructions / executed instructions per call (+ in helpers) / llvm-mca cycles per call per CPU (* indicative).</p>"
     );
-    for row in &t.rows {
-        let _ = writeln!(
-            s,
-            "<tr data-probe=\"{0}\" data-allocator=\"{2}\"><td><a href=\"#{0}\"><code>{0}</code></a></td>{1}</tr>",
-            escape(&row.probe),
-            row.cells
-                .iter()
-                .map(|c| format!("<td>{}</td>", escape(&c.text)))
-                .collect::<String>(),
-            escape(allocator_of(r, &row.probe))
-        );
-    }
-    let _ = writeln!(s, "</table>");
+    s.push_str(&render::html::table_with(
+        &super::doc::executed_table(e),
+        "class=\"summary executed\"",
+        &|i| probe_attrs(r, &t.rows[i].probe),
+    ));
+}
+
+/// The `data-probe` and `data-allocator` of a probe's row, for the filter.
+fn probe_attrs(r: &Report, probe: &str) -> String {
+    format!(
+        " data-probe=\"{}\" data-allocator=\"{}\"",
+        escape(probe),
+        escape(allocator_of(r, probe))
+    )
 }
 
 fn listing_html(name: &str, lines: &[ListingLine]) -> String {
@@ -833,40 +799,11 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
     let _ = writeln!(s, "</section>");
 }
 
-/// A `follow = true` probe's walk through its callees, folded: each
-/// callee's hot path under the probe, then what was not followed.
+/// A `follow = true` probe's walk through its callees, folded: the
+/// report document's block, in the page's `followed` fold.
 fn followed_html(s: &mut String, f: &super::FollowedReport) {
-    let _ = writeln!(
-        s,
-        "<details class=\"followed\"><summary>{}</summary>",
-        escape(&f.summary())
-    );
-    for c in &f.callees {
-        let _ = writeln!(
-            s,
-            "<p style=\"margin-left:{}em\">→ <code>{}</code> (from <code>{}</code>): {}</p><pre>{}</pre>",
-            c.depth - 1,
-            escape(&c.path),
-            escape(&c.caller),
-            escape(&c.hot_path.line()),
-            escape(&c.hot_path.lines.join("\n"))
-        );
-    }
-    if !f.not_followed.is_empty() || !f.calls_leaving.is_empty() {
-        let _ = writeln!(s, "<ul>");
-        for n in &f.not_followed {
-            let _ = writeln!(s, "<li>not followed: {}</li>", escape(n));
-        }
-        if !f.calls_leaving.is_empty() {
-            let _ = writeln!(
-                s,
-                "<li>calls leaving the build: {}</li>",
-                escape(&f.calls_leaving.join(", "))
-            );
-        }
-        let _ = writeln!(s, "</ul>");
-    }
-    let _ = writeln!(s, "</details>");
+    let html = render::html::fragment(&[super::doc::followed(f)]);
+    s.push_str(&html.replacen("<details>", "<details class=\"followed\">", 1));
 }
 
 /// The whole `report` in this format.
@@ -922,9 +859,10 @@ pub fn render(r: &Report) -> String {
             escape(&m.commit[..m.commit.len().min(12)]),
             escape(super::MUTATION_LEGEND),
         );
-        s.push_str(&render::html::table_classed(
+        s.push_str(&render::html::table_with(
             &m.table(),
-            "summary mutations",
+            "class=\"summary mutations\"",
+            &|_| String::new(),
         ));
     }
     if let Some(e) = &r.executed {

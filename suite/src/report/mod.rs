@@ -1,17 +1,17 @@
 //! The asm report: one data model ([`Report`], whose JSON form is the stable
-//! schema documented in `docs/json-schema.md`) and one module per output
-//! kind behind the [`Format`] trait: [`text`], [`markdown`], [`json`],
-//! [`html`].
+//! schema documented in `docs/json-schema.md`), built by `builder.rs`; one
+//! document of it ([`doc`]) that the shared renderers print as text and
+//! Markdown; its JSON (serde of the model); and its HTML page ([`html`]).
 
 pub mod annotate;
 mod builder;
+pub mod doc;
 pub mod html;
-pub mod json;
-pub mod markdown;
 pub mod measured;
 mod model;
 pub mod text;
 
+use allocasm_suite::render;
 pub use annotate::{Annotation, Tag, TlsAccess};
 pub use builder::*;
 pub use measured::{ExecutedReport, ExecutedSection, McaReport, Measurement};
@@ -35,9 +35,15 @@ pub struct Format {
 /// Every output kind, by `--format` name.
 pub fn format(name: &str) -> Option<Format> {
     let (name, file_name, render): (_, _, fn(&Report) -> String) = match name {
-        "text" | "txt" => ("text", "report.txt", text::render),
-        "md" | "markdown" => ("md", "report.md", markdown::render),
-        "json" => ("json", "report.json", json::render),
+        "text" | "txt" => ("text", "report.txt", |r| {
+            render::text::render(&doc::doc(r), false)
+        }),
+        "md" | "markdown" => ("md", "report.md", |r| {
+            render::markdown::render(&doc::doc(r))
+        }),
+        "json" => ("json", "report.json", |r| {
+            serde_json::to_string_pretty(r).expect("the report serializes") + "\n"
+        }),
         "html" => ("html", "report.html", html::render),
         _ => return None,
     };
@@ -82,18 +88,20 @@ mod table_tests {
             ],
         };
         let t = m.table();
+        let mut doc = render::Doc::new("mutations");
+        doc.push(render::Block::Table(t.clone()));
         assert_eq!(
-            render::markdown::table(&t),
+            render::markdown::render(&doc),
             "| mutation | x86_64-linux | aarch64-apple |\n| --- | --- | --- |\n\
              | relaxed-to-seqcst | caught | blind |\n| cold-removed | **MISSED** | cold-only |\n"
         );
         assert_eq!(
-            render::text::table_plain(&t),
+            render::text::render(&doc, false),
             "  mutation           x86_64-linux  aarch64-apple\n  \
              relaxed-to-seqcst  caught        blind\n  \
              cold-removed       MISSED        cold-only\n"
         );
-        let html = render::html::table_classed(&t, "summary mutations");
+        let html = render::html::table_with(&t, "class=\"summary mutations\"", &|_| String::new());
         assert!(
             html.starts_with("<table class=\"summary mutations\">"),
             "{html}"

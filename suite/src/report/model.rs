@@ -104,23 +104,6 @@ pub enum ProbeStatus {
     NotBuilt,
 }
 
-impl ProbeStatus {
-    /// The JSON name (`not-built`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeStatus::Found => "found",
-            ProbeStatus::Missing => "missing",
-            ProbeStatus::NotBuilt => "not-built",
-        }
-    }
-}
-
-impl std::fmt::Display for ProbeStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// Whether a build worked (`built` or `failed` in the JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -129,22 +112,6 @@ pub enum BuildStatus {
     Built,
     /// It failed: see the `error` beside it.
     Failed,
-}
-
-impl BuildStatus {
-    /// The JSON name.
-    pub fn name(self) -> &'static str {
-        match self {
-            BuildStatus::Built => "built",
-            BuildStatus::Failed => "failed",
-        }
-    }
-}
-
-impl std::fmt::Display for BuildStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// One probe's row.
@@ -203,7 +170,7 @@ impl MutationTable {
         Table {
             columns: std::iter::once("mutation")
                 .chain(self.profiles.iter().map(String::as_str))
-                .map(|t| (t.to_string(), Align::Left))
+                .map(|t| (t.into(), Align::Left))
                 .collect(),
             rows: (self.rows.iter())
                 .map(|row| {
