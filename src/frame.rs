@@ -305,42 +305,9 @@ unsafe impl<const N: usize> RawAllocator for FrameAllocator<N> {
 }
 
 // SAFETY: blocks come from the live arena, whose buffer never moves and is
-// reset only by `begin_frame`/`reset_all`, which need `&mut self`.
-unsafe impl<const N: usize> allocator_api2::alloc::Allocator for FrameAllocator<N> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        allocator_api2::alloc::Allocator::allocate(self.current(), layout)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
-
-    /// In place for the live buffer's last block; a block of an older frame
-    /// moves into the live buffer.
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        let live = self.current();
-        // SAFETY: forwarded: `ptr` is a live block of one of the buffers;
-        // `resize_last` touches it only if it is the live buffer's last.
-        unsafe {
-            crate::linear::bump_grow(live, |p, o, n| live.resize_last(p, o, n), ptr, old, new)
-        }
-    }
-
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        let live = self.current();
-        // SAFETY: as for `grow`.
-        unsafe {
-            crate::linear::bump_shrink(live, |p, o, n| live.resize_last(p, o, n), ptr, old, new)
-        }
-    }
+// reset only by `begin_frame`/`reset_all`, which need `&mut self`. The live
+// buffer's last block is resized in place; a block of an older frame moves
+// into the live buffer.
+crate::api04::allocator_api04! {
+    impl [const N: usize] FrameAllocator<N> { frees_in_bulk, resizes_last(|f| f.current()) }
 }

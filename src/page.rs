@@ -199,33 +199,11 @@ unsafe impl RawAllocator for PageAllocator {
 // SAFETY: every block is its own mapping of `round(size)` bytes, page-aligned
 // (so aligned to any `align <= page`), valid until `deallocate` releases
 // exactly it; the allocator has no state, so copies are the same allocator.
-// Zero-size layouts get a dangling aligned pointer and are not released.
-unsafe impl allocator_api2::alloc::Allocator for PageAllocator {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            return Ok(NonNull::slice_from_raw_parts(
-                crate::linear::dangling_for(layout),
-                0,
-            ));
-        }
-        Ok(RawAllocator::allocate(self, layout)?)
-    }
-
-    /// Fresh mappings are zeroed by the OS: nothing to write.
-    fn allocate_zeroed(
-        &self,
-        layout: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        allocator_api2::alloc::Allocator::allocate(self, layout)
-    }
-
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: `ptr` came from `allocate(layout)`: one mapping of
-            // `round(layout.size())` bytes.
-            unsafe { self.dealloc(ptr, layout.size()) };
-        }
-    }
+// Zero-size layouts get a dangling aligned pointer and are not released. A
+// block resized in place keeps its mapping, `round` of its new size too, so
+// `deallocate` with the new layout releases exactly it.
+crate::api04::allocator_api04! {
+    impl [] PageAllocator { frees, zeroed_by_os, grow_zeroed_in_place }
 
     /// In place while the new size rounds to the same pages.
     unsafe fn grow(
@@ -234,42 +212,13 @@ unsafe impl allocator_api2::alloc::Allocator for PageAllocator {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if old.size() != 0
-            && self.round(old.size()) == self.round(new.size())
-            && new.align() <= self.page_size()
-        {
-            return Ok(NonNull::slice_from_raw_parts(ptr, new.size()));
-        }
-        let fresh = allocator_api2::alloc::Allocator::allocate(self, new)?;
-        // SAFETY: distinct live blocks; the old one has `old.size()` bytes,
-        // the new one at least as many; the old one is released once.
-        unsafe {
-            core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), old.size());
-            allocator_api2::alloc::Allocator::deallocate(self, ptr, old);
-        }
-        Ok(fresh)
-    }
-
-    /// In place while the new size rounds to the same pages (a fresh mapping
-    /// is zeroed, and the tail of a kept one too unless it was written: so
-    /// the tail is zeroed here).
-    unsafe fn grow_zeroed(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded, as for `grow`.
-        let block = unsafe { allocator_api2::alloc::Allocator::grow(self, ptr, old, new)? };
-        // SAFETY: the block has at least `new.size()` bytes.
-        unsafe {
-            block
-                .cast::<u8>()
-                .as_ptr()
-                .add(old.size())
-                .write_bytes(0, new.size() - old.size())
+        let same_pages = |p, o: Layout, n: Layout| {
+            let same = self.round(o.size()) == self.round(n.size());
+            (o.size() != 0 && same && n.align() <= self.page_size()).then_some(p)
         };
-        Ok(block)
+        // SAFETY: forwarded: `ptr` is a live mapping with `old`; a block
+        // kept in place has its pages, page-aligned, so aligned for `new`.
+        unsafe { crate::api04::resize_or_move(self, same_pages, ptr, old, new) }
     }
 
     /// In place while the new size rounds to the same pages.
@@ -279,16 +228,10 @@ unsafe impl allocator_api2::alloc::Allocator for PageAllocator {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if new.size() != 0 && self.round(old.size()) == self.round(new.size()) {
-            return Ok(NonNull::slice_from_raw_parts(ptr, new.size()));
-        }
-        let fresh = allocator_api2::alloc::Allocator::allocate(self, new)?;
-        // SAFETY: distinct live blocks, both with at least `new.size()`
-        // bytes; the old one is released once.
-        unsafe {
-            core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), new.size());
-            allocator_api2::alloc::Allocator::deallocate(self, ptr, old);
-        }
-        Ok(fresh)
+        let same_pages = |p, o: Layout, n: Layout| {
+            (n.size() != 0 && self.round(o.size()) == self.round(n.size())).then_some(p)
+        };
+        // SAFETY: forwarded, as for `grow`.
+        unsafe { crate::api04::resize_or_move(self, same_pages, ptr, old, new) }
     }
 }

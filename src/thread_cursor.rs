@@ -992,45 +992,8 @@ unsafe impl RawAllocator for ThreadCursorArena {
 // this thread's last block in place (the cursor moves to its new end, and
 // nothing was handed out beyond the cursor); any other block is moved on
 // growth and kept where it is on a shrink.
-unsafe impl allocator_api2::alloc::Allocator for &ThreadCursorArena {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            let dangling = core::ptr::without_provenance_mut::<u8>(layout.align());
-            // SAFETY: an alignment is never zero.
-            return Ok(NonNull::slice_from_raw_parts(
-                unsafe { NonNull::new_unchecked(dangling) },
-                0,
-            ));
-        }
-        RawAllocator::allocate(*self, layout).map_err(Into::into)
-    }
-
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
-
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: `ptr` is a live block of this arena with `old`;
-        // `resize_last` resizes only this thread's last block of it.
-        unsafe {
-            crate::linear::bump_grow(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
-        }
-    }
-
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded, as for `grow`.
-        unsafe {
-            crate::linear::bump_shrink(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
-        }
-    }
+crate::api04::allocator_api04! {
+    impl [] &ThreadCursorArena { frees_in_bulk, resizes_last(|a| a) }
 }
 
 #[cfg(all(test, not(loom)))]

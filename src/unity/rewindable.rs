@@ -528,19 +528,8 @@ unsafe impl RawAllocator for Rewindable {
 // aligned to `max(align, 64)`, valid until `rewind(&mut self)` or drop, which
 // no `&Rewindable` borrow can outlive. Zero-size layouts get a dangling
 // aligned pointer. Copies of `&Rewindable` are the same allocator.
-unsafe impl allocator_api2::alloc::Allocator for &Rewindable {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            // SAFETY: an alignment is never zero.
-            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
-            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+crate::api04::allocator_api04! {
+    impl [] &Rewindable { frees_in_bulk }
 }
 
 #[cfg(all(test, not(loom)))]

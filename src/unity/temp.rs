@@ -358,41 +358,6 @@ unsafe impl<F: RawAllocator> RawAllocator for Temp<F> {
 // `&Temp` are the same allocator. `grow`/`shrink` resize the last buffer block
 // in place (the offset moves to its new rounded end, beyond which nothing was
 // handed out); other blocks move on growth.
-unsafe impl<F: RawAllocator> allocator_api2::alloc::Allocator for &Temp<F> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            // SAFETY: an alignment is never zero.
-            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
-            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
-
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: `ptr` is a live block of this `Temp`.
-        unsafe {
-            crate::linear::bump_grow(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
-        }
-    }
-
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: `ptr` is a live block of this `Temp`.
-        unsafe {
-            crate::linear::bump_shrink(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
-        }
-    }
+crate::api04::allocator_api04! {
+    impl [F: RawAllocator] &Temp<F> { frees_in_bulk, resizes_last(|t| t) }
 }

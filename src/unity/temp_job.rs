@@ -892,24 +892,8 @@ unsafe impl RawAllocator for TempJob {
 // `layout.size()` bytes aligned to `layout.align()`; zero-size layouts get a
 // dangling aligned pointer and are not freed. Copies of `&TempJob` are the
 // same allocator.
-unsafe impl allocator_api2::alloc::Allocator for &TempJob {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            // SAFETY: an alignment is never zero.
-            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
-            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: forwarded: `ptr` is a live block from `allocate`.
-            unsafe { RawAllocator::deallocate(*self, ptr, layout) };
-        }
-    }
+crate::api04::allocator_api04! {
+    impl [] &TempJob { frees }
 }
 
 #[cfg(all(test, not(loom)))]
