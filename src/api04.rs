@@ -30,6 +30,9 @@ use crate::RawAllocator;
 ///   place through `arena.resize_last` (where `arena` is an expression of
 ///   `s`, the `&self` of the method) when it is the arena's last one, and
 ///   otherwise move it into `arena` ([`resize_or_move`], [`bump_shrink`]).
+/// - `resizes_with(method)`: `grow` and `shrink` resize the block in place
+///   when `self.method(ptr, old, new)` returns it, and otherwise move it
+///   ([`resize_or_move`]).
 /// - `grow_zeroed_in_place`: `grow_zeroed` is `grow` and a zeroed tail.
 ///
 /// Methods after the braces are pasted into the impl as they are.
@@ -109,6 +112,28 @@ macro_rules! allocator_api04 {
             unsafe {
                 $crate::api04::bump_shrink(arena, |p, o, n| arena.resize_last(p, o, n), ptr, old, new)
             }
+        }
+    };
+    (@resizes_with($method:ident)) => {
+        unsafe fn grow(
+            &self,
+            ptr: ::core::ptr::NonNull<u8>,
+            old: ::core::alloc::Layout,
+            new: ::core::alloc::Layout,
+        ) -> Result<::core::ptr::NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+            // SAFETY: forwarded: `ptr` is a live block of this allocator
+            // with `old`; the method resizes only that block.
+            unsafe { $crate::api04::resize_or_move(self, |p, o, n| self.$method(p, o, n), ptr, old, new) }
+        }
+
+        unsafe fn shrink(
+            &self,
+            ptr: ::core::ptr::NonNull<u8>,
+            old: ::core::alloc::Layout,
+            new: ::core::alloc::Layout,
+        ) -> Result<::core::ptr::NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+            // SAFETY: forwarded, as for `grow`.
+            unsafe { $crate::api04::resize_or_move(self, |p, o, n| self.$method(p, o, n), ptr, old, new) }
         }
     };
     (@grow_zeroed_in_place) => {

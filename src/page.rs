@@ -87,6 +87,14 @@ impl PageAllocator {
         Some(n & !(page - 1))
     }
 
+    /// `ptr`, a block of `old.size()` bytes, resized in place to `new`:
+    /// when both sizes are non-zero and round to the same pages, and `new`
+    /// asks for at most a page's alignment. `None` otherwise.
+    fn same_pages(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Option<NonNull<u8>> {
+        let fits = old.size() != 0 && new.size() != 0 && new.align() <= self.page_size();
+        (fits && self.round(old.size()) == self.round(new.size())).then_some(ptr)
+    }
+
     /// Reserves, then commits, `round(n)` bytes: page-aligned, zeroed.
     pub fn alloc(&self, n: usize) -> Result<NonNull<[u8]>, AllocError> {
         if n == 0 {
@@ -200,38 +208,34 @@ unsafe impl RawAllocator for PageAllocator {
 // (so aligned to any `align <= page`), valid until `deallocate` releases
 // exactly it; the allocator has no state, so copies are the same allocator.
 // Zero-size layouts get a dangling aligned pointer and are not released. A
-// block resized in place keeps its mapping, `round` of its new size too, so
+// block is resized in place only while its new size rounds to the same pages
+// and its new alignment is at most a page, so it keeps its mapping and
 // `deallocate` with the new layout releases exactly it.
 crate::api04::allocator_api04! {
-    impl [] PageAllocator { frees, zeroed_by_os, grow_zeroed_in_place }
+    impl [] PageAllocator { frees, zeroed_by_os, resizes_with(same_pages), grow_zeroed_in_place }
+}
 
-    /// In place while the new size rounds to the same pages.
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        let same_pages = |p, o: Layout, n: Layout| {
-            let same = self.round(o.size()) == self.round(n.size());
-            (o.size() != 0 && same && n.align() <= self.page_size()).then_some(p)
-        };
-        // SAFETY: forwarded: `ptr` is a live mapping with `old`; a block
-        // kept in place has its pages, page-aligned, so aligned for `new`.
-        unsafe { crate::api04::resize_or_move(self, same_pages, ptr, old, new) }
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allocator_api2::alloc::Allocator;
 
-    /// In place while the new size rounds to the same pages.
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        let same_pages = |p, o: Layout, n: Layout| {
-            (n.size() != 0 && self.round(o.size()) == self.round(n.size())).then_some(p)
-        };
-        // SAFETY: forwarded, as for `grow`.
-        unsafe { crate::api04::resize_or_move(self, same_pages, ptr, old, new) }
+    /// A shrink to the same pages but an alignment above a page cannot keep
+    /// the block where it is (a mapping is only page-aligned): it is
+    /// refused, as such an allocation is. Before the check, the block was
+    /// kept in place and handed back misaligned.
+    #[test]
+    fn a_shrink_to_more_than_page_alignment_is_not_kept_in_place() {
+        let pages = PageAllocator::new();
+        let page = pages.page_size();
+        let old = Layout::from_size_align(page, 8).unwrap();
+        let new = Layout::from_size_align(page, page << 20).unwrap();
+        let block = Allocator::allocate(&pages, old).unwrap().cast::<u8>();
+        // SAFETY: `block` is live with `old`, and `new` is no larger.
+        match unsafe { pages.shrink(block, old, new) } {
+            Ok(p) => panic!("shrunk to {p:p}, which is not aligned to {}", new.align()),
+            // SAFETY: a refused shrink leaves the block live with `old`.
+            Err(_) => unsafe { Allocator::deallocate(&pages, block, old) },
+        }
     }
 }
