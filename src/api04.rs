@@ -85,45 +85,27 @@ macro_rules! allocator_api04 {
         }
     };
     (@resizes_last(|$s:ident| $arena:expr)) => {
-        unsafe fn grow(
-            &self,
-            ptr: ::core::ptr::NonNull<u8>,
-            old: ::core::alloc::Layout,
-            new: ::core::alloc::Layout,
-        ) -> Result<::core::ptr::NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-            let $s = self;
-            let arena = $arena;
-            // SAFETY: forwarded: `ptr` is a live block of this allocator
-            // with `old`; `resize_last` resizes only the arena's last block.
-            unsafe {
-                $crate::api04::resize_or_move(arena, |p, o, n| arena.resize_last(p, o, n), ptr, old, new)
-            }
-        }
-
-        unsafe fn shrink(
-            &self,
-            ptr: ::core::ptr::NonNull<u8>,
-            old: ::core::alloc::Layout,
-            new: ::core::alloc::Layout,
-        ) -> Result<::core::ptr::NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-            let $s = self;
-            let arena = $arena;
-            // SAFETY: forwarded, as for `grow`.
-            unsafe {
-                $crate::api04::bump_shrink(arena, |p, o, n| arena.resize_last(p, o, n), ptr, old, new)
-            }
-        }
+        $crate::api04::allocator_api04!(@resize(|$s| $arena, resize_last, bump_shrink));
     };
     (@resizes_with($method:ident)) => {
+        $crate::api04::allocator_api04!(@resize(|s| s, $method, resize_or_move));
+    };
+    // `grow` through `resize_or_move` and `shrink` through `$shrink`, both
+    // into `$arena` with `$arena.$method` as the in-place step.
+    (@resize(|$s:ident| $arena:expr, $method:ident, $shrink:ident)) => {
         unsafe fn grow(
             &self,
             ptr: ::core::ptr::NonNull<u8>,
             old: ::core::alloc::Layout,
             new: ::core::alloc::Layout,
         ) -> Result<::core::ptr::NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+            let $s = self;
+            let arena = $arena;
             // SAFETY: forwarded: `ptr` is a live block of this allocator
-            // with `old`; the method resizes only that block.
-            unsafe { $crate::api04::resize_or_move(self, |p, o, n| self.$method(p, o, n), ptr, old, new) }
+            // with `old`; the in-place step resizes only that block.
+            unsafe {
+                $crate::api04::resize_or_move(arena, |p, o, n| arena.$method(p, o, n), ptr, old, new)
+            }
         }
 
         unsafe fn shrink(
@@ -132,8 +114,10 @@ macro_rules! allocator_api04 {
             old: ::core::alloc::Layout,
             new: ::core::alloc::Layout,
         ) -> Result<::core::ptr::NonNull<[u8]>, allocator_api2::alloc::AllocError> {
+            let $s = self;
+            let arena = $arena;
             // SAFETY: forwarded, as for `grow`.
-            unsafe { $crate::api04::resize_or_move(self, |p, o, n| self.$method(p, o, n), ptr, old, new) }
+            unsafe { $crate::api04::$shrink(arena, |p, o, n| arena.$method(p, o, n), ptr, old, new) }
         }
     };
     (@grow_zeroed_in_place) => {
