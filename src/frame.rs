@@ -32,7 +32,7 @@ use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use crate::{AllocError, LinearArena, RawAllocator};
+use crate::{AllocError, LinearArena};
 
 /// Source of frame allocator ids (a unique number per allocator, not part of
 /// any lock-free algorithm).
@@ -291,17 +291,9 @@ impl<const N: usize> FrameAllocator<N> {
 // of at least `layout.size()` bytes, aligned, disjoint from every other live
 // block, valid until its frame comes round again in `begin_frame` or
 // `reset_all` (both `&mut self`).
-unsafe impl<const N: usize> RawAllocator for FrameAllocator<N> {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        RawAllocator::allocate(self.current(), layout)
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// Does nothing: a frame's bytes come back N frames later.
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl [const N: usize] FrameAllocator<N> { |f, layout| f.current().alloc_layout(layout) }
 }
 
 // SAFETY: blocks come from the live arena, whose buffer never moves and is

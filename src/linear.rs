@@ -29,8 +29,8 @@ use core::cell::Cell;
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
+use crate::AllocError;
 use crate::buffer::Buffer;
-use crate::{AllocError, RawAllocator};
 
 /// A bump allocator over one block.
 ///
@@ -356,18 +356,9 @@ impl<'a> LinearArena<'a> {
 // `layout.size()` bytes inside the borrowed buffer, aligned, disjoint from
 // every other live block, valid until `reset` (`&mut self`) or the buffer's
 // borrow ends.
-unsafe impl RawAllocator for LinearArena<'_> {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let ptr = self.alloc_layout(layout)?;
-        Ok(NonNull::slice_from_raw_parts(ptr, layout.size()))
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// Does nothing: an arena frees only on [`reset`](LinearArena::reset).
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl ['a] LinearArena<'a> { |a, layout| a.alloc_layout(layout) }
 }
 
 // SAFETY: blocks are carved from a buffer that does not move when the arena

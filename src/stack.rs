@@ -35,7 +35,7 @@ use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::{AllocError, LinearArena, RawAllocator};
+use crate::{AllocError, LinearArena};
 
 /// Identity source for stack allocators, so a marker from one is refused by
 /// another. Not part of any fast path (one relaxed add per constructor); plain
@@ -251,18 +251,9 @@ impl<'a> StackAllocator<'a> {
 // least `layout.size()` bytes of the borrowed buffer, aligned, disjoint from
 // every other live block, valid until a `free_to_marker` below it or `reset`
 // (both `&mut self`).
-unsafe impl RawAllocator for StackAllocator<'_> {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let ptr = self.alloc_layout(layout)?;
-        Ok(NonNull::slice_from_raw_parts(ptr, layout.size()))
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// Does nothing: bytes come back with [`free_to_marker`](StackAllocator::free_to_marker).
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl ['a] StackAllocator<'a> { |s, layout| s.alloc_layout(layout) }
 }
 
 // SAFETY: as for `LinearArena`, which does the work: blocks stay valid until

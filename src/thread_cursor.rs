@@ -83,7 +83,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::packed::{Attempt, DrainPolicy, PackedConfig, RELAXED, Refusal};
 use crate::sync::{AtomicU64, Ordering};
-use crate::{AllocError, PackedArena, RawAllocator, align_up};
+use crate::{AllocError, PackedArena, align_up};
 
 /// Number of cursor slots per thread.
 const SLOTS: usize = 8;
@@ -927,8 +927,9 @@ impl<'a> LocalCursor<'a> {
     }
 
     /// Allocates for `layout`, any power-of-two alignment (as
-    /// [`RawAllocator::allocate`] on the arena); alignments up to 16 cost
-    /// nothing more than [`alloc`](Self::alloc).
+    /// [`RawAllocator::allocate`](crate::RawAllocator::allocate) on the
+    /// arena); alignments up to 16 cost nothing more than
+    /// [`alloc`](Self::alloc).
     #[inline(always)]
     pub fn alloc_layout(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         let max = self.arena.hot.max_request;
@@ -975,16 +976,9 @@ impl Drop for LocalCursor<'_> {
 // chunk, at least `layout.size()` bytes, aligned, owned by no other live block
 // (each thread bumps its own cursor), valid until `reset`, which takes `&mut
 // self`, or the arena is dropped.
-unsafe impl RawAllocator for ThreadCursorArena {
-    /// Frees are no-ops; memory comes back with `reset`.
-    const FREES_INDIVIDUALLY: bool = false;
-
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let p = over_aligned(layout, self.hot.max_request, |n| self.alloc(n))?;
-        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
-    }
-
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+crate::raw_allocator::bulk_raw_allocator! {
+    /// Does nothing: memory comes back with `reset`.
+    impl [] ThreadCursorArena { |a, layout| over_aligned(layout, a.hot.max_request, |n| a.alloc(n)) }
 }
 
 // SAFETY: blocks stay valid until `reset` (needs `&mut`) or drop; `allocate`

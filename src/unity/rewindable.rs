@@ -40,7 +40,6 @@
 //! [`rewind`]: Rewindable::rewind
 //! [`alloc_handle`]: Rewindable::alloc_handle
 
-use core::alloc::Layout;
 use core::fmt;
 use core::ptr::NonNull;
 
@@ -48,7 +47,7 @@ use crossbeam_utils::CachePadded;
 
 use super::{MAX_CAPACITY, Reserved, needs_cas, reserve_cas};
 use crate::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
-use crate::{AllocError, PageAllocator, RawAllocator, align_up};
+use crate::{AllocError, PageAllocator, align_up};
 
 /// One block of memory.
 struct Block {
@@ -510,18 +509,9 @@ impl fmt::Debug for Rewindable {
 // SAFETY: a successful `allocate` bumps the current scope of the arena: at
 // least `layout.size()` bytes, aligned, disjoint from every other live block,
 // valid until `rewind` (`&mut self`) or drop.
-unsafe impl RawAllocator for Rewindable {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let p = self.alloc(layout.size(), layout.align())?;
-        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// A no-op: everything goes at the next rewind.
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl [] Rewindable { |r, layout| r.alloc(layout.size(), layout.align()) }
 }
 
 // SAFETY: blocks from `alloc` are disjoint ranges reserved by `fetch_add`,

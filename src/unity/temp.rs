@@ -336,18 +336,9 @@ impl<F: RawAllocator> core::fmt::Debug for Temp<F> {
 // SAFETY: blocks come from the frame allocator `F` (whose `RawAllocator`
 // contract they inherit), at least `layout.size()` bytes, aligned, valid until
 // `end_frame` (`&mut self`) or drop.
-unsafe impl<F: RawAllocator> RawAllocator for Temp<F> {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let p = self.alloc(layout.size(), layout.align())?;
-        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// A no-op, as in Unity: the block goes at the end of the frame or scope.
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl [F: RawAllocator] Temp<F> { |t, layout| t.alloc(layout.size(), layout.align()) }
 }
 
 // SAFETY: blocks come from `alloc`, which hands out disjoint, live ranges of
