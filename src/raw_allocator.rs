@@ -86,11 +86,7 @@ pub unsafe trait RawAllocator {
     /// non-power-of-two `align` is [`AllocError::BadAlignment`].
     fn allocate_aligned(&self, size: usize, align: usize) -> Result<NonNull<[u8]>, AllocError> {
         crate::check_align(align)?;
-        let layout = Layout::from_size_align(size, align).map_err(|_| AllocError::TooLarge {
-            requested: size,
-            max: isize::MAX as usize,
-        })?;
-        self.allocate(layout)
+        self.allocate(crate::align::layout_for(size, align)?)
     }
 }
 

@@ -161,12 +161,7 @@ impl<A: RawAllocator> Persistent<A> {
             return Err(AllocError::ZeroSize);
         }
         crate::check_align(align)?;
-        Layout::from_size_align(size, align.max(Self::MIN_ALIGN)).map_err(|_| {
-            AllocError::TooLarge {
-                requested: size,
-                max: isize::MAX as usize,
-            }
-        })
+        crate::align::layout_for(size, align.max(Self::MIN_ALIGN))
     }
 
     /// Allocates `size` bytes aligned to `max(align, 16)`.

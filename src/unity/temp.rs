@@ -194,12 +194,7 @@ impl<F: RawAllocator> Temp<F> {
     #[cold]
     #[inline(never)]
     fn alloc_fallback(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
-        let layout = Layout::from_size_align(size, align.max(Self::MIN_ALIGN)).map_err(|_| {
-            AllocError::TooLarge {
-                requested: size,
-                max: isize::MAX as usize,
-            }
-        })?;
+        let layout = crate::align::layout_for(size, align.max(Self::MIN_ALIGN))?;
         let block = self.fallback.allocate(layout)?.cast::<u8>();
         self.fallback_count.set(self.fallback_count.get() + 1);
         self.fallback_blocks.borrow_mut().push((block, layout));

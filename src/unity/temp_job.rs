@@ -539,12 +539,7 @@ impl TempJob {
     #[cold]
     #[inline(never)]
     fn alloc_overflow(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
-        let layout = Layout::from_size_align(size, align.max(Self::MIN_ALIGN)).map_err(|_| {
-            AllocError::TooLarge {
-                requested: size,
-                max: isize::MAX as usize,
-            }
-        })?;
+        let layout = crate::align::layout_for(size, align.max(Self::MIN_ALIGN))?;
         let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
         let room = self.overflow_limit.saturating_sub(overflow.bytes);
         if size > room {
