@@ -16,7 +16,7 @@ use allocator_api2::alloc::{AllocError, Allocator};
 
 use crate::RawAllocator;
 
-/// `impl [generics] Type { option, ... } extra methods`: allocator-api2
+/// `impl [generics] Type { option, ... }`: allocator-api2
 /// 0.4's `Allocator` for `Type`, whose `allocate` serves a zero size with
 /// [`dangling_for`] and anything else with `RawAllocator::allocate`. The
 /// options add the methods that differ:
@@ -35,15 +35,10 @@ use crate::RawAllocator;
 ///   ([`resize_or_move`]).
 /// - `grow_zeroed_in_place`: `grow_zeroed` is `grow` and a zeroed tail.
 ///
-/// Methods after the braces are pasted into the impl as they are.
-///
 /// The invocation stands under a `// SAFETY:` comment that says why the
 /// type keeps the trait's contract.
 macro_rules! allocator_api04 {
-    (
-        impl [$($g:tt)*] $ty:ty { $($opt:ident $(($($arg:tt)*))?),* $(,)? }
-        $($extra:tt)*
-    ) => {
+    (impl [$($g:tt)*] $ty:ty { $($opt:ident $(($($arg:tt)*))?),* $(,)? }) => {
         // SAFETY: the invocation's comment gives the type's reasons; what
         // this adds is a dangling, aligned pointer for a zero-size layout,
         // never passed to the `RawAllocator`.
@@ -57,7 +52,6 @@ macro_rules! allocator_api04 {
             }
 
             $($crate::api04::allocator_api04!(@$opt $(($($arg)*))?);)*
-            $($extra)*
         }
     };
     (@frees) => {
@@ -73,7 +67,12 @@ macro_rules! allocator_api04 {
     };
     (@frees_in_bulk) => {
         #[inline]
-        unsafe fn deallocate(&self, _ptr: ::core::ptr::NonNull<u8>, _layout: ::core::alloc::Layout) {}
+        unsafe fn deallocate(
+            &self,
+            _ptr: ::core::ptr::NonNull<u8>,
+            _layout: ::core::alloc::Layout,
+        ) {
+        }
     };
     (@zeroed_by_os) => {
         /// Fresh pages come zeroed from the OS: nothing to write.
@@ -101,11 +100,10 @@ macro_rules! allocator_api04 {
         ) -> Result<::core::ptr::NonNull<[u8]>, allocator_api2::alloc::AllocError> {
             let $s = self;
             let arena = $arena;
+            let in_place = |p, o, n| arena.$method(p, o, n);
             // SAFETY: forwarded: `ptr` is a live block of this allocator
             // with `old`; the in-place step resizes only that block.
-            unsafe {
-                $crate::api04::resize_or_move(arena, |p, o, n| arena.$method(p, o, n), ptr, old, new)
-            }
+            unsafe { $crate::api04::resize_or_move(arena, in_place, ptr, old, new) }
         }
 
         unsafe fn shrink(
@@ -116,8 +114,9 @@ macro_rules! allocator_api04 {
         ) -> Result<::core::ptr::NonNull<[u8]>, allocator_api2::alloc::AllocError> {
             let $s = self;
             let arena = $arena;
+            let in_place = |p, o, n| arena.$method(p, o, n);
             // SAFETY: forwarded, as for `grow`.
-            unsafe { $crate::api04::$shrink(arena, |p, o, n| arena.$method(p, o, n), ptr, old, new) }
+            unsafe { $crate::api04::$shrink(arena, in_place, ptr, old, new) }
         }
     };
     (@grow_zeroed_in_place) => {

@@ -136,7 +136,12 @@ macro_rules! bulk_raw_allocator {
 
             $(#[$doc])*
             #[inline]
-            unsafe fn deallocate(&self, _ptr: ::core::ptr::NonNull<u8>, _layout: ::core::alloc::Layout) {}
+            unsafe fn deallocate(
+                &self,
+                _ptr: ::core::ptr::NonNull<u8>,
+                _layout: ::core::alloc::Layout,
+            ) {
+            }
         }
     };
 }

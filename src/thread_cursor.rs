@@ -978,7 +978,9 @@ impl Drop for LocalCursor<'_> {
 // self`, or the arena is dropped.
 crate::raw_allocator::bulk_raw_allocator! {
     /// Does nothing: memory comes back with `reset`.
-    impl [] ThreadCursorArena { |a, layout| over_aligned(layout, a.hot.max_request, |n| a.alloc(n)) }
+    impl [] ThreadCursorArena {
+        |a, layout| over_aligned(layout, a.hot.max_request, |n| a.alloc(n))
+    }
 }
 
 // SAFETY: blocks stay valid until `reset` (needs `&mut`) or drop; `allocate`
