@@ -36,7 +36,7 @@
 //! request's worth per thread racing past the pre-check). Failures: zero size, bad alignment, over
 //! `max_block` (`TooLarge`), the OS refusing a block (`Os`).
 //!
-//! [`deallocate`]: RawAllocator::deallocate
+//! [`deallocate`]: crate::RawAllocator::deallocate
 //! [`rewind`]: Rewindable::rewind
 //! [`alloc_handle`]: Rewindable::alloc_handle
 
