@@ -62,3 +62,13 @@ pub const fn check_align(align: usize) -> Result<(), AllocError> {
         Err(AllocError::BadAlignment { align })
     }
 }
+
+/// `Layout::from_size_align` for an `align` already checked: the size is
+/// all it can refuse, as [`AllocError::TooLarge`].
+#[inline(always)]
+pub(crate) fn layout_for(size: usize, align: usize) -> Result<core::alloc::Layout, AllocError> {
+    core::alloc::Layout::from_size_align(size, align).map_err(|_| AllocError::TooLarge {
+        requested: size,
+        max: isize::MAX as usize,
+    })
+}

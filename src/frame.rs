@@ -32,7 +32,7 @@ use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use crate::{AllocError, LinearArena, RawAllocator};
+use crate::{AllocError, LinearArena};
 
 /// Source of frame allocator ids (a unique number per allocator, not part of
 /// any lock-free algorithm).
@@ -291,56 +291,15 @@ impl<const N: usize> FrameAllocator<N> {
 // of at least `layout.size()` bytes, aligned, disjoint from every other live
 // block, valid until its frame comes round again in `begin_frame` or
 // `reset_all` (both `&mut self`).
-unsafe impl<const N: usize> RawAllocator for FrameAllocator<N> {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        RawAllocator::allocate(self.current(), layout)
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// Does nothing: a frame's bytes come back N frames later.
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl [const N: usize] FrameAllocator<N> { |f, layout| f.current().alloc_layout(layout) }
 }
 
 // SAFETY: blocks come from the live arena, whose buffer never moves and is
-// reset only by `begin_frame`/`reset_all`, which need `&mut self`.
-unsafe impl<const N: usize> allocator_api2::alloc::Allocator for FrameAllocator<N> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        allocator_api2::alloc::Allocator::allocate(self.current(), layout)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
-
-    /// In place for the live buffer's last block; a block of an older frame
-    /// moves into the live buffer.
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        let live = self.current();
-        // SAFETY: forwarded: `ptr` is a live block of one of the buffers;
-        // `resize_last` touches it only if it is the live buffer's last.
-        unsafe {
-            crate::linear::bump_grow(live, |p, o, n| live.resize_last(p, o, n), ptr, old, new)
-        }
-    }
-
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        let live = self.current();
-        // SAFETY: as for `grow`.
-        unsafe {
-            crate::linear::bump_shrink(live, |p, o, n| live.resize_last(p, o, n), ptr, old, new)
-        }
-    }
+// reset only by `begin_frame`/`reset_all`, which need `&mut self`. The live
+// buffer's last block is resized in place; a block of an older frame moves
+// into the live buffer.
+crate::api04::allocator_api04! {
+    impl [const N: usize] FrameAllocator<N> { frees_in_bulk, resizes_last(|f| f.current()) }
 }

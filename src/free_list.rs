@@ -758,25 +758,8 @@ unsafe impl RawAllocator for FreeList<'_> {
 // is freed, or the list is reset (`&mut self`) or dropped; live blocks never
 // overlap; alignment is honoured. Zero-size requests get a dangling, aligned
 // pointer and are not freed to the list.
-unsafe impl allocator_api2::alloc::Allocator for FreeList<'_> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            return Ok(NonNull::slice_from_raw_parts(
-                crate::linear::dangling_for(layout),
-                0,
-            ));
-        }
-        Ok(RawAllocator::allocate(self, layout)?)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: a non-zero-size block from `allocate` is a live block here.
-            unsafe { RawAllocator::deallocate(self, ptr, layout) }
-        }
-    }
+crate::api04::allocator_api04! {
+    impl ['a] FreeList<'a> { frees }
 }
 
 #[cfg(test)]

@@ -289,29 +289,6 @@ unsafe impl RawAllocator for GuardZone {
 // it; the table behind the mutex makes `&GuardZone` shareable, and copies of
 // `&GuardZone` are the same allocator. Zero-size layouts get a dangling
 // aligned pointer and are not freed.
-unsafe impl allocator_api2::alloc::Allocator for &GuardZone {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            return Ok(NonNull::slice_from_raw_parts(
-                crate::linear::dangling_for(layout),
-                0,
-            ));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    /// Every block is in freshly committed pages, which the OS zeroes.
-    fn allocate_zeroed(
-        &self,
-        layout: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        allocator_api2::alloc::Allocator::allocate(self, layout)
-    }
-
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: forwarded: `ptr` is a live block of this allocator.
-            unsafe { self.dealloc(ptr, layout.size()) };
-        }
-    }
+crate::api04::allocator_api04! {
+    impl [] &GuardZone { frees, zeroed_by_os }
 }

@@ -351,23 +351,6 @@ unsafe impl<A: RawAllocator> RawAllocator for Guarded<A> {
 // valid until freed (or the inner allocator's reset, which needs `&mut`);
 // copies of `&Guarded` are the same allocator. Zero-size layouts get a
 // dangling aligned pointer and are not freed.
-unsafe impl<A: RawAllocator> allocator_api2::alloc::Allocator for &Guarded<A> {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            return Ok(NonNull::slice_from_raw_parts(
-                crate::linear::dangling_for(layout),
-                0,
-            ));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    /// Checks the block's guards (a violation panics, as
-    /// [`RawAllocator::deallocate`] does).
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: forwarded: `ptr` is a live block from `allocate`.
-            unsafe { RawAllocator::deallocate(*self, ptr, layout) };
-        }
-    }
+crate::api04::allocator_api04! {
+    impl [A: RawAllocator] &Guarded<A> { frees }
 }

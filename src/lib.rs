@@ -12,6 +12,7 @@ extern crate alloc;
 
 mod align;
 mod api02;
+mod api04;
 mod buffer;
 mod error;
 mod raw_allocator;

@@ -29,8 +29,8 @@ use core::cell::Cell;
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
+use crate::AllocError;
 use crate::buffer::Buffer;
-use crate::{AllocError, RawAllocator};
 
 /// A bump allocator over one block.
 ///
@@ -356,18 +356,9 @@ impl<'a> LinearArena<'a> {
 // `layout.size()` bytes inside the borrowed buffer, aligned, disjoint from
 // every other live block, valid until `reset` (`&mut self`) or the buffer's
 // borrow ends.
-unsafe impl RawAllocator for LinearArena<'_> {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let ptr = self.alloc_layout(layout)?;
-        Ok(NonNull::slice_from_raw_parts(ptr, layout.size()))
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// Does nothing: an arena frees only on [`reset`](LinearArena::reset).
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl ['a] LinearArena<'a> { |a, layout| a.alloc_layout(layout) }
 }
 
 // SAFETY: blocks are carved from a buffer that does not move when the arena
@@ -379,127 +370,8 @@ unsafe impl RawAllocator for LinearArena<'_> {
 // stays where it is and the offset moves to its new end, which nothing else
 // was handed out beyond; any other block is moved (allocate + copy) on growth
 // and kept where it is on a shrink.
-unsafe impl allocator_api2::alloc::Allocator for LinearArena<'_> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            return Ok(NonNull::slice_from_raw_parts(dangling_for(layout), 0));
-        }
-        let ptr = self.alloc_layout(layout)?;
-        Ok(NonNull::slice_from_raw_parts(ptr, layout.size()))
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
-
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: `ptr` is a live block of this arena with `old`.
-        unsafe { bump_grow(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new) }
-    }
-
-    unsafe fn grow_zeroed(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded, as for `grow`.
-        let block = unsafe { allocator_api2::alloc::Allocator::grow(self, ptr, old, new)? };
-        // SAFETY: the block has `new.size() >= old.size()` bytes.
-        unsafe {
-            block
-                .cast::<u8>()
-                .as_ptr()
-                .add(old.size())
-                .write_bytes(0, new.size() - old.size())
-        };
-        Ok(block)
-    }
-
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: `ptr` is a live block of this arena with `old`.
-        unsafe { bump_shrink(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new) }
-    }
-}
-
-/// `grow` for a bump allocator: in place through `resize` when it can (the
-/// last block), else a new block and a copy (the old one is left to the next
-/// reset, as every freed block of a bump allocator is).
-///
-/// # Safety
-///
-/// As `Allocator::grow`: `ptr` is a live block of `a` allocated with `old`,
-/// `new.size() >= old.size()`; `resize` resizes only a block of `a`.
-#[inline]
-pub(crate) unsafe fn bump_grow<A: allocator_api2::alloc::Allocator + ?Sized>(
-    a: &A,
-    resize: impl FnOnce(NonNull<u8>, Layout, Layout) -> Option<NonNull<u8>>,
-    ptr: NonNull<u8>,
-    old: Layout,
-    new: Layout,
-) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-    debug_assert!(new.size() >= old.size());
-    if let Some(p) = resize(ptr, old, new) {
-        return Ok(NonNull::slice_from_raw_parts(p, new.size()));
-    }
-    let fresh = a.allocate(new)?;
-    // SAFETY: the old block has `old.size()` bytes, the new one at least
-    // that many, and they are distinct live blocks.
-    unsafe {
-        core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), old.size());
-        a.deallocate(ptr, old);
-    }
-    Ok(fresh)
-}
-
-/// `shrink` for a bump allocator: the last block gives its tail back; any
-/// other block aligned for `new` stays where it is; otherwise a new block
-/// and a copy.
-///
-/// # Safety
-///
-/// As `Allocator::shrink`: `ptr` is a live block of `a` allocated with
-/// `old`, `new.size() <= old.size()`; `resize` resizes only a block of `a`.
-#[inline]
-pub(crate) unsafe fn bump_shrink<A: allocator_api2::alloc::Allocator + ?Sized>(
-    a: &A,
-    resize: impl FnOnce(NonNull<u8>, Layout, Layout) -> Option<NonNull<u8>>,
-    ptr: NonNull<u8>,
-    old: Layout,
-    new: Layout,
-) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-    debug_assert!(new.size() <= old.size());
-    if let Some(p) = resize(ptr, old, new) {
-        return Ok(NonNull::slice_from_raw_parts(p, new.size()));
-    }
-    if (ptr.as_ptr() as usize).is_multiple_of(new.align()) {
-        return Ok(NonNull::slice_from_raw_parts(ptr, new.size()));
-    }
-    let fresh = a.allocate(new)?;
-    // SAFETY: both blocks have at least `new.size()` bytes and are distinct.
-    unsafe {
-        core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), new.size());
-        a.deallocate(ptr, old);
-    }
-    Ok(fresh)
-}
-
-/// A non-null pointer aligned to `layout.align()` with no provenance, for
-/// zero-size blocks.
-#[inline]
-pub(crate) fn dangling_for(layout: Layout) -> NonNull<u8> {
-    // `align` is non-zero, so the pointer is non-null.
-    NonNull::new(core::ptr::without_provenance_mut(layout.align())).unwrap_or(NonNull::dangling())
+crate::api04::allocator_api04! {
+    impl ['a] LinearArena<'a> { frees_in_bulk, resizes_last(|a| a), grow_zeroed_in_place }
 }
 
 #[cfg(test)]

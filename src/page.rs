@@ -87,6 +87,14 @@ impl PageAllocator {
         Some(n & !(page - 1))
     }
 
+    /// `ptr`, a block of `old.size()` bytes, resized in place to `new`:
+    /// when both sizes are non-zero and round to the same pages, and `new`
+    /// asks for at most a page's alignment. `None` otherwise.
+    fn same_pages(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Option<NonNull<u8>> {
+        let fits = old.size() != 0 && new.size() != 0 && new.align() <= self.page_size();
+        (fits && self.round(old.size()) == self.round(new.size())).then_some(ptr)
+    }
+
     /// Reserves, then commits, `round(n)` bytes: page-aligned, zeroed.
     pub fn alloc(&self, n: usize) -> Result<NonNull<[u8]>, AllocError> {
         if n == 0 {
@@ -199,96 +207,35 @@ unsafe impl RawAllocator for PageAllocator {
 // SAFETY: every block is its own mapping of `round(size)` bytes, page-aligned
 // (so aligned to any `align <= page`), valid until `deallocate` releases
 // exactly it; the allocator has no state, so copies are the same allocator.
-// Zero-size layouts get a dangling aligned pointer and are not released.
-unsafe impl allocator_api2::alloc::Allocator for PageAllocator {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            return Ok(NonNull::slice_from_raw_parts(
-                crate::linear::dangling_for(layout),
-                0,
-            ));
-        }
-        Ok(RawAllocator::allocate(self, layout)?)
-    }
+// Zero-size layouts get a dangling aligned pointer and are not released. A
+// block is resized in place only while its new size rounds to the same pages
+// and its new alignment is at most a page, so it keeps its mapping and
+// `deallocate` with the new layout releases exactly it.
+crate::api04::allocator_api04! {
+    impl [] PageAllocator { frees, zeroed_by_os, resizes_with(same_pages), grow_zeroed_in_place }
+}
 
-    /// Fresh mappings are zeroed by the OS: nothing to write.
-    fn allocate_zeroed(
-        &self,
-        layout: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        allocator_api2::alloc::Allocator::allocate(self, layout)
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allocator_api2::alloc::Allocator;
 
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: `ptr` came from `allocate(layout)`: one mapping of
-            // `round(layout.size())` bytes.
-            unsafe { self.dealloc(ptr, layout.size()) };
+    /// A shrink to the same pages but an alignment above a page cannot keep
+    /// the block where it is (a mapping is only page-aligned): it is
+    /// refused, as such an allocation is. Before the check, the block was
+    /// kept in place and handed back misaligned.
+    #[test]
+    fn a_shrink_to_more_than_page_alignment_is_not_kept_in_place() {
+        let pages = PageAllocator::new();
+        let page = pages.page_size();
+        let old = Layout::from_size_align(page, 8).unwrap();
+        let new = Layout::from_size_align(page, page << 20).unwrap();
+        let block = Allocator::allocate(&pages, old).unwrap().cast::<u8>();
+        // SAFETY: `block` is live with `old`, and `new` is no larger.
+        match unsafe { pages.shrink(block, old, new) } {
+            Ok(p) => panic!("shrunk to {p:p}, which is not aligned to {}", new.align()),
+            // SAFETY: a refused shrink leaves the block live with `old`.
+            Err(_) => unsafe { Allocator::deallocate(&pages, block, old) },
         }
-    }
-
-    /// In place while the new size rounds to the same pages.
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if old.size() != 0
-            && self.round(old.size()) == self.round(new.size())
-            && new.align() <= self.page_size()
-        {
-            return Ok(NonNull::slice_from_raw_parts(ptr, new.size()));
-        }
-        let fresh = allocator_api2::alloc::Allocator::allocate(self, new)?;
-        // SAFETY: distinct live blocks; the old one has `old.size()` bytes,
-        // the new one at least as many; the old one is released once.
-        unsafe {
-            core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), old.size());
-            allocator_api2::alloc::Allocator::deallocate(self, ptr, old);
-        }
-        Ok(fresh)
-    }
-
-    /// In place while the new size rounds to the same pages (a fresh mapping
-    /// is zeroed, and the tail of a kept one too unless it was written: so
-    /// the tail is zeroed here).
-    unsafe fn grow_zeroed(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded, as for `grow`.
-        let block = unsafe { allocator_api2::alloc::Allocator::grow(self, ptr, old, new)? };
-        // SAFETY: the block has at least `new.size()` bytes.
-        unsafe {
-            block
-                .cast::<u8>()
-                .as_ptr()
-                .add(old.size())
-                .write_bytes(0, new.size() - old.size())
-        };
-        Ok(block)
-    }
-
-    /// In place while the new size rounds to the same pages.
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if new.size() != 0 && self.round(old.size()) == self.round(new.size()) {
-            return Ok(NonNull::slice_from_raw_parts(ptr, new.size()));
-        }
-        let fresh = allocator_api2::alloc::Allocator::allocate(self, new)?;
-        // SAFETY: distinct live blocks, both with at least `new.size()`
-        // bytes; the old one is released once.
-        unsafe {
-            core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.cast::<u8>().as_ptr(), new.size());
-            allocator_api2::alloc::Allocator::deallocate(self, ptr, old);
-        }
-        Ok(fresh)
     }
 }

@@ -433,25 +433,8 @@ unsafe impl RawAllocator for Pool<'_> {
 // slot is only handed out when the layout fits it (size and alignment).
 // Zero-size requests get a dangling, aligned pointer and are never freed to
 // the list.
-unsafe impl allocator_api2::alloc::Allocator for Pool<'_> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            return Ok(NonNull::slice_from_raw_parts(
-                crate::linear::dangling_for(layout),
-                0,
-            ));
-        }
-        Ok(RawAllocator::allocate(self, layout)?)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: a non-zero-size block from `allocate` is a slot of this pool.
-            unsafe { RawAllocator::deallocate(self, ptr, layout) }
-        }
-    }
+crate::api04::allocator_api04! {
+    impl ['a] Pool<'a> { frees }
 }
 
 #[cfg(test)]

@@ -86,11 +86,7 @@ pub unsafe trait RawAllocator {
     /// non-power-of-two `align` is [`AllocError::BadAlignment`].
     fn allocate_aligned(&self, size: usize, align: usize) -> Result<NonNull<[u8]>, AllocError> {
         crate::check_align(align)?;
-        let layout = Layout::from_size_align(size, align).map_err(|_| AllocError::TooLarge {
-            requested: size,
-            max: isize::MAX as usize,
-        })?;
-        self.allocate(layout)
+        self.allocate(crate::align::layout_for(size, align)?)
     }
 }
 
@@ -110,3 +106,44 @@ unsafe impl<A: RawAllocator + ?Sized> RawAllocator for &A {
         unsafe { (**self).deallocate(ptr, layout) }
     }
 }
+
+/// `impl [generics] Type { |a, layout| block }`: `RawAllocator` for an
+/// allocator that frees only in bulk (a reset, a rewind, the end of a
+/// frame). `allocate` returns `block` (a `Result<NonNull<u8>, AllocError>`
+/// computed from `a`, the allocator, and `layout`) as `layout.size()`
+/// bytes; `deallocate` does nothing, and the doc comment before `impl`,
+/// which says when the bytes come back, is its own.
+///
+/// The invocation stands under a `// SAFETY:` comment that says why the
+/// blocks keep the trait's contract.
+macro_rules! bulk_raw_allocator {
+    ($(#[$doc:meta])* impl [$($g:tt)*] $ty:ty { |$a:ident, $layout:ident| $block:expr }) => {
+        // SAFETY: the invocation's comment says why `$block` is a block of
+        // at least `layout.size()` bytes that keeps the contract; the
+        // `deallocate` that does nothing keeps it too.
+        unsafe impl<$($g)*> $crate::RawAllocator for $ty {
+            const FREES_INDIVIDUALLY: bool = false;
+
+            #[inline]
+            fn allocate(
+                &self,
+                $layout: ::core::alloc::Layout,
+            ) -> Result<::core::ptr::NonNull<[u8]>, $crate::AllocError> {
+                let $a = self;
+                let ptr = $block?;
+                Ok(::core::ptr::NonNull::slice_from_raw_parts(ptr, $layout.size()))
+            }
+
+            $(#[$doc])*
+            #[inline]
+            unsafe fn deallocate(
+                &self,
+                _ptr: ::core::ptr::NonNull<u8>,
+                _layout: ::core::alloc::Layout,
+            ) {
+            }
+        }
+    };
+}
+
+pub(crate) use bulk_raw_allocator;

@@ -35,7 +35,7 @@ use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::{AllocError, LinearArena, RawAllocator};
+use crate::{AllocError, LinearArena};
 
 /// Identity source for stack allocators, so a marker from one is refused by
 /// another. Not part of any fast path (one relaxed add per constructor); plain
@@ -251,61 +251,20 @@ impl<'a> StackAllocator<'a> {
 // least `layout.size()` bytes of the borrowed buffer, aligned, disjoint from
 // every other live block, valid until a `free_to_marker` below it or `reset`
 // (both `&mut self`).
-unsafe impl RawAllocator for StackAllocator<'_> {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let ptr = self.alloc_layout(layout)?;
-        Ok(NonNull::slice_from_raw_parts(ptr, layout.size()))
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// Does nothing: bytes come back with [`free_to_marker`](StackAllocator::free_to_marker).
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl ['a] StackAllocator<'a> { |s, layout| s.alloc_layout(layout) }
 }
 
 // SAFETY: as for `LinearArena`, which does the work: blocks stay valid until
 // the allocator is dropped or rolled back, and rolling back needs `&mut self`.
-unsafe impl allocator_api2::alloc::Allocator for StackAllocator<'_> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        allocator_api2::alloc::Allocator::allocate(&self.arena, layout)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
-
-    /// In place for the last block (markers taken since stay valid: rolling
-    /// back to one needs `&mut self`, which ends the collection's borrow).
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: the arena handed the block out.
-        unsafe { allocator_api2::alloc::Allocator::grow(&self.arena, ptr, old, new) }
-    }
-
-    unsafe fn grow_zeroed(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: the arena handed the block out.
-        unsafe { allocator_api2::alloc::Allocator::grow_zeroed(&self.arena, ptr, old, new) }
-    }
-
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: the arena handed the block out.
-        unsafe { allocator_api2::alloc::Allocator::shrink(&self.arena, ptr, old, new) }
+// The last block grows in place (markers taken since stay valid: rolling back
+// to one needs `&mut self`, which ends the collection's borrow).
+crate::api04::allocator_api04! {
+    impl ['a] StackAllocator<'a> {
+        frees_in_bulk,
+        resizes_last(|s| &s.arena),
+        grow_zeroed_in_place,
     }
 }
 

@@ -83,7 +83,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::packed::{Attempt, DrainPolicy, PackedConfig, RELAXED, Refusal};
 use crate::sync::{AtomicU64, Ordering};
-use crate::{AllocError, PackedArena, RawAllocator, align_up};
+use crate::{AllocError, PackedArena, align_up};
 
 /// Number of cursor slots per thread.
 const SLOTS: usize = 8;
@@ -927,8 +927,9 @@ impl<'a> LocalCursor<'a> {
     }
 
     /// Allocates for `layout`, any power-of-two alignment (as
-    /// [`RawAllocator::allocate`] on the arena); alignments up to 16 cost
-    /// nothing more than [`alloc`](Self::alloc).
+    /// [`RawAllocator::allocate`](crate::RawAllocator::allocate) on the
+    /// arena); alignments up to 16 cost nothing more than
+    /// [`alloc`](Self::alloc).
     #[inline(always)]
     pub fn alloc_layout(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         let max = self.arena.hot.max_request;
@@ -975,16 +976,11 @@ impl Drop for LocalCursor<'_> {
 // chunk, at least `layout.size()` bytes, aligned, owned by no other live block
 // (each thread bumps its own cursor), valid until `reset`, which takes `&mut
 // self`, or the arena is dropped.
-unsafe impl RawAllocator for ThreadCursorArena {
-    /// Frees are no-ops; memory comes back with `reset`.
-    const FREES_INDIVIDUALLY: bool = false;
-
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let p = over_aligned(layout, self.hot.max_request, |n| self.alloc(n))?;
-        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
+crate::raw_allocator::bulk_raw_allocator! {
+    /// Does nothing: memory comes back with `reset`.
+    impl [] ThreadCursorArena {
+        |a, layout| over_aligned(layout, a.hot.max_request, |n| a.alloc(n))
     }
-
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
 }
 
 // SAFETY: blocks stay valid until `reset` (needs `&mut`) or drop; `allocate`
@@ -992,45 +988,8 @@ unsafe impl RawAllocator for ThreadCursorArena {
 // this thread's last block in place (the cursor moves to its new end, and
 // nothing was handed out beyond the cursor); any other block is moved on
 // growth and kept where it is on a shrink.
-unsafe impl allocator_api2::alloc::Allocator for &ThreadCursorArena {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            let dangling = core::ptr::without_provenance_mut::<u8>(layout.align());
-            // SAFETY: an alignment is never zero.
-            return Ok(NonNull::slice_from_raw_parts(
-                unsafe { NonNull::new_unchecked(dangling) },
-                0,
-            ));
-        }
-        RawAllocator::allocate(*self, layout).map_err(Into::into)
-    }
-
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
-
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: `ptr` is a live block of this arena with `old`;
-        // `resize_last` resizes only this thread's last block of it.
-        unsafe {
-            crate::linear::bump_grow(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
-        }
-    }
-
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded, as for `grow`.
-        unsafe {
-            crate::linear::bump_shrink(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
-        }
-    }
+crate::api04::allocator_api04! {
+    impl [] &ThreadCursorArena { frees_in_bulk, resizes_last(|a| a) }
 }
 
 #[cfg(all(test, not(loom)))]

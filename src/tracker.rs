@@ -315,21 +315,6 @@ unsafe impl<A: RawAllocator> RawAllocator for Tracked<'_, A> {
 // given back); the wrapper only adds bookkeeping through atomics. Copies of
 // `&Tracked` are the same allocator. Zero-size layouts get a dangling aligned
 // pointer, are not booked and not freed.
-unsafe impl<A: RawAllocator> allocator_api2::alloc::Allocator for &Tracked<'_, A> {
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            return Ok(NonNull::slice_from_raw_parts(
-                crate::linear::dangling_for(layout),
-                0,
-            ));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: forwarded: `ptr` is a live block from `allocate`.
-            unsafe { RawAllocator::deallocate(*self, ptr, layout) };
-        }
-    }
+crate::api04::allocator_api04! {
+    impl ['t, A: RawAllocator] &Tracked<'t, A> { frees }
 }

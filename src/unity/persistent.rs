@@ -161,12 +161,7 @@ impl<A: RawAllocator> Persistent<A> {
             return Err(AllocError::ZeroSize);
         }
         crate::check_align(align)?;
-        Layout::from_size_align(size, align.max(Self::MIN_ALIGN)).map_err(|_| {
-            AllocError::TooLarge {
-                requested: size,
-                max: isize::MAX as usize,
-            }
-        })
+        crate::align::layout_for(size, align.max(Self::MIN_ALIGN))
     }
 
     /// Allocates `size` bytes aligned to `max(align, 16)`.
@@ -273,22 +268,6 @@ unsafe impl<A: RawAllocator> RawAllocator for Persistent<A> {
 // strict as the one asked, live until `deallocate`; zero-size layouts get a
 // dangling aligned pointer and are not freed. Copies of `&Persistent` are the
 // same allocator.
-unsafe impl<A: RawAllocator> allocator_api2::alloc::Allocator for &Persistent<A> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            // SAFETY: an alignment is never zero.
-            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
-            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: forwarded: `ptr` is a live block from `allocate`.
-            unsafe { RawAllocator::deallocate(*self, ptr, layout) };
-        }
-    }
+crate::api04::allocator_api04! {
+    impl [A: RawAllocator] &Persistent<A> { frees }
 }

@@ -36,11 +36,10 @@
 //! request's worth per thread racing past the pre-check). Failures: zero size, bad alignment, over
 //! `max_block` (`TooLarge`), the OS refusing a block (`Os`).
 //!
-//! [`deallocate`]: RawAllocator::deallocate
+//! [`deallocate`]: crate::RawAllocator::deallocate
 //! [`rewind`]: Rewindable::rewind
 //! [`alloc_handle`]: Rewindable::alloc_handle
 
-use core::alloc::Layout;
 use core::fmt;
 use core::ptr::NonNull;
 
@@ -48,7 +47,7 @@ use crossbeam_utils::CachePadded;
 
 use super::{MAX_CAPACITY, Reserved, needs_cas, reserve_cas};
 use crate::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
-use crate::{AllocError, PageAllocator, RawAllocator, align_up};
+use crate::{AllocError, PageAllocator, align_up};
 
 /// One block of memory.
 struct Block {
@@ -510,37 +509,17 @@ impl fmt::Debug for Rewindable {
 // SAFETY: a successful `allocate` bumps the current scope of the arena: at
 // least `layout.size()` bytes, aligned, disjoint from every other live block,
 // valid until `rewind` (`&mut self`) or drop.
-unsafe impl RawAllocator for Rewindable {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let p = self.alloc(layout.size(), layout.align())?;
-        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// A no-op: everything goes at the next rewind.
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl [] Rewindable { |r, layout| r.alloc(layout.size(), layout.align()) }
 }
 
 // SAFETY: blocks from `alloc` are disjoint ranges reserved by `fetch_add`,
 // aligned to `max(align, 64)`, valid until `rewind(&mut self)` or drop, which
 // no `&Rewindable` borrow can outlive. Zero-size layouts get a dangling
 // aligned pointer. Copies of `&Rewindable` are the same allocator.
-unsafe impl allocator_api2::alloc::Allocator for &Rewindable {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            // SAFETY: an alignment is never zero.
-            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
-            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+crate::api04::allocator_api04! {
+    impl [] &Rewindable { frees_in_bulk }
 }
 
 #[cfg(all(test, not(loom)))]

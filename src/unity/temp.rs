@@ -194,12 +194,7 @@ impl<F: RawAllocator> Temp<F> {
     #[cold]
     #[inline(never)]
     fn alloc_fallback(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
-        let layout = Layout::from_size_align(size, align.max(Self::MIN_ALIGN)).map_err(|_| {
-            AllocError::TooLarge {
-                requested: size,
-                max: isize::MAX as usize,
-            }
-        })?;
+        let layout = crate::align::layout_for(size, align.max(Self::MIN_ALIGN))?;
         let block = self.fallback.allocate(layout)?.cast::<u8>();
         self.fallback_count.set(self.fallback_count.get() + 1);
         self.fallback_blocks.borrow_mut().push((block, layout));
@@ -336,18 +331,9 @@ impl<F: RawAllocator> core::fmt::Debug for Temp<F> {
 // SAFETY: blocks come from the frame allocator `F` (whose `RawAllocator`
 // contract they inherit), at least `layout.size()` bytes, aligned, valid until
 // `end_frame` (`&mut self`) or drop.
-unsafe impl<F: RawAllocator> RawAllocator for Temp<F> {
-    const FREES_INDIVIDUALLY: bool = false;
-
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let p = self.alloc(layout.size(), layout.align())?;
-        Ok(NonNull::slice_from_raw_parts(p, layout.size()))
-    }
-
+crate::raw_allocator::bulk_raw_allocator! {
     /// A no-op, as in Unity: the block goes at the end of the frame or scope.
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
+    impl [F: RawAllocator] Temp<F> { |t, layout| t.alloc(layout.size(), layout.align()) }
 }
 
 // SAFETY: blocks come from `alloc`, which hands out disjoint, live ranges of
@@ -358,41 +344,6 @@ unsafe impl<F: RawAllocator> RawAllocator for Temp<F> {
 // `&Temp` are the same allocator. `grow`/`shrink` resize the last buffer block
 // in place (the offset moves to its new rounded end, beyond which nothing was
 // handed out); other blocks move on growth.
-unsafe impl<F: RawAllocator> allocator_api2::alloc::Allocator for &Temp<F> {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            // SAFETY: an alignment is never zero.
-            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
-            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, _ptr: NonNull<u8>, _layout: Layout) {}
-
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: `ptr` is a live block of this `Temp`.
-        unsafe {
-            crate::linear::bump_grow(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
-        }
-    }
-
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        // SAFETY: forwarded: `ptr` is a live block of this `Temp`.
-        unsafe {
-            crate::linear::bump_shrink(self, |p, o, n| self.resize_last(p, o, n), ptr, old, new)
-        }
-    }
+crate::api04::allocator_api04! {
+    impl [F: RawAllocator] &Temp<F> { frees_in_bulk, resizes_last(|t| t) }
 }

@@ -539,12 +539,7 @@ impl TempJob {
     #[cold]
     #[inline(never)]
     fn alloc_overflow(&self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
-        let layout = Layout::from_size_align(size, align.max(Self::MIN_ALIGN)).map_err(|_| {
-            AllocError::TooLarge {
-                requested: size,
-                max: isize::MAX as usize,
-            }
-        })?;
+        let layout = crate::align::layout_for(size, align.max(Self::MIN_ALIGN))?;
         let mut overflow = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
         let room = self.overflow_limit.saturating_sub(overflow.bytes);
         if size > room {
@@ -892,24 +887,8 @@ unsafe impl RawAllocator for TempJob {
 // `layout.size()` bytes aligned to `layout.align()`; zero-size layouts get a
 // dangling aligned pointer and are not freed. Copies of `&TempJob` are the
 // same allocator.
-unsafe impl allocator_api2::alloc::Allocator for &TempJob {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, allocator_api2::alloc::AllocError> {
-        if layout.size() == 0 {
-            // SAFETY: an alignment is never zero.
-            let dangling = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
-            return Ok(NonNull::slice_from_raw_parts(dangling, 0));
-        }
-        Ok(RawAllocator::allocate(*self, layout)?)
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        if layout.size() != 0 {
-            // SAFETY: forwarded: `ptr` is a live block from `allocate`.
-            unsafe { RawAllocator::deallocate(*self, ptr, layout) };
-        }
-    }
+crate::api04::allocator_api04! {
+    impl [] &TempJob { frees }
 }
 
 #[cfg(all(test, not(loom)))]
