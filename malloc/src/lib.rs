@@ -63,7 +63,16 @@ use allocasm::segregated::{Located, SizeClass};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The process's allocator.
-static HEAP: SegregatedFit = SegregatedFit::new();
+/// Its abort lines start `allocasm-malloc:`, as this file's own do.
+static HEAP: SegregatedFit = SegregatedFit::new().reporting_as(NAME);
+
+/// The name every abort line of the library starts with.
+macro_rules! name {
+    () => {
+        "allocasm-malloc"
+    };
+}
+const NAME: &str = name!();
 
 /// What `malloc` aligns to, and the bytes of the header: glibc's
 /// `MALLOC_ALIGNMENT` on 64-bit targets.
@@ -278,10 +287,10 @@ impl Line {
         })
     }
 
-    /// `allocasm: <line>` on standard error, then abort.
+    /// `allocasm-malloc: <line>` on standard error, then abort.
     fn abort(self) -> ! {
         let line = self.byte(b'\n');
-        let prefix = b"allocasm: ";
+        let prefix = concat!(name!(), ": ");
         // SAFETY: writes of our own buffers to fd 2; nothing allocates.
         unsafe {
             libc::write(2, prefix.as_ptr().cast(), prefix.len());

@@ -36,7 +36,7 @@
 use core::mem::size_of;
 use core::ptr::{self, NonNull};
 
-use super::queue::{HandleBase, front_block, next_front, packable};
+use super::queue::{HandleBase, Keyed, code, front_block, next_front, packable};
 use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 
 /// The smallest block a run can be made of: a link and the run below.
@@ -66,8 +66,9 @@ unsafe fn below<'a>(first: NonNull<u8>) -> &'a AtomicPtr<u8> {
 #[derive(Debug)]
 pub(crate) struct RunStack {
     /// The top run's first block (handle, high 32 bits) and the generation
-    /// (low 32 bits); handle 0 = empty.
-    top: AtomicU64,
+    /// (low 32 bits); handle 0 = empty. Beside it the key the runs' links
+    /// and `below` words are [`code`]d with (`hardened`).
+    top: Keyed<AtomicU64>,
 }
 
 impl RunStack {
@@ -75,8 +76,15 @@ impl RunStack {
     #[cfg(test)]
     pub(crate) fn new() -> Self {
         RunStack {
-            top: AtomicU64::new(0),
+            top: Keyed::new(AtomicU64::new(0)),
         }
+    }
+
+    /// Sets the key the runs' links are coded with (a fresh heap's, before
+    /// it is published).
+    #[cfg(feature = "hardened")]
+    pub(crate) fn set_key(&mut self, key: usize) {
+        self.top.set_key(key);
     }
 
     /// Pushes the run starting at `first`.
@@ -85,7 +93,8 @@ impl RunStack {
     ///
     /// `first` starts a null-terminated run of free blocks of this stack's
     /// class (each at least [`MIN_RUN_BLOCK`] bytes, nameable from `base`),
-    /// owned by the caller and not used afterwards.
+    /// its links [`code`]d with the stack's key, owned by the caller and not
+    /// used afterwards.
     #[inline]
     // Under loom only the models push (there are no thread caches).
     #[cfg_attr(loom, allow(dead_code))]
@@ -94,11 +103,12 @@ impl RunStack {
             packable(first, base),
             "run {first:#p} cannot be named from {base:#x}"
         );
+        let key = self.top.key();
         let mut top = self.top.load(Ordering::Relaxed);
         loop {
             let under = front_block(top, base).map_or(ptr::null_mut(), NonNull::as_ptr);
             // SAFETY: the caller's block, ours until the exchange below.
-            unsafe { below(first) }.store(under, Ordering::Relaxed);
+            unsafe { below(first) }.store(code(under, key), Ordering::Relaxed);
             // ORDERING: Release publishes the run's links and its `below`
             // word to the consumer whose Acquire load of `top` reads this
             // write (or a later read-modify-write of `top`, which continues
@@ -127,13 +137,28 @@ impl RunStack {
         }
         // Read after a `top` naming a block (see `HandleBase`).
         let base = base.get();
+        let key = self.top.key();
         loop {
             let first = front_block(top, base)?;
             // SAFETY: `first` was the top as of the latest load: a block of
             // this class, mapped for the allocator's lifetime; if it was
             // popped since, the value read is discarded by the failed
             // exchange (see the data race note).
-            let under = unsafe { below(first) }.load(Ordering::Relaxed);
+            let under = code(unsafe { below(first) }.load(Ordering::Relaxed), key);
+            // A `below` word that names no block: stale (`first` was popped
+            // since and is a user's), or, if `top` still holds, overwritten
+            // while the run sat on the stack.
+            #[cfg(feature = "hardened")]
+            if let Some(u) = NonNull::new(under)
+                && !super::harden::plausible(u, base)
+            {
+                let now = self.top.load(Ordering::Acquire);
+                if now == top {
+                    super::harden::corrupt_shared(u);
+                }
+                top = now;
+                continue;
+            }
             // ORDERING: AcqRel: acquires as the load above does (the value
             // compared is the one it read, or a failure reloads); releases
             // so that the next consumer reading our write stays in the
