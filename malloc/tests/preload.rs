@@ -398,6 +398,12 @@ fn a_write_after_free_into_the_shared_level_aborts() {
 /// block and its class.
 #[test]
 fn the_lines_name_the_library() {
-    misuse("double_free.c", "allocasm-malloc: free(): double free of 0x");
-    misuse("interior_free.c", "allocasm-malloc: free(): invalid pointer 0x");
+    misuse(
+        "double_free.c",
+        "allocasm-malloc: free(): double free of 0x",
+    );
+    misuse(
+        "interior_free.c",
+        "allocasm-malloc: free(): invalid pointer 0x",
+    );
 }

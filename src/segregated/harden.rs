@@ -36,7 +36,8 @@ pub(crate) const TAGGED_MIN: usize = 16;
 pub(crate) unsafe fn tag<'a>(block: NonNull<u8>) -> &'a AtomicUsize {
     // SAFETY: the second word lies in the block (the caller's size); an
     // `AtomicUsize` has a word's size and alignment, and the run stack, the
-    // one other reader of a free block's second word, reads it atomically.
+    // one other reader of a free block's second word (the 16-byte class's;
+    // the third of larger ones), reads it atomically.
     unsafe { &*block.as_ptr().add(size_of::<usize>()).cast::<AtomicUsize>() }
 }
 

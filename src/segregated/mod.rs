@@ -109,9 +109,9 @@
 //! pointer or a double free is then undefined behaviour, as the `unsafe`
 //! contract says), unless built with the `hardened` feature
 //! (`harden.rs`, docs/malloc-hardening.md; the drop-in malloc always is):
-//! then a free block carries a secret tag that a second free finds, the
-//! thread caches' links are stored encoded with that secret and checked on
-//! pop, and [`locate`](SegregatedFit::locate) tells a block's start from
+//! then a free block carries a secret tag that a second free finds, every
+//! free list's links (the thread caches', the class queues', the runs') are
+//! stored encoded with that secret and checked on pop, and [`locate`](SegregatedFit::locate) tells a block's start from
 //! any other address for callers that cannot trust their pointers.
 //!
 //! [`size_class`]: SegregatedFit::size_class
@@ -707,9 +707,10 @@ impl SegregatedFit {
             // SAFETY: as above: not yet published, ours alone.
             let heap = unsafe { &mut *fresh.as_ptr() };
             heap.key = key;
-            for c in &mut heap.classes {
+            for (i, c) in heap.classes.iter_mut().enumerate() {
+                let size = SizeClass::from_index(i).expect("class index").block_size();
                 c.queue.set_key(key);
-                c.runs.set_key(key);
+                c.runs.set_key(key, size);
             }
             if let Some(name) = self.name {
                 harden::report_as(name);
@@ -932,7 +933,10 @@ impl SegregatedFit {
                 );
                 if let Some(second) = NonNull::new(second) {
                     // SAFETY: the rest of our run: blocks of this class.
-                    unsafe { c.queue.push(heap.base(), second, run_last(second, heap.key())) };
+                    unsafe {
+                        c.queue
+                            .push(heap.base(), second, run_last(second, heap.key()))
+                    };
                 }
                 first
             }
@@ -2110,6 +2114,44 @@ mod locate_tests {
 
     /// Every block of every class, at every alignment a class serves, is
     /// located as a block of its class; a byte past a block's start is not.
+    /// A run on the run stack keeps its first block's double-free tag: the
+    /// stack's `below` word sits in the third word of a block of 24 bytes
+    /// or more (it used to overwrite the tag, so a second free of that
+    /// block went unseen while its run was stacked).
+    #[cfg(feature = "hardened")]
+    #[test]
+    fn hardened_runs_keep_their_first_blocks_tag() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(48, 16).unwrap();
+        let class = SegregatedFit::size_class(48, 16).unwrap();
+        let batch = cache::batch(class.index());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let blocks: Vec<_> = (0..4 * batch).map(|_| a.alloc(l).unwrap()).collect();
+                for &p in &blocks {
+                    // SAFETY: allocated above with `l`, freed once.
+                    unsafe { a.dealloc(p, l) };
+                }
+                let heap = a.heap().unwrap();
+                let c = heap.class(class);
+                let mut runs = Vec::new();
+                while let Some(first) = c.runs.pop(heap.base()) {
+                    runs.push(first);
+                }
+                assert!(runs.len() >= 2, "{} runs", runs.len());
+                for &first in &runs {
+                    // SAFETY: a free block of ours: read only.
+                    let tag = unsafe { harden::tag_word(first) };
+                    assert_eq!(tag, heap.key, "the run's first block is tagged free");
+                }
+                for &first in runs.iter().rev() {
+                    // SAFETY: our runs, as popped.
+                    unsafe { heap.give_run(class, first, batch) };
+                }
+            });
+        });
+    }
+
     /// `dealloc_batch` tags each block free and codes the chain's links as
     /// the queue stores them (it used to queue the caller's plain links and
     /// leave the blocks untagged: a double free of one went unseen, and a
@@ -2136,7 +2178,6 @@ mod locate_tests {
             assert_eq!(link ^ key, w[1].as_ptr().addr(), "a coded link");
         }
     }
-
 
     #[test]
     fn every_class_block_is_located_and_nothing_between() {

@@ -3,7 +3,10 @@
 //!
 //! **Contract.** The queue threads through the free blocks themselves: the
 //! first word of a free block is an `AtomicPtr<u8>` link to the next free
-//! block (null at the back). It owns no memory. Any thread may push and pop
+//! block (null at the back), stored XORed with the heap's secret in
+//! `hardened` builds ([`code`]; the pops check each link they follow
+//! against the span region, telling a stale read from an overwritten link
+//! by re-reading `front`). It owns no memory. Any thread may push and pop
 //! (`Send + Sync`). Blocks are at least 8 bytes, aligned to 8, lie within
 //! 32 GiB above the allocator's *handle base* (the start of its span region,
 //! see `region.rs`; 0 on 32-bit targets), and stay readable while the queue
@@ -297,14 +300,10 @@ impl ClassQueue {
     }
 
     /// Pops the front block if it has a successor: the fast path, with no
-    /// call in its loop. `None` means "empty, the last block, or in
-    /// transition": ask [`pop`](Self::pop).
-    #[cfg(not(all(
-        allocasm_arm_v7,
-        not(loom),
-        not(miri),
-        not(feature = "hardened")
-    )))]
+    /// call in its loop. `None` means "empty, the last block, in
+    /// transition, or (`hardened`) a link that names no block": ask
+    /// [`pop`](Self::pop).
+    #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri), not(feature = "hardened"))))]
     #[inline(always)]
     pub(crate) fn pop_fast(&self, base: impl HandleBase) -> Option<NonNull<u8>> {
         self.pop_fast_cas(base)
@@ -343,12 +342,7 @@ impl ClassQueue {
     /// The handle base is 0 on 32-bit targets (the region's is a constant
     /// 0, so the test below folds away); with another base (the queue's
     /// own tests) this is the compare-exchange path.
-    #[cfg(all(
-        allocasm_arm_v7,
-        not(loom),
-        not(miri),
-        not(feature = "hardened")
-    ))]
+    #[cfg(all(allocasm_arm_v7, not(loom), not(miri), not(feature = "hardened")))]
     #[inline(always)]
     pub(crate) fn pop_fast(&self, base: impl HandleBase) -> Option<NonNull<u8>> {
         const _: () = assert!(TAG_SHIFT == 0 && HANDLE_SHIFT == 32 && TAG_BITS == 32);
@@ -411,10 +405,12 @@ impl ClassQueue {
             let block = front_block(front, base)?;
             // SAFETY: as in `pop`.
             let next = NonNull::new(code(unsafe { link(block) }.load(Ordering::Acquire), key))?;
+            // A link that names no block: a stale read or an overwritten
+            // link. `pop` tells which (a call here would cost the loop its
+            // scratch registers: five saved and restored on x86-64).
             #[cfg(feature = "hardened")]
             if !super::harden::plausible(next, base) {
-                front = self.stale_or_corrupt(front, next);
-                continue;
+                return None;
             }
             match self.front.compare_exchange_weak(
                 front,

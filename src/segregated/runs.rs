@@ -15,7 +15,10 @@
 //! through their first words and null-terminated; the run's length is fixed
 //! by the caller (the cache's batch for the class). Blocks are at least two
 //! pointers long: the *second* word of a run's first block links the run
-//! below it on the stack. Blocks lie within 32 GiB above the handle base and
+//! below it on the stack (`hardened`: the third, where the block has one,
+//! so the second keeps the double-free tag; and every link, the runs' and
+//! `below`, is stored XORed with the heap's secret, see `queue::code`, and
+//! checked against the span region when the pop follows it). Blocks lie within 32 GiB above the handle base and
 //! stay mapped while the stack is in use, as for the queue (a consumer may
 //! read the second word of a block another consumer has just popped).
 //!
@@ -43,20 +46,23 @@ use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 #[cfg(not(loom))]
 pub(crate) const MIN_RUN_BLOCK: usize = 2 * size_of::<AtomicPtr<u8>>();
 
-/// The word of a run's first block that links the run below it.
+/// The word of a run's first block that links the run below it: word
+/// `at` (1, the second; 2 for blocks of three words or more in `hardened`
+/// builds, whose second word is the double-free tag, see `set_key`).
 ///
 /// # Safety
 ///
-/// `first` is pointer-aligned, at least [`MIN_RUN_BLOCK`] bytes, and mapped
-/// for as long as the returned reference is used.
+/// `first` is pointer-aligned, at least `(at + 1)` words long (at least
+/// [`MIN_RUN_BLOCK`] bytes), and mapped for as long as the returned
+/// reference is used.
 #[inline(always)]
-unsafe fn below<'a>(first: NonNull<u8>) -> &'a AtomicPtr<u8> {
-    // SAFETY: the caller's contract: the second pointer-sized word of the
-    // block, aligned; any bit pattern is a valid pointer.
+unsafe fn below<'a>(first: NonNull<u8>, at: usize) -> &'a AtomicPtr<u8> {
+    // SAFETY: the caller's contract: a pointer-sized word of the block,
+    // aligned; any bit pattern is a valid pointer.
     unsafe {
         &*first
             .as_ptr()
-            .add(size_of::<AtomicPtr<u8>>())
+            .add(at * size_of::<AtomicPtr<u8>>())
             .cast::<AtomicPtr<u8>>()
     }
 }
@@ -69,6 +75,10 @@ pub(crate) struct RunStack {
     /// (low 32 bits); handle 0 = empty. Beside it the key the runs' links
     /// and `below` words are [`code`]d with (`hardened`).
     top: Keyed<AtomicU64>,
+    /// The word of a run's first block that holds `below` (`hardened`:
+    /// set with the key; 1 without the feature).
+    #[cfg(feature = "hardened")]
+    below_at: usize,
 }
 
 impl RunStack {
@@ -77,14 +87,38 @@ impl RunStack {
     pub(crate) fn new() -> Self {
         RunStack {
             top: Keyed::new(AtomicU64::new(0)),
+            #[cfg(feature = "hardened")]
+            below_at: 1,
         }
     }
 
     /// Sets the key the runs' links are coded with (a fresh heap's, before
-    /// it is published).
+    /// it is published) and, from the class's `block_size`, where `below`
+    /// goes: the third word where there is one, so that a run's first block
+    /// keeps its double-free tag in the second (a second free of it while
+    /// the run sits here is caught like any other block's); the 16-byte
+    /// class has two words, and its runs' first blocks give the tag up.
     #[cfg(feature = "hardened")]
-    pub(crate) fn set_key(&mut self, key: usize) {
+    pub(crate) fn set_key(&mut self, key: usize, block_size: usize) {
         self.top.set_key(key);
+        self.below_at = if block_size >= 3 * size_of::<usize>() {
+            2
+        } else {
+            1
+        };
+    }
+
+    /// The word of a run's first block that holds `below`.
+    #[inline(always)]
+    fn below_at(&self) -> usize {
+        #[cfg(feature = "hardened")]
+        {
+            self.below_at
+        }
+        #[cfg(not(feature = "hardened"))]
+        {
+            1
+        }
     }
 
     /// Pushes the run starting at `first`.
@@ -108,7 +142,7 @@ impl RunStack {
         loop {
             let under = front_block(top, base).map_or(ptr::null_mut(), NonNull::as_ptr);
             // SAFETY: the caller's block, ours until the exchange below.
-            unsafe { below(first) }.store(code(under, key), Ordering::Relaxed);
+            unsafe { below(first, self.below_at()) }.store(code(under, key), Ordering::Relaxed);
             // ORDERING: Release publishes the run's links and its `below`
             // word to the consumer whose Acquire load of `top` reads this
             // write (or a later read-modify-write of `top`, which continues
@@ -144,7 +178,10 @@ impl RunStack {
             // this class, mapped for the allocator's lifetime; if it was
             // popped since, the value read is discarded by the failed
             // exchange (see the data race note).
-            let under = code(unsafe { below(first) }.load(Ordering::Relaxed), key);
+            let under = code(
+                unsafe { below(first, self.below_at()) }.load(Ordering::Relaxed),
+                key,
+            );
             // A `below` word that names no block: stale (`first` was popped
             // since and is a user's), or, if `top` still holds, overwritten
             // while the run sat on the stack.
