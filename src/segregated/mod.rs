@@ -1469,14 +1469,14 @@ fn uses_runs(class: SizeClass) -> bool {
 /// The chain is the caller's: blocks linked through their first words.
 unsafe fn run_last(first: NonNull<u8>, key: usize) -> NonNull<u8> {
     let mut last = first;
-    // SAFETY: the caller's chain.
-    while let Some(next) = NonNull::new(queue::code(
-        unsafe { queue::link(last) }.load(Ordering::Relaxed),
-        key,
-    )) {
-        last = next;
+    loop {
+        // SAFETY: the caller's chain.
+        let next = unsafe { queue::link(last) }.load(Ordering::Relaxed);
+        match NonNull::new(queue::code(next, key)) {
+            Some(next) => last = next,
+            None => return last,
+        }
     }
-    last
 }
 
 /// `e` as the refusal of a request of `requested` bytes: an `OutOfMemory`
