@@ -1797,6 +1797,17 @@ mod tests {
     /// with no walk of the queue; the queue keeps only what growth put
     /// there. Before, every flush went to the queue and every refill walked
     /// it block by block.
+    /// Allocates `n` blocks of `l` from `a`, then frees them all in order
+    /// (on a fresh thread: its cache fills, then flushes runs); the blocks.
+    pub(super) fn alloc_then_free(a: &SegregatedFit, l: Layout, n: usize) -> Vec<NonNull<u8>> {
+        let blocks: Vec<_> = (0..n).map(|_| a.alloc(l).unwrap()).collect();
+        for &p in &blocks {
+            // SAFETY: allocated above with `l`, freed once.
+            unsafe { a.dealloc(p, l) };
+        }
+        blocks
+    }
+
     #[test]
     fn a_full_flush_goes_back_whole_and_a_refill_takes_it() {
         let a = SegregatedFit::new();
@@ -1807,11 +1818,7 @@ mod tests {
         // A fresh thread: its cache starts empty and serves `a` alone.
         std::thread::scope(|s| {
             s.spawn(|| {
-                let blocks: Vec<_> = (0..4 * batch).map(|_| a.alloc(l).unwrap()).collect();
-                for &p in &blocks {
-                    // SAFETY: allocated above with `l`.
-                    unsafe { a.dealloc(p, l) };
-                }
+                let blocks = alloc_then_free(&a, l, 4 * batch);
                 let heap = a.heap().unwrap();
                 let c = heap.class(class);
                 // The list takes `2 * batch` (its cap); past that, each
@@ -2127,11 +2134,7 @@ mod locate_tests {
         let batch = cache::batch(class.index());
         std::thread::scope(|s| {
             s.spawn(|| {
-                let blocks: Vec<_> = (0..4 * batch).map(|_| a.alloc(l).unwrap()).collect();
-                for &p in &blocks {
-                    // SAFETY: allocated above with `l`, freed once.
-                    unsafe { a.dealloc(p, l) };
-                }
+                super::tests::alloc_then_free(&a, l, 4 * batch);
                 let heap = a.heap().unwrap();
                 let c = heap.class(class);
                 let mut runs = Vec::new();
