@@ -37,10 +37,11 @@
 //! SegregatedFit's `hardened` feature, and checks every pointer it is
 //! given back before it trusts it ([`SegregatedFit::locate`]): `free`,
 //! `realloc` and `malloc_usable_size` of a pointer that is not the start of
-//! a live block of ours abort with `free(): invalid pointer 0x…`, a double
-//! free aborts with `free(): double free of 0x… (48-byte class)`, and a
-//! write after free that steers a free list aborts with `heap corruption`,
-//! as glibc aborts (its messages differ). Nothing that is not ours is
+//! a live block of ours abort with `allocasm-malloc: free(): invalid
+//! pointer 0x…`, a double free aborts with `allocasm-malloc: free(): double
+//! free of 0x… (48-byte class)`, and a write after free that steers a free
+//! list (a thread cache's, a class queue's, a run's) aborts with `heap
+//! corruption`, as glibc aborts (its messages differ). Nothing that is not ours is
 //! written, unmapped or reused.
 //!
 //! **Start-up and fork.** Nothing runs before the first call: the
