@@ -477,22 +477,33 @@ impl ClassQueue {
         }
     }
 
-    /// `next`, the decoded link of the front block of the snapshot
-    /// `front`, is no block of the region (`hardened`). If `front` still
-    /// holds, no consumer has popped since the snapshot, so the block was
-    /// queued while its link was read, and a queued block's link is only
-    /// ever a producer's (a block or null): a write after free overwrote
-    /// it; abort. Else the read was stale (the block was popped and is a
+    /// `next`, the decoded link of a block reached from the snapshot
+    /// `front` (the front block, or one behind it in a batch pop), is no
+    /// block of the region (`hardened`). If `front` still holds, no
+    /// consumer has popped since the snapshot, so the block was queued
+    /// while its link was read, and a queued block's link is only ever a
+    /// producer's (a block or null): a write after free overwrote it;
+    /// abort. Else the read was stale (the block was popped and is a
     /// user's): the current front, to retry with.
     #[cfg(feature = "hardened")]
     #[cold]
     #[inline(never)]
     fn stale_or_corrupt(&self, front: u64, next: NonNull<u8>) -> u64 {
-        let now = self.front.load(Ordering::Acquire);
-        if now == front {
-            super::harden::corrupt_shared(next);
+        // ORDERING: a read-modify-write, not a load: a load may return an
+        // older `front` than the latest (the model checker found one that
+        // read the snapshot again after the block had been popped and
+        // scribbled on). The exchange reads the latest: success (writing
+        // the same word) means no write of `front` came between the
+        // snapshot and here, so the block stayed queued across the link's
+        // read; AcqRel orders that read before it and any later pop of the
+        // block after it.
+        match self
+            .front
+            .compare_exchange(front, front, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => super::harden::corrupt_shared(next),
+            Err(now) => now,
         }
-        now
     }
 
     /// Pops up to `max` blocks (`max >= 1`) with one compare-exchange: the
@@ -534,11 +545,12 @@ impl ClassQueue {
                 let Some(next) = NonNull::new(after) else {
                     break;
                 };
-                // `last` was queued while its link was read (the re-check):
-                // a link that names no block was overwritten.
+                // A link that names no block: stale (the re-check above is a
+                // load, which may return an older `front`) or overwritten.
                 #[cfg(feature = "hardened")]
                 if !super::harden::plausible(next, base) {
-                    super::harden::corrupt_shared(next);
+                    front = self.stale_or_corrupt(front, next);
+                    continue 'retry;
                 }
                 if n == max {
                     break;
@@ -953,10 +965,15 @@ mod tests {
 }
 
 #[cfg(all(test, loom))]
-mod loom_tests {
+pub(crate) mod loom_tests {
     use super::*;
     use loom::sync::Arc;
     use loom::thread;
+
+    /// The key of the models' queues (`hardened`): low bits set, as a
+    /// heap's.
+    #[cfg(feature = "hardened")]
+    pub(crate) const MODEL_KEY: usize = 0x5a5a_c3c3_0000_0007;
 
     /// A block for the models: a loom atomic at offset 0, as the queue reads.
     #[repr(C, align(8))]
@@ -988,10 +1005,12 @@ mod loom_tests {
     fn queue(b: &[usize]) -> Arc<Q> {
         let base = b[0] - 8;
         assert!(b.iter().all(|&a| packable(ptr_of(a), base)));
-        Arc::new(Q {
-            q: ClassQueue::new(),
-            base,
-        })
+        #[allow(unused_mut)]
+        let mut q = ClassQueue::new();
+        // With `hardened` the models run on coded links, as the heap's.
+        #[cfg(feature = "hardened")]
+        q.set_key(MODEL_KEY);
+        Arc::new(Q { q, base })
     }
 
     fn ptr_of(addr: usize) -> NonNull<u8> {
@@ -1019,7 +1038,8 @@ mod loom_tests {
                 let mut x = first;
                 while got.len() < n {
                     // SAFETY: the run is ours, linked in queue order.
-                    x = NonNull::new(unsafe { link(x) }.load(Ordering::Relaxed)).unwrap();
+                    let l = unsafe { link(x) }.load(Ordering::Relaxed);
+                    x = NonNull::new(code(l, q.q.front.key())).unwrap();
                     got.push(x.as_ptr().expose_provenance());
                 }
                 assert_eq!(x, last);

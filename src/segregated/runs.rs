@@ -189,11 +189,17 @@ impl RunStack {
             if let Some(u) = NonNull::new(under)
                 && !super::harden::plausible(u, base)
             {
-                let now = self.top.load(Ordering::Acquire);
-                if now == top {
-                    super::harden::corrupt_shared(u);
+                // ORDERING: a read-modify-write (a load may return an older
+                // `top`): success, writing the same word, means no write of
+                // `top` came between the snapshot and here, so the run stayed
+                // stacked across the read; AcqRel as the pop's exchange.
+                match self
+                    .top
+                    .compare_exchange(top, top, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    Ok(_) => super::harden::corrupt_shared(u),
+                    Err(now) => top = now,
                 }
-                top = now;
                 continue;
             }
             // ORDERING: AcqRel: acquires as the load above does (the value
@@ -375,6 +381,20 @@ mod loom_tests {
         NonNull::new(ptr::with_exposed_provenance_mut::<u8>(addr)).unwrap()
     }
 
+    /// A stack for the models: with `hardened`, its `below` words coded
+    /// with a key, as the heap's (the blocks are two words: `below` in the
+    /// second).
+    fn stack() -> RunStack {
+        #[allow(unused_mut)]
+        let mut s = RunStack::new();
+        #[cfg(feature = "hardened")]
+        s.set_key(
+            crate::segregated::queue::loom_tests::MODEL_KEY,
+            size_of::<Block>(),
+        );
+        s
+    }
+
     /// Pushes the two-block run `a, b`.
     fn push_run(s: &RunStack, base: usize, a: usize, b: usize) {
         // SAFETY: the model's blocks, owned by the pushing thread.
@@ -401,7 +421,7 @@ mod loom_tests {
         b.preemption_bound = Some(3);
         b.check(|| {
             let (blk, base) = blocks(4);
-            let s = Arc::new(RunStack::new());
+            let s = Arc::new(stack());
             let p1 = {
                 let (s, blk) = (s.clone(), blk.clone());
                 thread::spawn(move || push_run(&s, base, blk[0], blk[1]))
@@ -430,7 +450,7 @@ mod loom_tests {
         b.preemption_bound = Some(3);
         b.check(|| {
             let (blk, base) = blocks(6);
-            let s = Arc::new(RunStack::new());
+            let s = Arc::new(stack());
             push_run(&s, base, blk[0], blk[1]);
             push_run(&s, base, blk[2], blk[3]);
             let t = {
