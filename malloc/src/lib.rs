@@ -37,10 +37,11 @@
 //! SegregatedFit's `hardened` feature, and checks every pointer it is
 //! given back before it trusts it ([`SegregatedFit::locate`]): `free`,
 //! `realloc` and `malloc_usable_size` of a pointer that is not the start of
-//! a live block of ours abort with `free(): invalid pointer 0x…`, a double
-//! free aborts with `free(): double free of 0x… (48-byte class)`, and a
-//! write after free that steers a free list aborts with `heap corruption`,
-//! as glibc aborts (its messages differ). Nothing that is not ours is
+//! a live block of ours abort with `allocasm-malloc: free(): invalid
+//! pointer 0x…`, a double free aborts with `allocasm-malloc: free(): double
+//! free of 0x… (48-byte class)`, and a write after free that steers a free
+//! list (a thread cache's, a class queue's, a run's) aborts with `heap
+//! corruption`, as glibc aborts (its messages differ). Nothing that is not ours is
 //! written, unmapped or reused.
 //!
 //! **Start-up and fork.** Nothing runs before the first call: the
@@ -63,7 +64,16 @@ use allocasm::segregated::{Located, SizeClass};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The process's allocator.
-static HEAP: SegregatedFit = SegregatedFit::new();
+/// Its abort lines start `allocasm-malloc:`, as this file's own do.
+static HEAP: SegregatedFit = SegregatedFit::new().reporting_as(NAME);
+
+/// The name every abort line of the library starts with.
+macro_rules! name {
+    () => {
+        "allocasm-malloc"
+    };
+}
+const NAME: &str = name!();
 
 /// What `malloc` aligns to, and the bytes of the header: glibc's
 /// `MALLOC_ALIGNMENT` on 64-bit targets.
@@ -278,10 +288,10 @@ impl Line {
         })
     }
 
-    /// `allocasm: <line>` on standard error, then abort.
+    /// `allocasm-malloc: <line>` on standard error, then abort.
     fn abort(self) -> ! {
         let line = self.byte(b'\n');
-        let prefix = b"allocasm: ";
+        let prefix = concat!(name!(), ": ");
         // SAFETY: writes of our own buffers to fd 2; nothing allocates.
         unsafe {
             libc::write(2, prefix.as_ptr().cast(), prefix.len());

@@ -328,7 +328,7 @@ fn misuse(source: &str, expect: &str) {
     );
     let line = err
         .lines()
-        .find(|l| l.starts_with("allocasm: "))
+        .find(|l| l.starts_with("allocasm-malloc: "))
         .unwrap_or_else(|| panic!("{source}: no message on stderr:\n{err}"));
     assert!(line.contains(expect), "{source}: {line:?} lacks {expect:?}");
     if let Some(addr) = out
@@ -385,4 +385,25 @@ fn a_double_free_of_a_large_block_aborts() {
 #[test]
 fn a_write_after_free_into_a_free_list_aborts() {
     misuse("write_after_free.c", "heap corruption");
+}
+
+/// The same into a block of the shared level (a run or the class queue):
+/// their links are coded and checked too.
+#[test]
+fn a_write_after_free_into_the_shared_level_aborts() {
+    misuse("write_after_free_shared.c", "heap corruption");
+}
+
+/// The line is the issue's: the library's name, the call, the misuse, the
+/// block and its class.
+#[test]
+fn the_lines_name_the_library() {
+    misuse(
+        "double_free.c",
+        "allocasm-malloc: free(): double free of 0x",
+    );
+    misuse(
+        "interior_free.c",
+        "allocasm-malloc: free(): invalid pointer 0x",
+    );
 }

@@ -55,7 +55,7 @@ use super::class::{CLASS_COUNT, SizeClass};
 #[cfg(feature = "hardened")]
 use super::harden;
 use super::lock::SpinLock;
-use super::queue::link;
+use super::queue::{code, link};
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 /// The owner value of a cache that serves no allocator.
@@ -206,7 +206,7 @@ impl ThreadCache {
             // SAFETY: a cached block: at least `TAGGED_MIN` bytes (the
             // 8-byte class is never cached in hardened builds, see `CAPS`).
             unsafe { harden::tag(block) }.store(0, Ordering::Relaxed);
-            harden::code(next, self.key.get())
+            code(next, self.key.get())
         };
         bin.head.store(next, Ordering::Relaxed);
         bin.count
@@ -239,7 +239,7 @@ impl ThreadCache {
                 harden::double_free(block, bin_size(index));
             }
             tag.store(key, Ordering::Relaxed);
-            harden::code(head, key)
+            code(head, key)
         };
         // SAFETY: the caller gives us the block: ours, mapped, 8 bytes.
         unsafe { link(block) }.store(head, Ordering::Relaxed);
@@ -421,27 +421,26 @@ pub(crate) fn refill(
         }
         let (first, last, n) = heap.take(class, batch(index))?;
         #[cfg(feature = "hardened")]
-        let _ = last; // `encode_chain` ends the list at its `n - 1`th block.
-        #[cfg(feature = "hardened")]
         t.base.set(heap.base());
-        #[cfg(feature = "hardened")]
         if n > 1 {
-            // SAFETY: the run is ours, `n` blocks linked through their first
-            // words; the cache's list gets its blocks from the second on.
-            let second = unsafe { link(first) }.load(Ordering::Relaxed);
-            // SAFETY: as above: `n - 1` blocks from `second`.
-            unsafe { encode_chain(second, n - 1, t.key.get(), heap.base(), index) };
-            bin.head.store(second, Ordering::Relaxed);
-            bin.count.store((n - 1) as u32, Ordering::Relaxed);
-        }
-        #[cfg(not(feature = "hardened"))]
-        if n > 1 {
+            // The shared level's links are coded with the heap's key, as the
+            // cache's are: the chain joins the list as it is, unwalked.
+            let key = heap.key();
             // SAFETY: the run is ours; `first`'s link names its second block.
-            let second = unsafe { link(first) }.load(Ordering::Relaxed);
+            let second = code(unsafe { link(first) }.load(Ordering::Relaxed), key);
+            // The one link the refill follows (the rest are checked where
+            // they were: the queue's batch pop; a run's as the pops reach
+            // them).
+            #[cfg(feature = "hardened")]
+            if let Some(b) = NonNull::new(second)
+                && !harden::plausible(b, heap.base())
+            {
+                harden::corrupt(b, index);
+            }
             if let Some(last) = last {
                 // SAFETY: as above; terminate the list at `last` (a run from
                 // the run stack is terminated already).
-                unsafe { link(last) }.store(ptr::null_mut(), Ordering::Relaxed);
+                unsafe { link(last) }.store(code(ptr::null_mut(), key), Ordering::Relaxed);
             }
             bin.head.store(second, Ordering::Relaxed);
             bin.count.store((n - 1) as u32, Ordering::Relaxed);
@@ -478,24 +477,19 @@ fn flush_bin(t: &ThreadCache, heap: &Heap, index: usize, n: usize) {
     let Some(first) = NonNull::new(bin.head.load(Ordering::Relaxed)) else {
         return;
     };
+    let key = heap.key();
     let mut last = first;
     let mut k = 1;
     loop {
-        // SAFETY: blocks of our list.
-        let next = unsafe { link(last) }.load(Ordering::Relaxed);
-        // The shared level's links are plain: decode as we walk.
+        // SAFETY: blocks of our list. The shared level's links are coded as
+        // the list's: decode to follow, store nothing.
+        let next = code(unsafe { link(last) }.load(Ordering::Relaxed), key);
         #[cfg(feature = "hardened")]
-        let next = {
-            let next = harden::code(next, t.key.get());
-            if let Some(b) = NonNull::new(next)
-                && !harden::plausible(b, t.base.get())
-            {
-                harden::corrupt(b, index);
-            }
-            // SAFETY: as above.
-            unsafe { link(last) }.store(next, Ordering::Relaxed);
-            next
-        };
+        if let Some(b) = NonNull::new(next)
+            && !harden::plausible(b, t.base.get())
+        {
+            harden::corrupt(b, index);
+        }
         match NonNull::new(next) {
             Some(b) if k < n => {
                 last = b;
@@ -516,7 +510,7 @@ fn flush_bin(t: &ThreadCache, heap: &Heap, index: usize, n: usize) {
         // A full batch goes back whole, for a refill to take without
         // walking it.
         // SAFETY: `last` is ours; the run ends there.
-        unsafe { link(last) }.store(ptr::null_mut(), Ordering::Relaxed);
+        unsafe { link(last) }.store(code(ptr::null_mut(), key), Ordering::Relaxed);
         // SAFETY: a null-terminated run of `k` blocks of this class of
         // `heap`, ours, `k` its batch.
         return unsafe { heap.give_run(class, first, k) };
@@ -595,40 +589,6 @@ fn bind(c: &Caches, t: &ThreadCache, heap: &Heap) -> bool {
     }
     t.owner.store(heap.addr(), Ordering::Relaxed);
     true
-}
-
-/// Stores the links of the `n` blocks from `first` encoded with `key`, the
-/// last one's as the end of the list, and tags each block free: a chain
-/// from the shared level (plain links) joins a hardened cache's list.
-///
-/// # Safety
-///
-/// `first` starts a chain of at least `n` blocks of one cached class (at
-/// least `TAGGED_MIN` bytes), linked through their first words, ours.
-#[cfg(feature = "hardened")]
-unsafe fn encode_chain(first: *mut u8, n: usize, key: usize, base: usize, index: usize) {
-    let mut b = first;
-    for i in 0..n {
-        // SAFETY: the caller's chain: `b` is its block `i < n`.
-        let blk = unsafe { NonNull::new_unchecked(b) };
-        // SAFETY: as above.
-        let l = unsafe { link(blk) };
-        let next = if i + 1 < n {
-            l.load(Ordering::Relaxed)
-        } else {
-            ptr::null_mut()
-        };
-        // A link of the shared level overwritten after free.
-        if let Some(b) = NonNull::new(next)
-            && !harden::plausible(b, base)
-        {
-            harden::corrupt(b, index);
-        }
-        l.store(harden::code(next, key), Ordering::Relaxed);
-        // SAFETY: as above; a cached class's block has room for the tag.
-        unsafe { harden::tag(blk) }.store(key, Ordering::Relaxed);
-        b = next;
-    }
 }
 
 /// The thread-exit hook: both caches flushed to their owners, unlinked,

@@ -1,18 +1,20 @@
 //! The checks of the `hardened` feature (docs/malloc-hardening.md): a
 //! per-heap secret, the double-free tag written into freed blocks, the
-//! encoding of the thread caches' list links, and the messages the process
-//! aborts with.
+//! encoding of the free blocks' links, and the messages the process aborts
+//! with.
 //!
 //! **Contract.** Every heap draws a random 64-bit `key` when it is mapped
 //! (the kernel's `AT_RANDOM` bytes on Linux, mixed with the heap's address).
 //! A block of at least 16 bytes that is free holds `key` in its second word
 //! (the *tag*), written on free and cleared when it is handed out again: a
-//! free that finds the tag is a double free. The links of a thread cache's
-//! list are stored XORed with `key` (glibc's safe-linking, mimalloc's
-//! encoded free lists): the pop checks the head it is about to read is
-//! 8-aligned (the key's low bits are set, so a stray aligned value decodes
-//! misaligned), and the walks between the caches and the shared level
-//! check each link against the span region ([`plausible`]); else the list
+//! free that finds the tag is a double free. The links of every free list
+//! (a thread cache's, a class queue's, a run's and the run stack's) are
+//! stored XORed with `key` (glibc's safe-linking, mimalloc's encoded free
+//! lists), so chains pass between the levels as they are: the cache's pop
+//! checks the head it is about to read is 8-aligned (the key's low bits
+//! are set, so a stray aligned value decodes misaligned); the shared
+//! level's pops, the flush's walk and the refill's new head check each
+//! link they follow against the span region ([`plausible`]); else the list
 //! was overwritten (`heap corruption`). Both abort through
 //! [`breach`](super::breach): one line on standard error, no allocation,
 //! no unwinding.
@@ -34,7 +36,8 @@ pub(crate) const TAGGED_MIN: usize = 16;
 pub(crate) unsafe fn tag<'a>(block: NonNull<u8>) -> &'a AtomicUsize {
     // SAFETY: the second word lies in the block (the caller's size); an
     // `AtomicUsize` has a word's size and alignment, and the run stack, the
-    // one other reader of a free block's second word, reads it atomically.
+    // one other reader of a free block's second word (the 16-byte class's;
+    // the third of larger ones), reads it atomically.
     unsafe { &*block.as_ptr().add(size_of::<usize>()).cast::<AtomicUsize>() }
 }
 
@@ -57,11 +60,24 @@ pub(crate) unsafe fn tag_word(block: NonNull<u8>) -> usize {
     }
 }
 
-/// A link as a thread cache stores it (and back: the encoding is its own
-/// inverse). The pointer keeps its provenance; null is stored as `key`.
-#[inline(always)]
-pub(crate) fn code(link: *mut u8, key: usize) -> *mut u8 {
-    link.map_addr(|a| a ^ key)
+/// The name the abort lines start with: the first hardened allocator's
+/// [`reporting_as`](super::SegregatedFit::reporting_as) name to map its
+/// heap, else `allocasm`. Process-wide, because what aborts is the
+/// process: the name says which library speaks (`allocasm-malloc` for the
+/// drop-in `.so`).
+static NAME: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Names the library in the abort lines from now on, unless a name was
+/// set before (a heap's first mapping, see `init_heap`).
+pub(crate) fn report_as(name: &'static str) {
+    let _ = NAME.set(name);
+}
+
+/// The line an abort message starts with: `<name>: `.
+fn line() -> Line {
+    Line::new()
+        .text(NAME.get().copied().unwrap_or("allocasm"))
+        .text(": ")
 }
 
 /// Whether `block`, about to be read as a list's head, can be one of this
@@ -227,8 +243,8 @@ impl Line {
 #[cold]
 #[inline(never)]
 pub(crate) fn double_free(block: NonNull<u8>, block_size: usize) -> ! {
-    Line::new()
-        .text("allocasm: free(): double free of ")
+    line()
+        .text("free(): double free of ")
         .hex(block.as_ptr().addr())
         .text(" (")
         .dec(block_size)
@@ -242,10 +258,23 @@ pub(crate) fn double_free(block: NonNull<u8>, block_size: usize) -> ! {
 #[inline(never)]
 pub(crate) fn corrupt(block: NonNull<u8>, index: usize) -> ! {
     let size = SizeClass::from_index(index).map_or(0, SizeClass::block_size);
-    Line::new()
-        .text("allocasm: malloc(): heap corruption: the free list of the ")
+    line()
+        .text("malloc(): heap corruption: the free list of the ")
         .dec(size)
         .text("-byte class links to ")
+        .hex(block.as_ptr().addr())
+        .text(" (a write after free)")
+        .abort()
+}
+
+/// A free block of the shared level (a class queue, a run on a run stack)
+/// links to `block`, which cannot be a block of this heap: a write after
+/// free overwrote the link while the block sat there. Abort.
+#[cold]
+#[inline(never)]
+pub(crate) fn corrupt_shared(block: NonNull<u8>) -> ! {
+    line()
+        .text("malloc(): heap corruption: a free block links to ")
         .hex(block.as_ptr().addr())
         .text(" (a write after free)")
         .abort()

@@ -109,9 +109,9 @@
 //! pointer or a double free is then undefined behaviour, as the `unsafe`
 //! contract says), unless built with the `hardened` feature
 //! (`harden.rs`, docs/malloc-hardening.md; the drop-in malloc always is):
-//! then a free block carries a secret tag that a second free finds, the
-//! thread caches' links are stored encoded with that secret and checked on
-//! pop, and [`locate`](SegregatedFit::locate) tells a block's start from
+//! then a free block carries a secret tag that a second free finds, every
+//! free list's links (the thread caches', the class queues', the runs') are
+//! stored encoded with that secret and checked on pop, and [`locate`](SegregatedFit::locate) tells a block's start from
 //! any other address for callers that cannot trust their pointers.
 //!
 //! [`size_class`]: SegregatedFit::size_class
@@ -294,6 +294,20 @@ impl Heap {
         self.region.base()
     }
 
+    /// The secret every free list's links are [`code`](queue::code)d with
+    /// (`hardened`), 0 (links as they are) otherwise.
+    #[inline(always)]
+    pub(crate) fn key(&self) -> usize {
+        #[cfg(feature = "hardened")]
+        {
+            self.key
+        }
+        #[cfg(not(feature = "hardened"))]
+        {
+            0
+        }
+    }
+
     /// Takes up to `max` blocks of `class`, growing the class if it has
     /// none free: `(first, last, n)`, a chain of `n >= 1` blocks linked
     /// through their first words. When `max` is the thread caches' batch for
@@ -351,7 +365,7 @@ impl Heap {
                 // the queue alone (`alloc_shared`, a refill of another
                 // length) gets one of them through the queue.
                 // SAFETY: a run we popped: ours, null-terminated.
-                let last = unsafe { run_last(first) };
+                let last = unsafe { run_last(first, self.key()) };
                 // SAFETY: a chain of this class's blocks, ours, in the region.
                 unsafe { c.queue.push(self.base(), first, last) };
                 return Ok(());
@@ -366,6 +380,7 @@ impl Heap {
                     &c.growth.trimmed,
                     class.block_size(),
                     class.tag(),
+                    self.key(),
                 )
                 .map_err(|e| for_request(e, class.block_size()))?;
                 c.growth.free.fetch_add(grown.blocks, Ordering::Relaxed);
@@ -511,6 +526,10 @@ mod hooks {
 pub struct SegregatedFit {
     /// The heap, mapped at the first allocation (null until then).
     heap: AtomicPtr<Heap>,
+    /// The name the `hardened` checks' abort lines start with, if not
+    /// `allocasm` (see [`reporting_as`](Self::reporting_as)).
+    #[cfg(feature = "hardened")]
+    name: Option<&'static str>,
 }
 
 impl Default for SegregatedFit {
@@ -595,7 +614,26 @@ impl SegregatedFit {
     pub const fn new() -> Self {
         SegregatedFit {
             heap: AtomicPtr::new(ptr::null_mut()),
+            #[cfg(feature = "hardened")]
+            name: None,
         }
+    }
+
+    /// This allocator, naming `name` at the start of the lines its
+    /// `hardened` checks abort with (`allocasm` otherwise): the drop-in
+    /// malloc's say `allocasm-malloc: free(): double free of 0x…`. The
+    /// lines are the process's last words, so the name is process-wide:
+    /// the first named allocator to map its heap sets it.
+    ///
+    /// ```
+    /// use allocasm::SegregatedFit;
+    ///
+    /// static HEAP: SegregatedFit = SegregatedFit::new().reporting_as("my-malloc");
+    /// ```
+    #[cfg(all(feature = "hardened", not(loom)))]
+    pub const fn reporting_as(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
     }
 
     /// An empty allocator (loom build: not `const`).
@@ -603,6 +641,8 @@ impl SegregatedFit {
     pub fn new() -> Self {
         SegregatedFit {
             heap: AtomicPtr::new(ptr::null_mut()),
+            #[cfg(feature = "hardened")]
+            name: None,
         }
     }
 
@@ -661,11 +701,21 @@ impl SegregatedFit {
         for (i, s) in shapes.iter_mut().enumerate() {
             *s = Shape::of(SizeClass::from_index(i).expect("class index"));
         }
-        // SAFETY: as above: not yet published, ours alone.
         #[cfg(feature = "hardened")]
-        unsafe {
-            (*fresh.as_ptr()).key = harden::new_key(home)
-        };
+        {
+            let key = harden::new_key(home);
+            // SAFETY: as above: not yet published, ours alone.
+            let heap = unsafe { &mut *fresh.as_ptr() };
+            heap.key = key;
+            for (i, c) in heap.classes.iter_mut().enumerate() {
+                let size = SizeClass::from_index(i).expect("class index").block_size();
+                c.queue.set_key(key);
+                c.runs.set_key(key, size);
+            }
+            if let Some(name) = self.name {
+                harden::report_as(name);
+            }
+        }
         // Listed before it is published, so no thread can hold one of its
         // locks across a `fork` that the handlers would not take.
         // SAFETY: a zeroed mapping of `heap_len()` bytes, at least a
@@ -877,10 +927,16 @@ impl SegregatedFit {
                 // its first block, queue the rest.
                 let first = c.runs.pop(&heap.region).ok_or(empty)?;
                 // SAFETY: a run we popped: ours, null-terminated.
-                let second = unsafe { queue::link(first) }.load(Ordering::Relaxed);
+                let second = queue::code(
+                    unsafe { queue::link(first) }.load(Ordering::Relaxed),
+                    heap.key(),
+                );
                 if let Some(second) = NonNull::new(second) {
                     // SAFETY: the rest of our run: blocks of this class.
-                    unsafe { c.queue.push(heap.base(), second, run_last(second)) };
+                    unsafe {
+                        c.queue
+                            .push(heap.base(), second, run_last(second, heap.key()))
+                    };
                 }
                 first
             }
@@ -1218,6 +1274,9 @@ impl SegregatedFit {
     /// [`size_class`](Self::size_class) gave it for their layouts), each once;
     /// none is used afterwards.
     pub unsafe fn dealloc_batch(&self, first: NonNull<u8>, last: NonNull<u8>, class: SizeClass) {
+        let heap = self
+            .heap()
+            .expect("SegregatedFit: free before any allocation");
         let mut n = 1;
         let mut b = first;
         while b != last {
@@ -1225,14 +1284,24 @@ impl SegregatedFit {
             self.debug_check_free(class, b);
             // SAFETY: the caller linked the chain through live blocks.
             let next = unsafe { queue::link(b) }.load(Ordering::Relaxed);
+            // `hardened`: each block tagged free (a double free aborts, as
+            // `dealloc`'s does), its plain link coded as the queue's are.
+            #[cfg(feature = "hardened")]
+            // SAFETY: the caller's live block of `class`, given to us.
+            unsafe {
+                harden::mark_free(b, class, heap.key);
+                queue::link(b).store(queue::code(next, heap.key), Ordering::Relaxed);
+            }
             b = NonNull::new(next).expect("SegregatedFit: the batch chain ends before `last`");
             n += 1;
         }
         #[cfg(debug_assertions)]
         self.debug_check_free(class, last);
-        let heap = self
-            .heap()
-            .expect("SegregatedFit: free before any allocation");
+        // SAFETY: as above.
+        #[cfg(feature = "hardened")]
+        unsafe {
+            harden::mark_free(last, class, heap.key)
+        };
         // SAFETY: the caller's chain of this class's blocks.
         unsafe { heap.give(class, first, last, n) };
     }
@@ -1392,19 +1461,22 @@ fn uses_runs(class: SizeClass) -> bool {
     class.block_size() >= MIN_RUN_BLOCK
 }
 
-/// The last block of the null-terminated chain starting at `first` (walks
-/// it: cold paths only).
+/// The last block of the null-terminated chain starting at `first`, its
+/// links coded with `key` (walks it: cold paths only).
 ///
 /// # Safety
 ///
 /// The chain is the caller's: blocks linked through their first words.
-unsafe fn run_last(first: NonNull<u8>) -> NonNull<u8> {
+unsafe fn run_last(first: NonNull<u8>, key: usize) -> NonNull<u8> {
     let mut last = first;
-    // SAFETY: the caller's chain.
-    while let Some(next) = NonNull::new(unsafe { queue::link(last) }.load(Ordering::Relaxed)) {
-        last = next;
+    loop {
+        // SAFETY: the caller's chain.
+        let next = unsafe { queue::link(last) }.load(Ordering::Relaxed);
+        match NonNull::new(queue::code(next, key)) {
+            Some(next) => last = next,
+            None => return last,
+        }
     }
-    last
 }
 
 /// `e` as the refusal of a request of `requested` bytes: an `OutOfMemory`
@@ -1443,16 +1515,17 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
     let _guard = c.growth.lock.lock();
     let g = span::geometry(class.block_size());
     let base = heap.base();
+    let key = heap.key();
     // 1. Drain the runs and the queue into a private chain, counting per
     // span. (Runs go to the queue first: the same loop then counts them.)
     while let Some(first) = c.runs.pop(base) {
         // SAFETY: a run we popped: ours, null-terminated, of this class.
-        unsafe { c.queue.push(base, first, run_last(first)) };
+        unsafe { c.queue.push(base, first, run_last(first, key)) };
     }
     let mut chain: *mut u8 = ptr::null_mut();
     let mut drained = 0usize;
     while let Some(b) = c.queue.pop(base) {
-        // SAFETY: a block we popped: ours.
+        // SAFETY: a block we popped: ours. (A private chain: plain links.)
         unsafe { queue::link(b) }.store(chain, Ordering::Relaxed);
         chain = b.as_ptr();
         drained += 1;
@@ -1489,9 +1562,10 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
             if first.is_null() {
                 first = blk.as_ptr();
             } else {
-                // SAFETY: `last` is a block of our chain.
+                // SAFETY: `last` is a block of our chain, which goes back to
+                // the queue: coded links.
                 unsafe { queue::link(NonNull::new_unchecked(last)) }
-                    .store(blk.as_ptr(), Ordering::Relaxed);
+                    .store(queue::code(blk.as_ptr(), key), Ordering::Relaxed);
             }
             last = blk.as_ptr();
             kept += 1;
@@ -1723,6 +1797,17 @@ mod tests {
     /// with no walk of the queue; the queue keeps only what growth put
     /// there. Before, every flush went to the queue and every refill walked
     /// it block by block.
+    /// Allocates `n` blocks of `l` from `a`, then frees them all in order
+    /// (on a fresh thread: its cache fills, then flushes runs); the blocks.
+    pub(super) fn alloc_then_free(a: &SegregatedFit, l: Layout, n: usize) -> Vec<NonNull<u8>> {
+        let blocks: Vec<_> = (0..n).map(|_| a.alloc(l).unwrap()).collect();
+        for &p in &blocks {
+            // SAFETY: allocated above with `l`, freed once.
+            unsafe { a.dealloc(p, l) };
+        }
+        blocks
+    }
+
     #[test]
     fn a_full_flush_goes_back_whole_and_a_refill_takes_it() {
         let a = SegregatedFit::new();
@@ -1733,11 +1818,7 @@ mod tests {
         // A fresh thread: its cache starts empty and serves `a` alone.
         std::thread::scope(|s| {
             s.spawn(|| {
-                let blocks: Vec<_> = (0..4 * batch).map(|_| a.alloc(l).unwrap()).collect();
-                for &p in &blocks {
-                    // SAFETY: allocated above with `l`.
-                    unsafe { a.dealloc(p, l) };
-                }
+                let blocks = alloc_then_free(&a, l, 4 * batch);
                 let heap = a.heap().unwrap();
                 let c = heap.class(class);
                 // The list takes `2 * batch` (its cap); past that, each
@@ -1748,7 +1829,7 @@ mod tests {
                     loop {
                         // SAFETY: a run we popped: ours, null-terminated.
                         let next = unsafe { queue::link(*run.last().unwrap()) };
-                        match NonNull::new(next.load(Ordering::Relaxed)) {
+                        match NonNull::new(queue::code(next.load(Ordering::Relaxed), heap.key())) {
                             Some(n) => run.push(n),
                             None => break,
                         }
@@ -2040,6 +2121,67 @@ mod locate_tests {
 
     /// Every block of every class, at every alignment a class serves, is
     /// located as a block of its class; a byte past a block's start is not.
+    /// A run on the run stack keeps its first block's double-free tag: the
+    /// stack's `below` word sits in the third word of a block of 24 bytes
+    /// or more (it used to overwrite the tag, so a second free of that
+    /// block went unseen while its run was stacked).
+    #[cfg(feature = "hardened")]
+    #[test]
+    fn hardened_runs_keep_their_first_blocks_tag() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(48, 16).unwrap();
+        let class = SegregatedFit::size_class(48, 16).unwrap();
+        let batch = cache::batch(class.index());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                super::tests::alloc_then_free(&a, l, 4 * batch);
+                let heap = a.heap().unwrap();
+                let c = heap.class(class);
+                let mut runs = Vec::new();
+                while let Some(first) = c.runs.pop(heap.base()) {
+                    runs.push(first);
+                }
+                assert!(runs.len() >= 2, "{} runs", runs.len());
+                for &first in &runs {
+                    // SAFETY: a free block of ours: read only.
+                    let tag = unsafe { harden::tag_word(first) };
+                    assert_eq!(tag, heap.key, "the run's first block is tagged free");
+                }
+                for &first in runs.iter().rev() {
+                    // SAFETY: our runs, as popped.
+                    unsafe { heap.give_run(class, first, batch) };
+                }
+            });
+        });
+    }
+
+    /// `dealloc_batch` tags each block free and codes the chain's links as
+    /// the queue stores them (it used to queue the caller's plain links and
+    /// leave the blocks untagged: a double free of one went unseen, and a
+    /// pop decoded the plain links to wild addresses).
+    #[cfg(feature = "hardened")]
+    #[test]
+    fn hardened_dealloc_batch_tags_and_codes_its_chain() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(48, 16).unwrap();
+        let class = SegregatedFit::size_class(48, 16).unwrap();
+        let blocks: Vec<_> = (0..3).map(|_| a.alloc(l).unwrap()).collect();
+        // SAFETY: live blocks of one class, each once.
+        let (first, last) = unsafe { SegregatedFit::link_batch(blocks.iter().copied()) }.unwrap();
+        // SAFETY: the chain just linked.
+        unsafe { a.dealloc_batch(first, last, class) };
+        let key = a.heap().unwrap().key;
+        for w in blocks.windows(2) {
+            // SAFETY: free blocks of ours, in the queue: read only.
+            let (link, tag) = unsafe {
+                let p = w[0].as_ptr().cast::<usize>();
+                (p.read(), p.add(1).read())
+            };
+            assert_eq!(tag, key, "tagged free");
+            assert_eq!(link ^ key, w[1].as_ptr().addr(), "a coded link");
+        }
+    }
+
     #[test]
     fn every_class_block_is_located_and_nothing_between() {
         let a = SegregatedFit::new();

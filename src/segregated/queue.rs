@@ -3,7 +3,10 @@
 //!
 //! **Contract.** The queue threads through the free blocks themselves: the
 //! first word of a free block is an `AtomicPtr<u8>` link to the next free
-//! block (null at the back). It owns no memory. Any thread may push and pop
+//! block (null at the back), stored XORed with the heap's secret in
+//! `hardened` builds ([`code`]; the pops check each link they follow
+//! against the span region, telling a stale read from an overwritten link
+//! by re-reading `front`). It owns no memory. Any thread may push and pop
 //! (`Send + Sync`). Blocks are at least 8 bytes, aligned to 8, lie within
 //! 32 GiB above the allocator's *handle base* (the start of its span region,
 //! see `region.rs`; 0 on 32-bit targets), and stay readable while the queue
@@ -115,6 +118,68 @@ pub(crate) unsafe fn link<'a>(block: NonNull<u8>) -> &'a AtomicPtr<u8> {
     unsafe { &*block.as_ptr().cast::<AtomicPtr<u8>>() }
 }
 
+/// A link as the shared level and the thread caches store it: XORed with
+/// the heap's secret (`hardened`, see `harden.rs`), as is (`key` 0)
+/// otherwise. Its own inverse; null is stored as `key`. The pointer keeps
+/// its provenance.
+#[inline(always)]
+pub(crate) fn code(link: *mut u8, key: usize) -> *mut u8 {
+    link.map_addr(|a| a ^ key)
+}
+
+/// A word of the shared level beside the secret its blocks' links are
+/// coded with (`hardened`): a copy on each cache line whose operations read
+/// or write links, so that none touches another line for it. Derefs to the
+/// word. The key is 0 (links stored as they are) until
+/// [`set_key`](Self::set_key), and always without `hardened`, where the
+/// field does not exist and the XORs fold away.
+#[derive(Debug)]
+pub(crate) struct Keyed<T> {
+    word: T,
+    #[cfg(feature = "hardened")]
+    key: usize,
+}
+
+impl<T> Keyed<T> {
+    /// `word` with the key 0.
+    #[cfg(any(test, loom))]
+    pub(crate) const fn new(word: T) -> Self {
+        Keyed {
+            word,
+            #[cfg(feature = "hardened")]
+            key: 0,
+        }
+    }
+
+    /// The key links are coded with.
+    #[inline(always)]
+    pub(crate) fn key(&self) -> usize {
+        #[cfg(feature = "hardened")]
+        {
+            self.key
+        }
+        #[cfg(not(feature = "hardened"))]
+        {
+            0
+        }
+    }
+
+    /// Sets the key (a fresh heap's, before the heap is published).
+    #[cfg(feature = "hardened")]
+    pub(crate) fn set_key(&mut self, key: usize) {
+        self.key = key;
+    }
+}
+
+impl<T> core::ops::Deref for Keyed<T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.word
+    }
+}
+
 /// The block a `front` word names, if any.
 #[inline(always)]
 pub(super) fn front_block(word: u64, base: usize) -> Option<NonNull<u8>> {
@@ -200,11 +265,11 @@ pub(crate) struct ClassQueue {
     /// 32; handle 0 = nothing poppable (empty, or an empty transition in
     /// flight). Invariant: a non-zero handle names a free block of this
     /// queue.
-    front: CachePadded<AtomicU64>,
+    front: CachePadded<Keyed<AtomicU64>>,
     /// The last published block, or null when the queue is empty.
     /// Invariant: non-null means the block is free and in this queue, and its
     /// link is null until the producer that swaps it out stores the link.
-    back: CachePadded<AtomicPtr<u8>>,
+    back: CachePadded<Keyed<AtomicPtr<u8>>>,
 }
 
 impl ClassQueue {
@@ -212,8 +277,8 @@ impl ClassQueue {
     #[cfg(all(test, not(loom)))]
     pub(crate) const fn new() -> Self {
         ClassQueue {
-            front: CachePadded::new(AtomicU64::new(0)),
-            back: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
+            front: CachePadded::new(Keyed::new(AtomicU64::new(0))),
+            back: CachePadded::new(Keyed::new(AtomicPtr::new(ptr::null_mut()))),
         }
     }
 
@@ -221,15 +286,24 @@ impl ClassQueue {
     #[cfg(all(test, loom))]
     pub(crate) fn new() -> Self {
         ClassQueue {
-            front: CachePadded::new(AtomicU64::new(0)),
-            back: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
+            front: CachePadded::new(Keyed::new(AtomicU64::new(0))),
+            back: CachePadded::new(Keyed::new(AtomicPtr::new(ptr::null_mut()))),
         }
     }
 
+    /// Sets the key the queued links are coded with (a fresh heap's, before
+    /// it is published).
+    #[cfg(feature = "hardened")]
+    pub(crate) fn set_key(&mut self, key: usize) {
+        self.front.set_key(key);
+        self.back.set_key(key);
+    }
+
     /// Pops the front block if it has a successor: the fast path, with no
-    /// call in its loop. `None` means "empty, the last block, or in
-    /// transition": ask [`pop`](Self::pop).
-    #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri))))]
+    /// call in its loop. `None` means "empty, the last block, in
+    /// transition, or (`hardened`) a link that names no block": ask
+    /// [`pop`](Self::pop).
+    #[cfg(not(all(allocasm_arm_v7, not(loom), not(miri), not(feature = "hardened"))))]
     #[inline(always)]
     pub(crate) fn pop_fast(&self, base: impl HandleBase) -> Option<NonNull<u8>> {
         self.pop_fast_cas(base)
@@ -268,7 +342,7 @@ impl ClassQueue {
     /// The handle base is 0 on 32-bit targets (the region's is a constant
     /// 0, so the test below folds away); with another base (the queue's
     /// own tests) this is the compare-exchange path.
-    #[cfg(all(allocasm_arm_v7, not(loom), not(miri)))]
+    #[cfg(all(allocasm_arm_v7, not(loom), not(miri), not(feature = "hardened")))]
     #[inline(always)]
     pub(crate) fn pop_fast(&self, base: impl HandleBase) -> Option<NonNull<u8>> {
         const _: () = assert!(TAG_SHIFT == 0 && HANDLE_SHIFT == 32 && TAG_BITS == 32);
@@ -326,10 +400,18 @@ impl ClassQueue {
         // ORDERING: after the Acquire load of a `front` naming a block (see
         // `pop`).
         let base = base.get();
+        let key = self.front.key();
         loop {
             let block = front_block(front, base)?;
             // SAFETY: as in `pop`.
-            let next = NonNull::new(unsafe { link(block) }.load(Ordering::Acquire))?;
+            let next = NonNull::new(code(unsafe { link(block) }.load(Ordering::Acquire), key))?;
+            // A link that names no block: a stale read or an overwritten
+            // link. `pop` tells which (a call here would cost the loop its
+            // scratch registers: five saved and restored on x86-64).
+            #[cfg(feature = "hardened")]
+            if !super::harden::plausible(next, base) {
+                return None;
+            }
             match self.front.compare_exchange_weak(
                 front,
                 next_front(front, Some(next), base),
@@ -360,13 +442,14 @@ impl ClassQueue {
         // never changes afterwards (until the allocator is dropped), so it
         // holds for every retry below.
         let base = base.get();
+        let key = self.front.key();
         loop {
             let block = front_block(front, base)?;
             // SAFETY: `block` was a free block of this queue when `front` was
             // read; its memory stays mapped while the allocator lives even if
             // another consumer has popped it since. A stale value read here is
             // rejected by the generation in the compare-exchange below.
-            let next = unsafe { link(block) }.load(Ordering::Acquire);
+            let next = code(unsafe { link(block) }.load(Ordering::Acquire), key);
             let Some(next) = NonNull::new(next) else {
                 match self.pop_last(front, block, base) {
                     Last::Taken(b) => return Some(b),
@@ -377,6 +460,11 @@ impl ClassQueue {
                     }
                 }
             };
+            #[cfg(feature = "hardened")]
+            if !super::harden::plausible(next, base) {
+                front = self.stale_or_corrupt(front, next);
+                continue;
+            }
             match self.front.compare_exchange_weak(
                 front,
                 next_front(front, Some(next), base),
@@ -389,10 +477,39 @@ impl ClassQueue {
         }
     }
 
+    /// `next`, the decoded link of a block reached from the snapshot
+    /// `front` (the front block, or one behind it in a batch pop), is no
+    /// block of the region (`hardened`). If `front` still holds, no
+    /// consumer has popped since the snapshot, so the block was queued
+    /// while its link was read, and a queued block's link is only ever a
+    /// producer's (a block or null): a write after free overwrote it;
+    /// abort. Else the read was stale (the block was popped and is a
+    /// user's): the current front, to retry with.
+    #[cfg(feature = "hardened")]
+    #[cold]
+    #[inline(never)]
+    fn stale_or_corrupt(&self, front: u64, next: NonNull<u8>) -> u64 {
+        // ORDERING: a read-modify-write, not a load: a load may return an
+        // older `front` than the latest (the model checker found one that
+        // read the snapshot again after the block had been popped and
+        // scribbled on). The exchange reads the latest: success (writing
+        // the same word) means no write of `front` came between the
+        // snapshot and here, so the block stayed queued across the link's
+        // read; AcqRel orders that read before it and any later pop of the
+        // block after it.
+        match self
+            .front
+            .compare_exchange(front, front, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => super::harden::corrupt_shared(next),
+            Err(now) => now,
+        }
+    }
+
     /// Pops up to `max` blocks (`max >= 1`) with one compare-exchange: the
     /// run `first..=last` of `n` blocks, still linked through their first
-    /// words in queue order (`last`'s link is stale: the caller overwrites
-    /// it). Never takes the last block (the caller falls back to
+    /// words in queue order, [`code`]d with the queue's key (`last`'s link
+    /// is stale: the caller overwrites it). Never takes the last block (the caller falls back to
     /// [`pop`](Self::pop) for it); `None` when fewer than two blocks are
     /// visible.
     #[inline]
@@ -408,6 +525,7 @@ impl ClassQueue {
         // ORDERING: after the Acquire load of a `front` naming a block (see
         // `pop`).
         let base = base.get();
+        let key = self.front.key();
         'retry: loop {
             let first = front_block(front, base)?;
             let mut last = first;
@@ -418,7 +536,7 @@ impl ClassQueue {
                 // load of `front` (which still equalled the snapshot: no
                 // consumer popped since), so it is mapped; a stale value is
                 // caught by the re-check below or by the compare-exchange.
-                after = unsafe { link(last) }.load(Ordering::Acquire);
+                after = code(unsafe { link(last) }.load(Ordering::Acquire), key);
                 let now = self.front.load(Ordering::Acquire);
                 if now != front {
                     front = now;
@@ -427,13 +545,20 @@ impl ClassQueue {
                 let Some(next) = NonNull::new(after) else {
                     break;
                 };
+                // A link that names no block: stale (the re-check above is a
+                // load, which may return an older `front`) or overwritten.
+                #[cfg(feature = "hardened")]
+                if !super::harden::plausible(next, base) {
+                    front = self.stale_or_corrupt(front, next);
+                    continue 'retry;
+                }
                 if n == max {
                     break;
                 }
                 // `next` has a successor we can see only after reading its
                 // link; stop before a block whose link is null (the last).
                 // SAFETY: `next` was queued at the re-check above.
-                let next_link = unsafe { link(next) }.load(Ordering::Acquire);
+                let next_link = code(unsafe { link(next) }.load(Ordering::Acquire), key);
                 let now = self.front.load(Ordering::Acquire);
                 if now != front {
                     front = now;
@@ -490,8 +615,17 @@ impl ClassQueue {
         }
         // A producer swapped `back` past `block` and links it to its chain.
         // SAFETY: `block` is claimed by us and still a free block.
-        let next = unsafe { link(block) }.load(Ordering::Acquire);
+        let next = code(
+            unsafe { link(block) }.load(Ordering::Acquire),
+            self.front.key(),
+        );
         match NonNull::new(next) {
+            // A link of a block we hold the claim on: the producer's, or
+            // overwritten.
+            #[cfg(feature = "hardened")]
+            Some(next) if !super::harden::plausible(next, base) => {
+                super::harden::corrupt_shared(next)
+            }
             Some(next) => {
                 self.front
                     .store(next_front(claimed, Some(next), base), Ordering::Release);
@@ -514,23 +648,24 @@ impl ClassQueue {
     ///
     /// The chain's blocks are owned by the caller, [`packable`] from `base`,
     /// at least 8 bytes, mapped while the queue is used, linked from `first`
-    /// to `last` through their first words, and belong to this queue's
-    /// class. Nothing else uses them afterwards.
+    /// to `last` through their first words ([`code`]d with the queue's key),
+    /// and belong to this queue's class. Nothing else uses them afterwards.
     #[inline(always)]
     pub(crate) unsafe fn push(&self, base: usize, first: NonNull<u8>, last: NonNull<u8>) {
         debug_assert!(
             packable(first, base) && packable(last, base),
             "blocks {first:#p}..{last:#p} cannot be named from {base:#x}"
         );
+        let key = self.back.key();
         // SAFETY: `last` is owned by the caller and mapped.
-        unsafe { link(last) }.store(ptr::null_mut(), Ordering::Relaxed);
+        unsafe { link(last) }.store(code(ptr::null_mut(), key), Ordering::Relaxed);
         let prev = self.back.swap(last.as_ptr(), Ordering::AcqRel);
         #[cfg(all(test, not(loom)))]
         hooks::after_swap();
         match NonNull::new(prev) {
             // SAFETY: `prev` was the back: a free block whose link only this
             // producer (which swapped it out) writes now.
-            Some(prev) => unsafe { link(prev) }.store(first.as_ptr(), Ordering::Release),
+            Some(prev) => unsafe { link(prev) }.store(code(first.as_ptr(), key), Ordering::Release),
             None => self.republish(first, base),
         }
     }
@@ -830,10 +965,15 @@ mod tests {
 }
 
 #[cfg(all(test, loom))]
-mod loom_tests {
+pub(crate) mod loom_tests {
     use super::*;
     use loom::sync::Arc;
     use loom::thread;
+
+    /// The key of the models' queues (`hardened`): low bits set, as a
+    /// heap's.
+    #[cfg(feature = "hardened")]
+    pub(crate) const MODEL_KEY: usize = 0x5a5a_c3c3_0000_0007;
 
     /// A block for the models: a loom atomic at offset 0, as the queue reads.
     #[repr(C, align(8))]
@@ -865,10 +1005,12 @@ mod loom_tests {
     fn queue(b: &[usize]) -> Arc<Q> {
         let base = b[0] - 8;
         assert!(b.iter().all(|&a| packable(ptr_of(a), base)));
-        Arc::new(Q {
-            q: ClassQueue::new(),
-            base,
-        })
+        #[allow(unused_mut)]
+        let mut q = ClassQueue::new();
+        // With `hardened` the models run on coded links, as the heap's.
+        #[cfg(feature = "hardened")]
+        q.set_key(MODEL_KEY);
+        Arc::new(Q { q, base })
     }
 
     fn ptr_of(addr: usize) -> NonNull<u8> {
@@ -896,7 +1038,8 @@ mod loom_tests {
                 let mut x = first;
                 while got.len() < n {
                     // SAFETY: the run is ours, linked in queue order.
-                    x = NonNull::new(unsafe { link(x) }.load(Ordering::Relaxed)).unwrap();
+                    let l = unsafe { link(x) }.load(Ordering::Relaxed);
+                    x = NonNull::new(code(l, q.q.front.key())).unwrap();
                     got.push(x.as_ptr().expose_provenance());
                 }
                 assert_eq!(x, last);

@@ -15,7 +15,10 @@
 //! through their first words and null-terminated; the run's length is fixed
 //! by the caller (the cache's batch for the class). Blocks are at least two
 //! pointers long: the *second* word of a run's first block links the run
-//! below it on the stack. Blocks lie within 32 GiB above the handle base and
+//! below it on the stack (`hardened`: the third, where the block has one,
+//! so the second keeps the double-free tag; and every link, the runs' and
+//! `below`, is stored XORed with the heap's secret, see `queue::code`, and
+//! checked against the span region when the pop follows it). Blocks lie within 32 GiB above the handle base and
 //! stay mapped while the stack is in use, as for the queue (a consumer may
 //! read the second word of a block another consumer has just popped).
 //!
@@ -36,27 +39,30 @@
 use core::mem::size_of;
 use core::ptr::{self, NonNull};
 
-use super::queue::{HandleBase, front_block, next_front, packable};
+use super::queue::{HandleBase, Keyed, code, front_block, next_front, packable};
 use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 
 /// The smallest block a run can be made of: a link and the run below.
 #[cfg(not(loom))]
 pub(crate) const MIN_RUN_BLOCK: usize = 2 * size_of::<AtomicPtr<u8>>();
 
-/// The word of a run's first block that links the run below it.
+/// The word of a run's first block that links the run below it: word
+/// `at` (1, the second; 2 for blocks of three words or more in `hardened`
+/// builds, whose second word is the double-free tag, see `set_key`).
 ///
 /// # Safety
 ///
-/// `first` is pointer-aligned, at least [`MIN_RUN_BLOCK`] bytes, and mapped
-/// for as long as the returned reference is used.
+/// `first` is pointer-aligned, at least `(at + 1)` words long (at least
+/// [`MIN_RUN_BLOCK`] bytes), and mapped for as long as the returned
+/// reference is used.
 #[inline(always)]
-unsafe fn below<'a>(first: NonNull<u8>) -> &'a AtomicPtr<u8> {
-    // SAFETY: the caller's contract: the second pointer-sized word of the
-    // block, aligned; any bit pattern is a valid pointer.
+unsafe fn below<'a>(first: NonNull<u8>, at: usize) -> &'a AtomicPtr<u8> {
+    // SAFETY: the caller's contract: a pointer-sized word of the block,
+    // aligned; any bit pattern is a valid pointer.
     unsafe {
         &*first
             .as_ptr()
-            .add(size_of::<AtomicPtr<u8>>())
+            .add(at * size_of::<AtomicPtr<u8>>())
             .cast::<AtomicPtr<u8>>()
     }
 }
@@ -66,8 +72,13 @@ unsafe fn below<'a>(first: NonNull<u8>) -> &'a AtomicPtr<u8> {
 #[derive(Debug)]
 pub(crate) struct RunStack {
     /// The top run's first block (handle, high 32 bits) and the generation
-    /// (low 32 bits); handle 0 = empty.
-    top: AtomicU64,
+    /// (low 32 bits); handle 0 = empty. Beside it the key the runs' links
+    /// and `below` words are [`code`]d with (`hardened`).
+    top: Keyed<AtomicU64>,
+    /// The word of a run's first block that holds `below` (`hardened`:
+    /// set with the key; 1 without the feature).
+    #[cfg(feature = "hardened")]
+    below_at: usize,
 }
 
 impl RunStack {
@@ -75,7 +86,38 @@ impl RunStack {
     #[cfg(test)]
     pub(crate) fn new() -> Self {
         RunStack {
-            top: AtomicU64::new(0),
+            top: Keyed::new(AtomicU64::new(0)),
+            #[cfg(feature = "hardened")]
+            below_at: 1,
+        }
+    }
+
+    /// Sets the key the runs' links are coded with (a fresh heap's, before
+    /// it is published) and, from the class's `block_size`, where `below`
+    /// goes: the third word where there is one, so that a run's first block
+    /// keeps its double-free tag in the second (a second free of it while
+    /// the run sits here is caught like any other block's); the 16-byte
+    /// class has two words, and its runs' first blocks give the tag up.
+    #[cfg(feature = "hardened")]
+    pub(crate) fn set_key(&mut self, key: usize, block_size: usize) {
+        self.top.set_key(key);
+        self.below_at = if block_size >= 3 * size_of::<usize>() {
+            2
+        } else {
+            1
+        };
+    }
+
+    /// The word of a run's first block that holds `below`.
+    #[inline(always)]
+    fn below_at(&self) -> usize {
+        #[cfg(feature = "hardened")]
+        {
+            self.below_at
+        }
+        #[cfg(not(feature = "hardened"))]
+        {
+            1
         }
     }
 
@@ -85,7 +127,8 @@ impl RunStack {
     ///
     /// `first` starts a null-terminated run of free blocks of this stack's
     /// class (each at least [`MIN_RUN_BLOCK`] bytes, nameable from `base`),
-    /// owned by the caller and not used afterwards.
+    /// its links [`code`]d with the stack's key, owned by the caller and not
+    /// used afterwards.
     #[inline]
     // Under loom only the models push (there are no thread caches).
     #[cfg_attr(loom, allow(dead_code))]
@@ -94,11 +137,12 @@ impl RunStack {
             packable(first, base),
             "run {first:#p} cannot be named from {base:#x}"
         );
+        let key = self.top.key();
         let mut top = self.top.load(Ordering::Relaxed);
         loop {
             let under = front_block(top, base).map_or(ptr::null_mut(), NonNull::as_ptr);
             // SAFETY: the caller's block, ours until the exchange below.
-            unsafe { below(first) }.store(under, Ordering::Relaxed);
+            unsafe { below(first, self.below_at()) }.store(code(under, key), Ordering::Relaxed);
             // ORDERING: Release publishes the run's links and its `below`
             // word to the consumer whose Acquire load of `top` reads this
             // write (or a later read-modify-write of `top`, which continues
@@ -127,13 +171,37 @@ impl RunStack {
         }
         // Read after a `top` naming a block (see `HandleBase`).
         let base = base.get();
+        let key = self.top.key();
         loop {
             let first = front_block(top, base)?;
             // SAFETY: `first` was the top as of the latest load: a block of
             // this class, mapped for the allocator's lifetime; if it was
             // popped since, the value read is discarded by the failed
             // exchange (see the data race note).
-            let under = unsafe { below(first) }.load(Ordering::Relaxed);
+            let under = code(
+                unsafe { below(first, self.below_at()) }.load(Ordering::Relaxed),
+                key,
+            );
+            // A `below` word that names no block: stale (`first` was popped
+            // since and is a user's), or, if `top` still holds, overwritten
+            // while the run sat on the stack.
+            #[cfg(feature = "hardened")]
+            if let Some(u) = NonNull::new(under)
+                && !super::harden::plausible(u, base)
+            {
+                // ORDERING: a read-modify-write (a load may return an older
+                // `top`): success, writing the same word, means no write of
+                // `top` came between the snapshot and here, so the run stayed
+                // stacked across the read; AcqRel as the pop's exchange.
+                match self
+                    .top
+                    .compare_exchange(top, top, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    Ok(_) => super::harden::corrupt_shared(u),
+                    Err(now) => top = now,
+                }
+                continue;
+            }
             // ORDERING: AcqRel: acquires as the load above does (the value
             // compared is the one it read, or a failure reloads); releases
             // so that the next consumer reading our write stays in the
@@ -313,6 +381,20 @@ mod loom_tests {
         NonNull::new(ptr::with_exposed_provenance_mut::<u8>(addr)).unwrap()
     }
 
+    /// A stack for the models: with `hardened`, its `below` words coded
+    /// with a key, as the heap's (the blocks are two words: `below` in the
+    /// second).
+    fn stack() -> RunStack {
+        #[allow(unused_mut)]
+        let mut s = RunStack::new();
+        #[cfg(feature = "hardened")]
+        s.set_key(
+            crate::segregated::queue::loom_tests::MODEL_KEY,
+            size_of::<Block>(),
+        );
+        s
+    }
+
     /// Pushes the two-block run `a, b`.
     fn push_run(s: &RunStack, base: usize, a: usize, b: usize) {
         // SAFETY: the model's blocks, owned by the pushing thread.
@@ -339,7 +421,7 @@ mod loom_tests {
         b.preemption_bound = Some(3);
         b.check(|| {
             let (blk, base) = blocks(4);
-            let s = Arc::new(RunStack::new());
+            let s = Arc::new(stack());
             let p1 = {
                 let (s, blk) = (s.clone(), blk.clone());
                 thread::spawn(move || push_run(&s, base, blk[0], blk[1]))
@@ -368,7 +450,7 @@ mod loom_tests {
         b.preemption_bound = Some(3);
         b.check(|| {
             let (blk, base) = blocks(6);
-            let s = Arc::new(RunStack::new());
+            let s = Arc::new(stack());
             push_run(&s, base, blk[0], blk[1]);
             push_run(&s, base, blk[2], blk[3]);
             let t = {

@@ -26,7 +26,7 @@
 use core::mem::size_of;
 use core::ptr::{self, NonNull};
 
-use super::queue::link;
+use super::queue::{code, link};
 use super::region::Region;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use crate::{AllocError, sys};
@@ -113,13 +113,14 @@ pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanH
     unsafe { NonNull::new_unchecked(h) }
 }
 
-/// Links the blocks of the span at `base` through their first words and
-/// marks them all free in the debug bitmap.
+/// Links the blocks of the span at `base` through their first words (the
+/// links [`code`]d with `key`, as the queue stores them) and marks them all
+/// free in the debug bitmap.
 ///
 /// # Safety
 ///
 /// The span is ours alone (fresh, or trimmed under the growth lock).
-unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize) -> Grown {
+unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize, key: usize) -> Grown {
     // SAFETY: `blocks * block_size <= len - HEADER - bitmap`, so every block
     // lies in the span; blocks are multiples of 8 bytes from an aligned base.
     let block = |i: usize| unsafe { base.add(i * block_size) };
@@ -135,10 +136,10 @@ unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize) -> Grown {
     };
     for k in 0..n - 1 {
         // SAFETY: block `(r + k) % n` lies in the span, which only we can see.
-        unsafe { link(at(k)) }.store(at(k + 1).as_ptr(), Ordering::Relaxed);
+        unsafe { link(at(k)) }.store(code(at(k + 1).as_ptr(), key), Ordering::Relaxed);
     }
     // SAFETY: as above.
-    unsafe { link(at(n - 1)) }.store(ptr::null_mut(), Ordering::Relaxed);
+    unsafe { link(at(n - 1)) }.store(code(ptr::null_mut(), key), Ordering::Relaxed);
     #[cfg(debug_assertions)]
     for w in 0..g.bitmap / 8 {
         let bits = (g.blocks - w * 64).min(64);
@@ -174,7 +175,8 @@ const fn first_block(block_size: usize, blocks: usize) -> usize {
 /// `trimmed` is decremented), else carves a fresh one from the region; links
 /// its blocks in private memory, and (fresh) writes the tail header and
 /// pushes it onto `spans`. `tag` is the class's byte in the region's class
-/// map (its index plus one).
+/// map (its index plus one); `key` the heap's secret the links are coded
+/// with.
 ///
 /// Must be called under the class's growth lock.
 pub(crate) fn grow(
@@ -183,6 +185,7 @@ pub(crate) fn grow(
     trimmed: &AtomicUsize,
     block_size: usize,
     tag: u8,
+    key: usize,
 ) -> Result<Grown, AllocError> {
     let g = geometry(block_size);
     if trimmed.load(Ordering::Relaxed) > 0 {
@@ -197,14 +200,14 @@ pub(crate) fn grow(
                 let base = NonNull::new(span.base).expect("span base");
                 // SAFETY: a trimmed span's blocks are in no queue and no
                 // cache: ours alone under the lock.
-                return Ok(unsafe { link_all(base, g, block_size) });
+                return Ok(unsafe { link_all(base, g, block_size, key) });
             }
             h = span.next;
         }
     }
     let base = region.carve(g.len, tag)?;
     // SAFETY: a fresh span, which only we can see.
-    let grown = unsafe { link_all(base, g, block_size) };
+    let grown = unsafe { link_all(base, g, block_size, key) };
     // SAFETY: the header's slot is the last HEADER bytes of the span: in
     // bounds, 8-aligned (len is a page multiple, the header a multiple of 8),
     // and beyond the last block and the bitmap.
