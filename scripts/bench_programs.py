@@ -93,7 +93,7 @@ def find_lib(names):
 BASELINE = "SegregatedFit (baseline)"
 
 
-def allocators(ours, baseline=None):
+def allocators(ours, baseline=None, baseline_name=BASELINE):
     allocs = [
         ("glibc", None),
         ("jemalloc", find_lib(["libjemalloc.so.2"])),
@@ -102,7 +102,7 @@ def allocators(ours, baseline=None):
         ("SegregatedFit", ours),
     ]
     if baseline:
-        allocs.append((BASELINE, baseline))
+        allocs.append((baseline_name, baseline))
     return allocs
 
 
@@ -507,16 +507,18 @@ def summarize(progs, results, allocs, quick, rounds, lib):
             "worst_time": max(ratios.items(), key=lambda kv: kv[1]) if ratios else None,
             "worst_rss": max(rss.items(), key=lambda kv: kv[1]) if rss else None,
         }
-    if BASELINE in summary:
+    # The sixth allocator, if any, is --baseline's build.
+    baseline = names[5] if len(names) > 5 else None
+    if baseline:
         ours = [table[p]["allocators"]["SegregatedFit"].get("seconds") for p in table]
-        base = [table[p]["allocators"][BASELINE].get("seconds") for p in table]
+        base = [table[p]["allocators"][baseline].get("seconds") for p in table]
         ours_c = [table[p]["allocators"]["SegregatedFit"].get("cpu_s") for p in table]
-        base_c = [table[p]["allocators"][BASELINE].get("cpu_s") for p in table]
+        base_c = [table[p]["allocators"][baseline].get("cpu_s") for p in table]
         if all(x is not None for x in ours + base):
             summary["SegregatedFit"]["time_vs_baseline"] = geomean([x / y for x, y in zip(ours, base)])
             summary["SegregatedFit"]["cpu_vs_baseline"] = geomean(
                 [x / y for x, y in zip(ours_c, base_c) if x and y])
-    return {"quick": quick, "rounds": rounds, "library": lib, "cpu": cpu_model(),
+    return {"quick": quick, "rounds": rounds, "library": lib, "cpu": cpu_model(), "baseline": baseline,
             "allocators": dict(allocs), "programs": table, "summary": summary, "failures": failures}
 
 
@@ -533,6 +535,8 @@ def main():
                     help="another liballocasm_malloc.so (say, main's) run as a sixth allocator in the "
                     "same interleaved rounds; the report adds its time against --lib's and each "
                     "allocator's spread between rounds")
+    ap.add_argument("--baseline-name", default=BASELINE, metavar="NAME",
+                    help=f"the baseline's name in the report (default: {BASELINE})")
     a = ap.parse_args()
     work = Path(a.work).resolve()
     lib = str(Path(a.lib).resolve())
@@ -540,7 +544,7 @@ def main():
     rounds = a.rounds or (1 if a.quick else 3)
 
     missing = []
-    allocs = allocators(lib, baseline)
+    allocs = allocators(lib, baseline, a.baseline_name)
     if baseline and not Path(baseline).is_file():
         say(f"--baseline {baseline} not found")
         return 2
@@ -645,13 +649,14 @@ def render(doc):
     md.append("| largest peak RSS vs glibc | " + " | ".join(worst(s[n].get("worst_rss")) for n in names) + " |")
     md.append("| spread between rounds (slowest / fastest wall time, geometric mean) | "
               + " | ".join(cell(s[n].get("round_spread"), "{:.3f}x") for n in names) + " |")
-    if BASELINE in names:
+    base = doc.get("baseline")
+    if base:
         seg = s["SegregatedFit"]
-        md += ["", f"SegregatedFit (`{doc['library']}`) against the baseline (`{doc['allocators'][BASELINE]}`), "
+        md += ["", f"SegregatedFit (`{doc['library']}`) against {base} (`{doc['allocators'][base]}`), "
                f"same rounds: time {cell(seg.get('time_vs_baseline'), '{:.3f}x')}, CPU time "
                f"{cell(seg.get('cpu_vs_baseline'), '{:.3f}x')} (geometric means of the per-program "
-               f"medians); the baseline's own spread between rounds "
-               f"{cell(s[BASELINE].get('round_spread'), '{:.3f}x')}."]
+               f"medians); the spread between that build's rounds "
+               f"{cell(s[base].get('round_spread'), '{:.3f}x')}."]
     md.append("")
     md.append(goals(s))
     if doc["failures"]:
