@@ -49,7 +49,8 @@
 //!   profile with a `[linked]` table, release and fat LTO ([`linked::Lto`]);
 //!   [`linked::extract_linked`] gives the same [`ProbeListings`] as
 //!   [`extract_probes`]; [`linked::side_by_side`] puts a `.s` listing and a
-//!   linked one in two columns.
+//!   linked one in two columns. [`objdump`] runs the disassembler and reads
+//!   its output for it and for [`executed`].
 //!
 //! What the report should show with them (md/json/html): the cross-profile
 //! table of the `.s` view first (and of the linked view under it); per
@@ -74,6 +75,7 @@ pub mod linked;
 pub mod listing;
 pub mod mca;
 pub mod normalize;
+pub mod objdump;
 pub mod parse;
 pub mod profile;
 pub mod project;
