@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bisect;
 pub mod codegen;
 pub mod render;
 pub mod toolchain;
