@@ -22,14 +22,13 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use similar::TextDiff;
 
-use super::history::{
-    failure_reason, install_line, install_toolchain, is_installed, unavailable, uninstall_toolchain,
-};
+use super::history::{install_line, install_toolchain, is_installed, uninstall_toolchain};
 use super::session;
 use super::{CliError, OutputArgs, Status, Ui};
 #[cfg(test)]
 use allocasm_suite::bisect::Found;
 use allocasm_suite::bisect::{BisectError, Bisector, Outcome, Sample, Sampled, Step, Verdict};
+use allocasm_suite::history::{failure_reason, unavailable};
 use allocasm_suite::toolchain::nightly_date;
 
 /// `bisect` arguments.
