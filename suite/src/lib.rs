@@ -15,6 +15,7 @@
 
 pub mod bisect;
 pub mod codegen;
+pub mod diff;
 pub mod history;
 pub mod render;
 pub mod toolchain;
