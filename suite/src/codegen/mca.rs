@@ -42,9 +42,6 @@ use serde::{Deserialize, Serialize};
 
 use super::profile::Arch;
 
-/// The LLVM major llvm-mca should come from (rustc 1.95.0's).
-pub const LLVM_MAJOR: u32 = 22;
-
 /// llvm-mca's iterations of the block.
 pub const ITERATIONS: u32 = 100;
 

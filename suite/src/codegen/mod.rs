@@ -83,7 +83,7 @@ pub mod summary;
 pub mod symbols;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use build::{AsmOutput, BuildError, BuildEvent, BuildOptions};
 pub use expect::{Failure, FailureKind, Outcome};
@@ -290,14 +290,6 @@ pub fn function_names(profile: &Profile, asm: &AsmOutput) -> BTreeSet<String> {
 /// Loads every profile of `targets/` (see [`Profile::load_all`]).
 pub fn load_profiles() -> anyhow::Result<Vec<Profile>> {
     Profile::load_all(&targets_dir())
-}
-
-/// `path` relative to the crate root when it is inside it (for messages).
-pub fn display_path(path: &Path) -> String {
-    path.strip_prefix(manifest_dir())
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }
 
 // Skipped under Miri: regex-heavy and reading files, nothing unsafe to check.
