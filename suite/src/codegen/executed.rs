@@ -318,8 +318,9 @@ pub fn build_driver_files(
         .parent()
         .unwrap_or(Path::new("."))
         .to_path_buf();
-    let mut cmd = linked::example_build(
-        &toolchain, profile, opts, DRIVER, &dir, lto, &flags, &crate_dir,
+    let selection = ["-p", linked::BIN_PACKAGE, "--bin", DRIVER];
+    let mut cmd = linked::cargo_build(
+        &toolchain, profile, opts, &selection, &dir, lto, &flags, &crate_dir,
     );
     let command = build::command_line(&cmd);
     let label = format!("{} ({lto}, {DRIVER})", profile.name);
@@ -340,15 +341,9 @@ pub fn build_driver_files(
     // A shared-library profile: the probes in the cdylib, built with the
     // same flags into the same target dir (so it shares allocasm's build).
     let library = if shared_library(profile) {
-        let mut cmd = linked::package_build(
-            &toolchain,
-            profile,
-            opts,
-            DYLIB_PACKAGE,
-            &dir,
-            lto,
-            &flags,
-            &crate_dir,
+        let selection = ["-p", DYLIB_PACKAGE, "--lib"];
+        let mut cmd = linked::cargo_build(
+            &toolchain, profile, opts, &selection, &dir, lto, &flags, &crate_dir,
         );
         let command = build::command_line(&cmd);
         let json = build::run_cargo(&mut cmd, profile, &command, &dir, opts, &rustc_vv)?;

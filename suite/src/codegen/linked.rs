@@ -261,62 +261,14 @@ pub fn target_dir(opts: &BuildOptions, toolchain: &str, profile: &Profile, lto: 
         .join(format!("{}-{suffix}", profile.name))
 }
 
-/// `cargo build --release -p allocasm-probe-bins --bin <example>` for a
-/// profile's target, in its own target dir, with the release profile's LTO
-/// set to `lto` and exactly `flags` as RUSTFLAGS (the environment scrubbed of
-/// what would change the build): the linked view's build and the executed
-/// count's driver build.
+/// `cargo build --release <selection>` for a profile's target (`-p
+/// allocasm-probe-bins --bin <example>`, or `-p allocasm-dylib-probes
+/// --lib`, the shared library of the probes), in its own target dir, with
+/// the release profile's LTO set to `lto` and exactly `flags` as RUSTFLAGS
+/// (the environment scrubbed of what would change the build): the linked
+/// view's build and the executed count's driver builds.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn example_build(
-    toolchain: &str,
-    profile: &Profile,
-    opts: &BuildOptions,
-    example: &str,
-    dir: &Path,
-    lto: Lto,
-    flags: &[String],
-    crate_dir: &Path,
-) -> Command {
-    cargo_build(
-        toolchain,
-        profile,
-        opts,
-        &["-p", BIN_PACKAGE, "--bin", example],
-        dir,
-        lto,
-        flags,
-        crate_dir,
-    )
-}
-
-/// [`example_build`] of a workspace package's library instead
-/// (`-p allocasm-dylib-probes`, the shared library of the probes): the same
-/// environment, target dir and flags.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn package_build(
-    toolchain: &str,
-    profile: &Profile,
-    opts: &BuildOptions,
-    package: &str,
-    dir: &Path,
-    lto: Lto,
-    flags: &[String],
-    crate_dir: &Path,
-) -> Command {
-    cargo_build(
-        toolchain,
-        profile,
-        opts,
-        &["-p", package, "--lib"],
-        dir,
-        lto,
-        flags,
-        crate_dir,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn cargo_build(
+pub(crate) fn cargo_build(
     toolchain: &str,
     profile: &Profile,
     opts: &BuildOptions,
@@ -381,8 +333,9 @@ pub fn build_linked(
         .unwrap_or(Path::new("."))
         .to_path_buf();
 
-    let mut cmd = example_build(
-        &toolchain, profile, opts, EXAMPLE, &dir, lto, &flags, &crate_dir,
+    let selection = ["-p", BIN_PACKAGE, "--bin", EXAMPLE];
+    let mut cmd = cargo_build(
+        &toolchain, profile, opts, &selection, &dir, lto, &flags, &crate_dir,
     );
     let command = build::command_line(&cmd);
     progress(BuildEvent::Started {
