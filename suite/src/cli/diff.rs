@@ -406,10 +406,6 @@ pub fn document(r: &DiffReport, summary: bool) -> Doc {
 }
 
 /// The JSON (docs/diff.schema.json).
-pub fn render_json(r: &DiffReport) -> String {
-    serde_json::to_string_pretty(r).expect("a diff report serializes") + "\n"
-}
-
 /// Builds both toolchains, compares, prints; exit 1 on a regression (or a
 /// change with `--fail-on-change`), 3 when a build failed.
 pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
@@ -425,9 +421,11 @@ pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
     let to = builds.pop().expect("two toolchains");
     let from = builds.pop().expect("two toolchains");
     let r = compare(&profiles, &from, &to);
-    let text = args
-        .output
-        .render(ui, || document(&r, args.summary), || render_json(&r));
+    let text = args.output.render(
+        ui,
+        || document(&r, args.summary),
+        || serde_json::to_string_pretty(&r).expect("a diff report serializes") + "\n",
+    );
     args.output.write(ui, &text)?;
     if args.output.out.is_some() && !ui.quiet {
         outln!("{}", totals_line(&r));
