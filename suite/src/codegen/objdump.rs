@@ -1378,45 +1378,41 @@ OFFSET           TYPE              VALUE
             mask_layout("auipc a0, 0x48", &rv, None),
             "auipc a0, %pcrel_hi"
         );
-        fn recent<'a>(lines: &'a [&'static str]) -> impl Iterator<Item = &'static str> + 'a {
-            lines.iter().copied()
-        }
-        // objdump's own spelling, no space after the commas.
-        assert_eq!(
-            mask_pcrel_lo(
+        // (code, the lines before it newest first, what it becomes)
+        let pcrel_lo = [
+            // objdump's own spelling, no space after the commas.
+            (
                 "add\ta5,a4,-558",
-                recent(&["add\ta2,a2,a6", "auipc\ta4,%pcrel_hi"])
+                &["add\ta2,a2,a6", "auipc\ta4,%pcrel_hi"][..],
+                "add\ta5,a4,%pcrel_lo",
             ),
-            "add\ta5,a4,%pcrel_lo"
-        );
-        assert_eq!(
-            mask_pcrel_lo("add a0, a0, 1100", recent(&["auipc a0, %pcrel_hi"])),
-            "add a0, a0, %pcrel_lo"
-        );
-        // Not always the next line; a load through the register too.
-        assert_eq!(
-            mask_pcrel_lo(
+            (
+                "add a0, a0, 1100",
+                &["auipc a0, %pcrel_hi"],
+                "add a0, a0, %pcrel_lo",
+            ),
+            // Not always the next line; a load through the register too.
+            (
                 "add a4, a4, 1416",
-                recent(&["add a0, a0, a2", "auipc a4, %pcrel_hi"])
+                &["add a0, a0, a2", "auipc a4, %pcrel_hi"],
+                "add a4, a4, %pcrel_lo",
             ),
-            "add a4, a4, %pcrel_lo"
-        );
-        assert_eq!(
-            mask_pcrel_lo("ld a1, -496(a0)", recent(&["auipc a0, %pcrel_hi"])),
-            "ld a1, %pcrel_lo(a0)"
-        );
-        // Once the pair is complete, offsets from the register are code.
-        assert_eq!(
-            mask_pcrel_lo(
+            (
+                "ld a1, -496(a0)",
+                &["auipc a0, %pcrel_hi"],
+                "ld a1, %pcrel_lo(a0)",
+            ),
+            // Once the pair is complete, offsets from the register are code.
+            (
                 "ld a1, 8(a0)",
-                recent(&["add a0, a0, %pcrel_lo", "auipc a0, %pcrel_hi"])
+                &["add a0, a0, %pcrel_lo", "auipc a0, %pcrel_hi"],
+                "ld a1, 8(a0)",
             ),
-            "ld a1, 8(a0)"
-        );
-        assert_eq!(
-            mask_pcrel_lo("add a2, a2, 40", recent(&["auipc a0, %pcrel_hi"])),
-            "add a2, a2, 40"
-        );
+            ("add a2, a2, 40", &["auipc a0, %pcrel_hi"], "add a2, a2, 40"),
+        ];
+        for (code, recent, want) in pcrel_lo {
+            assert_eq!(mask_pcrel_lo(code, recent.iter().copied()), want, "{code}");
+        }
         assert_eq!(
             mask_layout(".word 0x0004b058", &Arch::Arm, None),
             ".word OFF"
