@@ -451,36 +451,6 @@ fn plt_stubs(disassembly: &str) -> BTreeMap<String, (u64, u64)> {
     out
 }
 
-/// The `X@plt` stubs the probes `names` call: the functions a dynamic
-/// object must provide (`__tls_get_addr`).
-pub fn plt_callees(
-    disassembly: &str,
-    symtab: &str,
-    arch: &Arch,
-    names: &[&str],
-) -> BTreeSet<String> {
-    let symbols = objdump::function_symbols(symtab);
-    let mut out = BTreeSet::new();
-    for line in disassembly.lines() {
-        let Some((addr, text)) = objdump::insn_line(line) else {
-            continue;
-        };
-        let in_probe = names.iter().any(|n| {
-            symbols
-                .get(*n)
-                .is_some_and(|&(a, s)| (a..a + s).contains(&addr))
-        });
-        if in_probe && is_call(arch, text) {
-            for c in sym_ref_re().captures_iter(text) {
-                if let Some(f) = c[1].strip_suffix("@plt") {
-                    out.insert(f.to_string());
-                }
-            }
-        }
-    }
-    out
-}
-
 fn sym_ref_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
@@ -773,33 +743,12 @@ fn listing_index(
 }
 
 /// Summarizes the windows of every probe: the first `warmup` calls of each
-/// are dropped, the most frequent count of the rest is the figure.
-pub fn summarize(
-    map: &CodeMap,
-    windows: &[Window],
-    warmup: usize,
-    disassembly: &str,
-    symtab: &str,
-    profile: &str,
-    build: &str,
-) -> BTreeMap<String, Executed> {
-    summarize_with(
-        map,
-        windows,
-        warmup,
-        disassembly,
-        symtab,
-        "",
-        profile,
-        build,
-    )
-}
-
-/// [`summarize`] with the executable's dynamic relocations (`objdump -R`),
-/// so the listing lines of calls through the GOT name their callee as the
-/// linked view's listing does.
+/// are dropped, the most frequent count of the rest is the figure. With the
+/// executable's dynamic relocations (`objdump -R`) the listing lines of
+/// calls through the GOT name their callee as the linked view's listing
+/// does.
 #[allow(clippy::too_many_arguments)]
-pub fn summarize_with(
+pub fn summarize(
     map: &CodeMap,
     windows: &[Window],
     warmup: usize,
@@ -1072,7 +1021,7 @@ pub fn measure(
     }
     let pcs = parse_trace(&trace);
     let ws = windows(&map, &pcs, &names);
-    let probes_out = summarize_with(
+    let probes_out = summarize(
         &map,
         &ws,
         opts.warmup,
@@ -1265,7 +1214,7 @@ mod tests {
             ws.iter()
                 .all(|w| w.returned && w.addrs.len() == 7 && w.untraced_calls == 0)
         );
-        let s = summarize(&map, &ws, 1, DISASM, SYMTAB, "p", "release");
+        let s = summarize(&map, &ws, 1, DISASM, SYMTAB, "", "p", "release");
         let e = &s["probe_a"];
         assert_eq!((e.instructions, e.in_probe, e.calls), (7, 5, 2));
         assert_eq!(
@@ -1338,7 +1287,7 @@ mod tests {
     }
 
     #[test]
-    fn plt_stubs_are_functions_and_their_callees_are_named() {
+    fn plt_stubs_are_functions_of_the_code_map() {
         const DIS: &str = "\
 000022e0 <__tls_get_addr@plt>:
     22e0:\tadd\tip, pc, #0, 12
@@ -1350,10 +1299,6 @@ mod tests {
     3004:\tbx\tlr
 ";
         const SYMS: &str = "00003000 g     F .text\t00000008 probe_c\n";
-        assert_eq!(
-            plt_callees(DIS, SYMS, &Arch::Arm, &["probe_c"]),
-            BTreeSet::from(["__tls_get_addr".to_string()])
-        );
         let map = CodeMap::new(
             &[Object {
                 disassembly: DIS,
@@ -1390,7 +1335,7 @@ mod tests {
             pcs.extend(if k == 2 { &slow[..] } else { &fast[..] });
         }
         let ws = windows(&map, &run(&pcs), &["probe_a"]);
-        let e = &summarize(&map, &ws, 0, DISASM, SYMTAB, "p", "release")["probe_a"];
+        let e = &summarize(&map, &ws, 0, DISASM, SYMTAB, "", "p", "release")["probe_a"];
         assert_eq!((e.instructions, e.min, e.max, e.calls), (7, 7, 9, 5));
     }
 
