@@ -313,15 +313,8 @@ pub fn build_driver_files(
     }
     let dir = linked::target_dir(opts, &toolchain, profile, lto);
     let flags = driver_flags(profile);
-    let crate_dir = opts
-        .manifest_path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
     let selection = ["-p", linked::BIN_PACKAGE, "--bin", DRIVER];
-    let mut cmd = linked::cargo_build(
-        &toolchain, profile, opts, &selection, &dir, lto, &flags, &crate_dir,
-    );
+    let mut cmd = linked::cargo_build(&toolchain, profile, opts, &selection, &dir, lto, &flags);
     let command = build::command_line(&cmd);
     let label = format!("{} ({lto}, {DRIVER})", profile.name);
     progress(BuildEvent::Started {
@@ -342,9 +335,7 @@ pub fn build_driver_files(
     // same flags into the same target dir (so it shares allocasm's build).
     let library = if shared_library(profile) {
         let selection = ["-p", DYLIB_PACKAGE, "--lib"];
-        let mut cmd = linked::cargo_build(
-            &toolchain, profile, opts, &selection, &dir, lto, &flags, &crate_dir,
-        );
+        let mut cmd = linked::cargo_build(&toolchain, profile, opts, &selection, &dir, lto, &flags);
         let command = build::command_line(&cmd);
         let json = build::run_cargo(&mut cmd, profile, &command, &dir, opts, &rustc_vv)?;
         let artifacts = Artifacts::parse(&json);

@@ -276,7 +276,6 @@ pub(crate) fn cargo_build(
     dir: &Path,
     lto: Lto,
     flags: &[String],
-    crate_dir: &Path,
 ) -> Command {
     let mut cmd = build::tool(toolchain, "cargo");
     cmd.args(["build", "--release"])
@@ -290,7 +289,7 @@ pub(crate) fn cargo_build(
         .arg(dir)
         .arg("--manifest-path")
         .arg(&opts.manifest_path)
-        .current_dir(crate_dir)
+        .current_dir(opts.manifest_path.parent().unwrap_or(Path::new(".")))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for var in build::SCRUBBED_ENV {
@@ -327,16 +326,9 @@ pub fn build_linked(
         .split_whitespace()
         .map(str::to_string)
         .collect();
-    let crate_dir = opts
-        .manifest_path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
 
     let selection = ["-p", BIN_PACKAGE, "--bin", EXAMPLE];
-    let mut cmd = cargo_build(
-        &toolchain, profile, opts, &selection, &dir, lto, &flags, &crate_dir,
-    );
+    let mut cmd = cargo_build(&toolchain, profile, opts, &selection, &dir, lto, &flags);
     let command = build::command_line(&cmd);
     progress(BuildEvent::Started {
         profile: format!("{} ({lto})", profile.name),
