@@ -271,6 +271,16 @@ impl BuildArgs {
     pub fn options(&self) -> codegen::build::BuildOptions {
         self.target.options(self.toolchain.clone())
     }
+
+    /// The selected profiles built with `--toolchain` and `--backend`.
+    pub fn build(&self, ui: &Ui) -> Result<session::Builds, CliError> {
+        let profiles = self.target.profiles(ui)?;
+        Ok(
+            session::build_all(ui, &profiles, &[self.options()], self.backend)?
+                .pop()
+                .expect("one toolchain"),
+        )
+    }
 }
 
 /// Options shared by the commands that build profiles with one toolchain.

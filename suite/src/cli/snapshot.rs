@@ -23,7 +23,6 @@ use allocasm_suite::codegen::{self, AsmOutput, Profile, cache};
 use clap::Args;
 use similar::TextDiff;
 
-use super::session;
 use super::{BuildArgs, CliError, Status, Ui};
 
 /// `snapshot` arguments.
@@ -161,11 +160,7 @@ pub fn function_snapshot_name(name: &str) -> String {
 /// Builds the selected profiles and compares every listing with its
 /// snapshot; exit 1 when one is new or changed (unless `--accept`).
 pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
-    let profiles = args.build.target.profiles(ui)?;
-    let opts = args.build.options();
-    let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
-        .pop()
-        .expect("one toolchain");
+    let builds = args.build.build(ui)?;
     let root = codegen::snapshots_dir();
     let (mut same, mut new, mut changed) = (0usize, 0usize, 0usize);
     for b in &builds.built {
