@@ -20,7 +20,6 @@ use allocasm_suite::render::{Block, Doc, Mark, Text};
 use clap::Args;
 use schemars::JsonSchema;
 use serde::Serialize;
-use similar::TextDiff;
 
 use super::history::{install_line, install_toolchain, is_installed, uninstall_toolchain};
 use super::session;
@@ -252,11 +251,7 @@ fn unified(cache: &BTreeMap<String, Sampled>, a: &str, b: &str) -> String {
         Some(Sampled::Built(b)) => b.text.clone(),
         _ => String::new(),
     };
-    TextDiff::from_lines(&text_of(a), &text_of(b))
-        .unified_diff()
-        .context_radius(3)
-        .header(a, b)
-        .to_string()
+    allocasm_suite::diff::unified(&text_of(a), &text_of(b), a, b)
 }
 
 /// The result as JSON.

@@ -21,7 +21,6 @@ use std::path::Path;
 use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{self, AsmOutput, Profile, cache};
 use clap::Args;
-use similar::TextDiff;
 
 use super::{BuildArgs, CliError, Status, Ui};
 
@@ -110,11 +109,12 @@ pub fn compare(
     }
     let diff = old.as_deref().map(|old| {
         let old = snapshot_body(old).unwrap_or(old);
-        TextDiff::from_lines(&format!("{old}\n"), &format!("{listing}\n"))
-            .unified_diff()
-            .context_radius(3)
-            .header("snapshot", "listing")
-            .to_string()
+        allocasm_suite::diff::unified(
+            &format!("{old}\n"),
+            &format!("{listing}\n"),
+            "snapshot",
+            "listing",
+        )
     });
     std::fs::create_dir_all(dir)?;
     let text = new_text();
