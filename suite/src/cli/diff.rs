@@ -417,7 +417,7 @@ pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
         args.target.options(Some(args.from.clone())),
         args.target.options(Some(args.to.clone())),
     ];
-    let mut builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
+    let mut builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin, false)?;
     let to = builds.pop().expect("two toolchains");
     let from = builds.pop().expect("two toolchains");
     let r = compare(&profiles, &from, &to);

@@ -328,7 +328,7 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
         .iter()
         .map(|tc| session::build_options(Some(tc.clone()), args.target.target_root.as_ref(), false))
         .collect();
-    let builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
+    let builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin, false)?;
     let mut infos = Vec::new();
     for (tc, b) in toolchains.iter().zip(&builds) {
         let vv = match b.rustc_version() {

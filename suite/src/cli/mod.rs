@@ -275,11 +275,7 @@ impl BuildArgs {
     /// The selected profiles built with `--toolchain` and `--backend`.
     pub fn build(&self, ui: &Ui) -> Result<session::Builds, CliError> {
         let profiles = self.target.profiles(ui)?;
-        Ok(
-            session::build_all(ui, &profiles, &[self.options()], self.backend)?
-                .pop()
-                .expect("one toolchain"),
-        )
+        session::build_one(ui, &profiles, self.options(), self.backend, false)
     }
 }
 

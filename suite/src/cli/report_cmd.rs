@@ -90,15 +90,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         args.build.target.target_root.as_ref(),
         install,
     );
-    let builds = session::build_all_with(
-        ui,
-        &profiles,
-        std::slice::from_ref(&opts),
-        args.build.backend,
-        with_linked,
-    )?
-    .pop()
-    .expect("one toolchain");
+    let builds = session::build_one(ui, &profiles, opts.clone(), args.build.backend, with_linked)?;
     let rustc_vv = match builds.rustc_version() {
         Some(v) => v.to_string(),
         None => allocasm_suite::codegen::build::rustc_version(&builds.toolchain)
