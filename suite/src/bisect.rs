@@ -425,6 +425,14 @@ mod tests {
     }
 
     impl World {
+        fn new(change: Date, missing: Vec<Date>) -> World {
+            World {
+                change,
+                missing,
+                asked: Vec::new(),
+            }
+        }
+
         fn sample(&mut self, tc: &str) -> Result<Sampled, String> {
             self.asked.push(tc.to_string());
             let (code, date) = if let Some(d) = nightly_date(tc) {
@@ -551,11 +559,7 @@ mod tests {
         // 2026-07-07) has the old text, 1.99.1 the new. The nightly of the
         // change's day and the day before are missing.
         let change = Date::parse("2026-07-21").unwrap();
-        let mut world = World {
-            change,
-            missing: vec![change, change.add(-1)],
-            asked: Vec::new(),
-        };
+        let mut world = World::new(change, vec![change, change.add(-1)]);
         let (v, steps) = bisect(&mut world, "1.95.0", "1.99.0");
         let Verdict::Found(f) = v else {
             panic!("no change found")
@@ -583,11 +587,7 @@ mod tests {
         // 2026-03-20 is then before the window's first guess (2026-03-26),
         // which differs from good and is widened by 6 weeks.
         let change = Date::parse("2026-03-20").unwrap();
-        let mut world = World {
-            change,
-            missing: vec![],
-            asked: Vec::new(),
-        };
+        let mut world = World::new(change, vec![]);
         let (v, _) = bisect(&mut world, "1.95.1", "1.96.0");
         let Verdict::Found(f) = v else {
             panic!("no change found")
@@ -607,11 +607,7 @@ mod tests {
         // The change reaches 1.99.0 only through a backport: its code's
         // nightly (2026-08-04) is old; the change is in nightly on 2026-09-20.
         let change = Date::parse("2026-09-20").unwrap();
-        let mut world = World {
-            change,
-            missing: vec![],
-            asked: Vec::new(),
-        };
+        let mut world = World::new(change, vec![]);
         // A world where release 1.99.0 carries the change although its
         // branch point does not.
         let mut oracle = |tc: &str| {
@@ -639,11 +635,7 @@ mod tests {
 
     #[test]
     fn equal_good_and_bad_is_nothing_to_bisect() {
-        let mut world = World {
-            change: Date::parse("2030-01-01").unwrap(),
-            missing: vec![],
-            asked: Vec::new(),
-        };
+        let mut world = World::new(Date::parse("2030-01-01").unwrap(), vec![]);
         let (v, steps) = bisect(&mut world, "1.95.0", "1.99.1");
         assert_eq!(v, Verdict::NoChange);
         assert_eq!(steps, 2);
