@@ -439,7 +439,6 @@ pub fn extract_linked(profile: &Profile, out: &LinkedOutput, probes: &[Probe]) -
         profile: profile.name.clone(),
         probes: found,
         missing,
-        cold_functions: Default::default(),
         ..Default::default()
     }
 }
