@@ -13,7 +13,10 @@
 
 #![warn(missing_docs)]
 
+pub mod bisect;
 pub mod codegen;
+pub mod diff;
+pub mod history;
 pub mod render;
 pub mod toolchain;
 pub mod tools;

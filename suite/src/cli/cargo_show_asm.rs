@@ -215,7 +215,6 @@ pub fn build_profile(
         profile: profile.name.clone(),
         probes: found,
         missing,
-        cold_functions: Default::default(),
         ..Default::default()
     };
     Ok((output, listings))

@@ -5,7 +5,6 @@ use allocasm_suite::codegen::expect;
 use allocasm_suite::codegen::project::probes;
 use clap::Args;
 
-use super::session;
 use super::{BuildArgs, CliError, Status, Ui};
 
 /// `check` arguments.
@@ -18,11 +17,7 @@ pub struct CheckArgs {
 
 /// Builds the selected profiles and checks them; exit 1 on any failure.
 pub fn run(ui: &Ui, args: &CheckArgs) -> Result<Status, CliError> {
-    let profiles = args.build.target.profiles(ui)?;
-    let opts = args.build.options();
-    let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
-        .pop()
-        .expect("one toolchain");
+    let builds = args.build.build(ui)?;
     let mut failures = 0;
     for b in &builds.built {
         for f in expect::check_all(&b.profile, &b.listings, probes()) {

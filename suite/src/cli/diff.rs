@@ -12,8 +12,9 @@
 //! its target) is "not available" and the rest go on; a failed build is an
 //! environment error (exit 3) after the others are compared.
 //!
-//! `--format text|md|json|html`: the JSON's schema is
-//! `docs/diff.schema.json` (generated from [`DiffReport`] by schemars; a
+//! The comparison's model is [`allocasm_suite::diff`]. `--format
+//! text|md|json|html`: the JSON's schema is `docs/diff.schema.json`
+//! (generated from [`DiffReport`] by schemars; a
 //! test keeps the file in step), documented in `docs/diff-json.md`.
 
 use std::fmt::Write as _;
@@ -23,17 +24,15 @@ use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::project::probes;
 use allocasm_suite::render::{self, Align, Block, Cell, Doc, Mark, Span, Text};
 use clap::Args;
-use schemars::JsonSchema;
-use serde::Serialize;
-use similar::TextDiff;
 
 use crate::report::{self, ExpectationResult};
+use allocasm_suite::diff::{
+    CompilerInfo, DiffReport, DiffTotals, Figures, ProbeDiff, ProbeState, ProfileDiff,
+    ProfileStatus, SCHEMA, flips, unified,
+};
 
 use super::session::{self, Builds, Built};
 use super::{Backend, CliError, OutputArgs, Status, TargetArgs, Ui};
-
-/// The schema name written in the JSON.
-pub const SCHEMA: &str = "allocasm-diff/1";
 
 /// `diff` arguments.
 #[derive(Debug, Args)]
@@ -57,188 +56,6 @@ pub struct DiffArgs {
     pub summary: bool,
 }
 
-/// The whole comparison: what `--format json` writes.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct DiffReport {
-    /// `allocasm-diff/1`.
-    pub schema: String,
-    /// The compiler compared from.
-    pub from: CompilerInfo,
-    /// The compiler compared to.
-    pub to: CompilerInfo,
-    /// One per profile asked for, in the order of `targets/`.
-    pub profiles: Vec<ProfileDiff>,
-    /// Counts over every compared (probe, profile) pair.
-    pub totals: DiffTotals,
-}
-
-/// One side's compiler.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct CompilerInfo {
-    /// The rustup toolchain as asked for (`1.99.1`, `nightly`).
-    pub toolchain: String,
-    /// `rustc -vV`'s first line (`rustc 1.99.1 (58cf8f9c3 2026-10-13)`), when a build worked.
-    pub release: Option<String>,
-    /// The LLVM version, when a build worked.
-    pub llvm: Option<String>,
-}
-
-/// One profile under both compilers.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ProfileDiff {
-    /// The profile's name.
-    pub profile: String,
-    /// Its target triple.
-    pub triple: String,
-    /// Whether it was compared, and if not, why.
-    pub status: ProfileStatus,
-    /// Why it was not compared.
-    pub reason: Option<String>,
-    /// One per probe of the registry (empty unless compared).
-    pub probes: Vec<ProbeDiff>,
-}
-
-/// Whether a profile was compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProfileStatus {
-    /// Both toolchains built it.
-    Compared,
-    /// A toolchain has no rust-std for the target.
-    NotAvailable,
-    /// A build failed.
-    Failed,
-}
-
-impl ProfileStatus {
-    /// The JSON name (`not-available`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ProfileStatus::Compared => "compared",
-            ProfileStatus::NotAvailable => "not-available",
-            ProfileStatus::Failed => "failed",
-        }
-    }
-}
-
-/// How one probe's listing moved between the two compilers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProbeState {
-    /// The normalized listing is the same.
-    Unchanged,
-    /// The normalized listing differs.
-    Changed,
-    /// An expectation that held fails, or the probe is gone.
-    Regression,
-}
-
-impl ProbeState {
-    /// The JSON name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeState::Unchanged => "unchanged",
-            ProbeState::Changed => "changed",
-            ProbeState::Regression => "regression",
-        }
-    }
-}
-
-/// One probe on one profile under both compilers.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ProbeDiff {
-    /// The probe's symbol.
-    pub probe: String,
-    /// How the probe's listing moved.
-    pub state: ProbeState,
-    /// Whether the hot path's lines differ.
-    pub hot_changed: bool,
-    /// The figures under the `from` compiler (absent when the probe is missing there).
-    pub before: Option<Figures>,
-    /// The figures under the `to` compiler.
-    pub after: Option<Figures>,
-    /// The unified diff of the hot path's lines (empty when they are equal).
-    pub hot_diff: String,
-    /// The unified diff of the whole normalized listing (empty when equal).
-    pub listing_diff: String,
-    /// Every expectation whose result differs between the two, or that fails under either.
-    pub expectations: Vec<Flip>,
-}
-
-/// A listing's hot-path figures.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct Figures {
-    /// Instructions on the hot path.
-    pub hot: usize,
-    /// Instructions of the whole function.
-    pub function: usize,
-    /// Instructions up to the fit-check branch after the first atomic, if any.
-    pub to_fit_check: Option<usize>,
-    /// Stack accesses on the hot path.
-    pub stack: usize,
-    /// Atomic instructions on the hot path.
-    pub atomics: usize,
-    /// Callees on the hot path, in order.
-    pub calls: Vec<String>,
-    /// Loops on the hot path.
-    pub loops: usize,
-}
-
-impl Figures {
-    fn of(h: &HotPath) -> Figures {
-        Figures {
-            hot: h.instructions,
-            function: h.function_instructions,
-            to_fit_check: h.to_fit_check,
-            stack: h.stack_accesses,
-            atomics: h.atomics,
-            calls: h.calls.clone(),
-            loops: h.loops,
-        }
-    }
-}
-
-/// One expectation under both compilers.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Flip {
-    /// The rule as written.
-    pub rule: String,
-    /// Whether it held under `from` (absent: not evaluated there).
-    pub before: Option<bool>,
-    /// Whether it holds under `to`.
-    pub after: Option<bool>,
-    /// It held under `from` and fails under `to`.
-    pub regression: bool,
-}
-
-/// Counts over the compared pairs.
-#[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema)]
-pub struct DiffTotals {
-    /// Pairs whose listing is the same.
-    pub unchanged: usize,
-    /// Pairs whose listing changed (regressions included).
-    pub changed: usize,
-    /// Pairs whose hot path changed.
-    pub hot_changed: usize,
-    /// Pairs with a regression.
-    pub regressions: usize,
-    /// Profiles not available under a toolchain.
-    pub not_available: usize,
-    /// Profiles whose build failed.
-    pub failed: usize,
-}
-
-fn unified(a: &str, b: &str, from: &str, to: &str) -> String {
-    if a == b {
-        return String::new();
-    }
-    TextDiff::from_lines(a, b)
-        .unified_diff()
-        .context_radius(3)
-        .header(from, to)
-        .to_string()
-}
-
 /// Compares one probe on one profile.
 pub fn compare_probe(from: &Built, to: &Built, probe: &Probe, names: (&str, &str)) -> ProbeDiff {
     let listing = |b: &Built| b.listings.listing(probe.name).map(|l| l.text());
@@ -247,7 +64,10 @@ pub fn compare_probe(from: &Built, to: &Built, probe: &Probe, names: (&str, &str
     let (ha, hb) = (hot(from), hot(to));
     let ea = report::evaluate(&from.profile, &from.listings, probe);
     let eb = report::evaluate(&to.profile, &to.listings, probe);
-    let mut expectations = flips(&ea, &eb);
+    fn rules(r: &[ExpectationResult]) -> Vec<(&str, bool)> {
+        r.iter().map(|e| (e.rule.as_str(), e.passed)).collect()
+    }
+    let mut expectations = flips(&rules(&ea), &rules(&eb));
     expectations.retain(|f| f.before != f.after || f.after == Some(false));
     let regression = expectations.iter().any(|f| f.regression) || (la.is_some() && lb.is_none());
     let changed = la != lb;
@@ -274,29 +94,6 @@ pub fn compare_probe(from: &Built, to: &Built, probe: &Probe, names: (&str, &str
         ),
         expectations,
     }
-}
-
-/// Every rule of either side, in the order of `from`'s then `to`'s new ones.
-fn flips(ea: &[ExpectationResult], eb: &[ExpectationResult]) -> Vec<Flip> {
-    let mut rules: Vec<&str> = ea.iter().map(|e| e.rule.as_str()).collect();
-    for e in eb {
-        if !rules.contains(&e.rule.as_str()) {
-            rules.push(&e.rule);
-        }
-    }
-    rules
-        .into_iter()
-        .map(|rule| {
-            let before = ea.iter().find(|e| e.rule == rule).map(|e| e.passed);
-            let after = eb.iter().find(|e| e.rule == rule).map(|e| e.passed);
-            Flip {
-                rule: rule.to_string(),
-                before,
-                after,
-                regression: before == Some(true) && after == Some(false),
-            }
-        })
-        .collect()
 }
 
 fn compiler(b: &Builds) -> CompilerInfo {
@@ -609,10 +406,6 @@ pub fn document(r: &DiffReport, summary: bool) -> Doc {
 }
 
 /// The JSON (docs/diff.schema.json).
-pub fn render_json(r: &DiffReport) -> String {
-    serde_json::to_string_pretty(r).expect("a diff report serializes") + "\n"
-}
-
 /// Builds both toolchains, compares, prints; exit 1 on a regression (or a
 /// change with `--fail-on-change`), 3 when a build failed.
 pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
@@ -624,13 +417,15 @@ pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
         args.target.options(Some(args.from.clone())),
         args.target.options(Some(args.to.clone())),
     ];
-    let mut builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
+    let mut builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin, false)?;
     let to = builds.pop().expect("two toolchains");
     let from = builds.pop().expect("two toolchains");
     let r = compare(&profiles, &from, &to);
-    let text = args
-        .output
-        .render(ui, || document(&r, args.summary), || render_json(&r));
+    let text = args.output.render(
+        ui,
+        || document(&r, args.summary),
+        || serde_json::to_string_pretty(&r).expect("a diff report serializes") + "\n",
+    );
     args.output.write(ui, &text)?;
     if args.output.out.is_some() && !ui.quiet {
         outln!("{}", totals_line(&r));
@@ -696,34 +491,6 @@ mod tests {
         );
         assert_eq!(delta_cell(&probe_diff(Some(1), None, true)), "gone");
         assert_eq!(delta_cell(&probe_diff(None, Some(1), true)), "new");
-    }
-
-    #[test]
-    fn flips_mark_a_rule_that_held_and_now_fails() {
-        let r = |rule: &str, passed| ExpectationResult {
-            rule: rule.into(),
-            passed,
-            offending: None,
-            why: None,
-        };
-        let f = flips(
-            &[r("hot_max 15", true), r("a", true), r("gone", false)],
-            &[r("hot_max 15", false), r("a", true), r("new", true)],
-        );
-        let by = |name: &str| f.iter().find(|x| x.rule == name).unwrap();
-        assert!(by("hot_max 15").regression);
-        assert!(!by("a").regression);
-        assert_eq!(by("gone").after, None);
-        assert_eq!(by("new").before, None);
-        assert!(!by("new").regression);
-    }
-
-    #[test]
-    fn the_unified_diff_is_empty_for_equal_texts_only() {
-        assert_eq!(unified("a\nb\n", "a\nb\n", "x", "y"), "");
-        let d = unified("a\nb\n", "a\nc\n", "1.99.1", "nightly");
-        assert!(d.contains("--- 1.99.1") && d.contains("+++ nightly"), "{d}");
-        assert!(d.contains("-b") && d.contains("+c"), "{d}");
     }
 
     #[test]

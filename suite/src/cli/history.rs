@@ -1,11 +1,13 @@
 //! `allocasm history --toolchains A,B,C`: every selected profile built with
 //! each toolchain, and one table per profile of the hot path's instruction
 //! count, probes down and toolchains across, each cell marked where it
-//! differs from the cell to its left (text, Markdown, JSON or HTML).
+//! differs from the cell to its left (text, Markdown, JSON or HTML). The
+//! table's model is [`allocasm_suite::history`]; this module builds it and
+//! writes it.
 //!
 //! A profile a toolchain cannot build is an `n/a` column with the reason
 //! under the table, never an error of the whole command; the reason comes
-//! from [`unavailable`] ("not available": the toolchain has no standard
+//! from [`unavailable`](allocasm_suite::history::unavailable) ("not available": the toolchain has no standard
 //! library for the target) or the build's first error line. Missing
 //! toolchains are installed with `--install`, one rustup process at a time
 //! ([`install_toolchain`], shared with `bisect`). The JSON shape is
@@ -17,8 +19,9 @@ use std::time::Instant;
 use allocasm_suite::codegen::Profile;
 use allocasm_suite::codegen::build::{self, BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::project::probes;
+use allocasm_suite::history::{Cell, ColumnStatus, Failure, History, Row, Table, ToolchainInfo};
+use allocasm_suite::toolchain;
 pub use allocasm_suite::toolchain::install_line;
-use allocasm_suite::toolchain::{self, RustcVersion};
 use clap::Args;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -47,34 +50,6 @@ pub struct HistoryArgs {
     pub output: OutputArgs,
 }
 
-/// Whether a build error means the toolchain has no standard library for
-/// the profile's target (rustup has no `rust-std` for it): the reason shown
-/// in the cell's place, or `None` for any other failure.
-pub fn unavailable(e: &BuildError) -> Option<String> {
-    e.is_not_available().then(|| e.to_string())
-}
-
-/// The short reason a profile did not build: [`unavailable`]'s, or
-/// `build failed: <the first error line>`.
-pub fn failure_reason(e: &BuildError) -> String {
-    if let Some(r) = unavailable(e) {
-        return r;
-    }
-    let text = match e {
-        BuildError::Cargo { stderr, .. } => stderr
-            .lines()
-            .map(str::trim)
-            .find(|l| l.starts_with("error"))
-            .map(str::to_string)
-            .unwrap_or_else(|| e.to_string()),
-        _ => e.to_string(),
-    };
-    format!(
-        "build failed: {}",
-        text.lines().next().unwrap_or("(no message)")
-    )
-}
-
 /// [`toolchain::install_toolchain`], announced on `ui`; the error is
 /// rustup's first error line.
 pub fn install_toolchain(ui: &Ui, tc: &str) -> Result<(), String> {
@@ -92,137 +67,6 @@ pub fn uninstall_toolchain(ui: &Ui, tc: &str) -> Result<(), String> {
 /// Whether `toolchain` is installed (by its short or its full name).
 pub fn is_installed(tc: &str) -> Result<bool, CliError> {
     toolchain::is_installed(tc).map_err(|e| CliError::environment(build_error_message(&e)))
-}
-
-/// One toolchain's column header.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct ToolchainInfo {
-    /// The rustup toolchain (`1.95.0`, `nightly`).
-    pub toolchain: String,
-    /// The first line of `rustc -vV`.
-    pub release: String,
-    /// `LLVM version:` of `rustc -vV`.
-    pub llvm: String,
-}
-
-impl ToolchainInfo {
-    /// From `rustc -vV`.
-    pub fn from_rustc_vv(toolchain: &str, vv: &str) -> ToolchainInfo {
-        let vv = RustcVersion::parse(vv);
-        ToolchainInfo {
-            toolchain: toolchain.to_string(),
-            release: vv.release().to_string(),
-            llvm: vv.llvm().to_string(),
-        }
-    }
-}
-
-/// One cell: the probe's hot-path instruction count under one toolchain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cell {
-    /// The hot path's instruction count.
-    Count(usize),
-    /// The build has no such function.
-    Missing,
-    /// The profile did not build with this toolchain (reason under the table).
-    NotBuilt,
-}
-
-/// One probe's row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
-    /// The probe.
-    pub probe: String,
-    /// One cell per toolchain.
-    pub cells: Vec<Cell>,
-}
-
-impl Row {
-    /// Whether cell `i` differs from the nearest cell to its left that was
-    /// built (`n/a` cells are neither marked nor compared against).
-    pub fn changed(&self, i: usize) -> bool {
-        let cell = self.cells[i];
-        if cell == Cell::NotBuilt {
-            return false;
-        }
-        self.cells[..i]
-            .iter()
-            .rev()
-            .find(|c| **c != Cell::NotBuilt)
-            .is_some_and(|prev| *prev != cell)
-    }
-}
-
-/// Why a toolchain's column of a table is empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// `NotAvailable` or `Failed`.
-    pub status: ColumnStatus,
-    /// The reason shown under the table.
-    pub reason: String,
-}
-
-impl Failure {
-    /// From the build's error (`None`: the profile was not built at all).
-    pub fn of(e: Option<&BuildError>) -> Failure {
-        match e {
-            Some(e) => Failure {
-                status: if e.is_not_available() {
-                    ColumnStatus::NotAvailable
-                } else {
-                    ColumnStatus::Failed
-                },
-                reason: failure_reason(e),
-            },
-            None => Failure {
-                status: ColumnStatus::Failed,
-                reason: "not built".to_string(),
-            },
-        }
-    }
-}
-
-/// A column's status in the JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ColumnStatus {
-    /// The profile built with this toolchain.
-    Built,
-    /// The toolchain has no standard library for the target.
-    NotAvailable,
-    /// The build failed.
-    Failed,
-}
-
-/// One profile's table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Table {
-    /// The profile.
-    pub profile: String,
-    /// Its triple.
-    pub triple: String,
-    /// Per toolchain: why the profile did not build (`None`: it built).
-    pub failures: Vec<Option<Failure>>,
-    /// One row per probe, registry order.
-    pub rows: Vec<Row>,
-}
-
-/// Every table, with the toolchains' headers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct History {
-    /// The columns.
-    pub toolchains: Vec<ToolchainInfo>,
-    /// One per profile.
-    pub tables: Vec<Table>,
-}
-
-impl History {
-    /// Whether no profile built with any toolchain.
-    pub fn all_failed(&self) -> bool {
-        self.tables
-            .iter()
-            .all(|t| t.failures.iter().all(Option::is_some))
-    }
 }
 
 fn cell_text(cell: Cell) -> String {
@@ -484,7 +328,7 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
         .iter()
         .map(|tc| session::build_options(Some(tc.clone()), args.target.target_root.as_ref(), false))
         .collect();
-    let builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin)?;
+    let builds = session::build_all(ui, &profiles, &jobs, Backend::Builtin, false)?;
     let mut infos = Vec::new();
     for (tc, b) in toolchains.iter().zip(&builds) {
         let vv = match b.rustc_version() {
@@ -577,7 +421,6 @@ fn table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     fn tc(name: &str, llvm: &str) -> ToolchainInfo {
         ToolchainInfo {
@@ -622,35 +465,6 @@ mod tests {
                 ],
             }],
         }
-    }
-
-    #[test]
-    fn a_cell_is_marked_where_it_differs_from_the_nearest_built_cell_to_its_left() {
-        let row = |cells: Vec<Cell>| Row {
-            probe: "p".into(),
-            cells,
-        };
-        let r = row(vec![
-            Cell::Count(5),
-            Cell::Count(5),
-            Cell::Count(6),
-            Cell::Count(6),
-        ]);
-        assert_eq!(
-            (0..4).map(|i| r.changed(i)).collect::<Vec<_>>(),
-            [false, false, true, false]
-        );
-        // n/a is skipped over: 5, n/a, 6 marks the 6; n/a itself is never marked.
-        let r = row(vec![Cell::Count(5), Cell::NotBuilt, Cell::Count(6)]);
-        assert_eq!(
-            (0..3).map(|i| r.changed(i)).collect::<Vec<_>>(),
-            [false, false, true]
-        );
-        let r = row(vec![Cell::NotBuilt, Cell::Count(6), Cell::Missing]);
-        assert_eq!(
-            (0..3).map(|i| r.changed(i)).collect::<Vec<_>>(),
-            [false, false, true]
-        );
     }
 
     /// The document, rendered: a changed cell marked (`*` in text, bold in
@@ -698,43 +512,6 @@ mod tests {
         assert_eq!(
             p["rows"][2]["cells"][2]["instructions"],
             serde_json::Value::Null
-        );
-    }
-
-    #[test]
-    fn only_a_missing_standard_library_is_not_available() {
-        let no_std = BuildError::NotAvailable {
-            toolchain: "beta".into(),
-            triple: "x".into(),
-        };
-        assert_eq!(
-            unavailable(&no_std).as_deref(),
-            Some("not available for beta: rustup has no rust-std for x")
-        );
-        // A failed install is a failure, not "not available".
-        let failed = BuildError::InstallFailed {
-            command: "rustup target add x --toolchain beta".into(),
-            first_error: "error: could not rename 'downloaded' file".into(),
-            fix: "check the network".into(),
-        };
-        assert_eq!(unavailable(&failed), None);
-        let cargo = BuildError::Cargo {
-            profile: "p".into(),
-            command: "cargo rustc".into(),
-            stderr: "   Compiling allocasm\nerror[E0425]: cannot find value `x`\n".into(),
-        };
-        assert_eq!(unavailable(&cargo), None);
-        assert_eq!(
-            failure_reason(&cargo),
-            "build failed: error[E0425]: cannot find value `x`"
-        );
-        let no_asm = BuildError::NoAsm {
-            profile: "p".into(),
-            dir: PathBuf::from("/t"),
-        };
-        assert!(
-            failure_reason(&no_asm)
-                .starts_with("build failed: the asm build of profile p left no .s")
         );
     }
 }

@@ -94,11 +94,7 @@ pub fn run(ui: &Ui, args: &ListArgs) -> Result<Status, CliError> {
 /// whose path contains the pattern, numbered as `show NAME#N` picks them,
 /// with its instruction count.
 fn functions(ui: &Ui, args: &ListArgs) -> Result<Status, CliError> {
-    let profiles = args.build.target.profiles(ui)?;
-    let opts = args.build.options();
-    let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
-        .pop()
-        .expect("one toolchain");
+    let builds = args.build.build(ui)?;
     let pattern = args.pattern.as_deref().unwrap_or("");
     for b in &builds.built {
         let index = FunctionIndex::new(&b.profile, &b.output);

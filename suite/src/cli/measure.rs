@@ -21,11 +21,6 @@ use super::Ui;
 use super::session::build_error_message;
 use crate::report::Measurement;
 
-/// Whether `program` is an executable file in a directory of `$PATH`.
-pub fn on_path(program: &str) -> bool {
-    tools::which(program).is_some()
-}
-
 /// Why a project other than allocasm has no executed counts: they come
 /// from allocasm's own probe driver (`suite/probe-bins/probe_driver.rs`).
 pub const NO_DRIVER: &str = "not measured: the project has no probe driver";
@@ -87,7 +82,7 @@ pub fn measure_all(ui: &Ui, targets: &[Target<'_>], opts: &BuildOptions) -> Vec<
                     .then(|| "not predicted: the profile did not build".to_string())
             });
             let exec_reason = if project::current().is_allocasm() {
-                why_not_measured(t.profile, &on_path)
+                why_not_measured(t.profile, &|p| tools::which(p).is_some())
             } else {
                 Some(NO_DRIVER.to_string())
             };

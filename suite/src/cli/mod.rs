@@ -271,6 +271,12 @@ impl BuildArgs {
     pub fn options(&self) -> codegen::build::BuildOptions {
         self.target.options(self.toolchain.clone())
     }
+
+    /// The selected profiles built with `--toolchain` and `--backend`.
+    pub fn build(&self, ui: &Ui) -> Result<session::Builds, CliError> {
+        let profiles = self.target.profiles(ui)?;
+        session::build_one(ui, &profiles, self.options(), self.backend, false)
+    }
 }
 
 /// Options shared by the commands that build profiles with one toolchain.

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use allocasm_suite::codegen::linked;
 use allocasm_suite::codegen::project::{self, probes};
+use allocasm_suite::codegen::{linked, objdump};
 use clap::Args;
 
 use crate::report::{self, BuiltProfile, Compiler, LinkedBuild, Report};
@@ -90,15 +90,7 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
         args.build.target.target_root.as_ref(),
         install,
     );
-    let builds = session::build_all_with(
-        ui,
-        &profiles,
-        std::slice::from_ref(&opts),
-        args.build.backend,
-        with_linked,
-    )?
-    .pop()
-    .expect("one toolchain");
+    let builds = session::build_one(ui, &profiles, opts.clone(), args.build.backend, with_linked)?;
     let rustc_vv = match builds.rustc_version() {
         Some(v) => v.to_string(),
         None => allocasm_suite::codegen::build::rustc_version(&builds.toolchain)
@@ -184,13 +176,12 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     // GNU objdump made the linked views where llvm-tools is missing: the
     // same code, spelled otherwise than the snapshots.
     if !ui.quiet
-        && let Some(out) = builds.linked.iter().find_map(|l| {
-            l.result
-                .as_ref()
-                .ok()
-                .map(|(o, _)| o)
-                .filter(|o| !linked::is_llvm_objdump(o.objdump.split(' ').next().unwrap_or("")))
-        })
+        && let Some(out) =
+            builds.linked.iter().find_map(|l| {
+                l.result.as_ref().ok().map(|(o, _)| o).filter(|o| {
+                    !objdump::is_llvm_objdump(o.objdump.split(' ').next().unwrap_or(""))
+                })
+            })
     {
         errln!(
             "{} the linked views were disassembled by `{}`, not the toolchain's llvm-objdump \

@@ -320,22 +320,13 @@ pub fn resolve_toolchain(opts: &BuildOptions) -> Result<String, CliError> {
 type BuildResult = Result<(AsmOutput, Option<ProbeListings>), BuildError>;
 
 /// Builds `profiles` once per job (a toolchain's options), all in parallel,
-/// behind one progress bar, and extracts every probe of the registry.
+/// behind one progress bar, and extracts every probe of the registry. With
+/// `linked` also the linked view of every profile with a `[linked]` table
+/// (release and fat LTO, in their own target dirs, after the asm builds so
+/// a missing target is installed once), behind the same progress bar. A
+/// failed linked build is recorded in [`Builds::linked`], never an error
+/// here.
 pub fn build_all(
-    ui: &Ui,
-    profiles: &[Profile],
-    jobs: &[BuildOptions],
-    backend: Backend,
-) -> Result<Vec<Builds>, CliError> {
-    build_all_with(ui, profiles, jobs, backend, false)
-}
-
-/// [`build_all`], and with `linked` also the linked view of every profile
-/// with a `[linked]` table (release and fat LTO, in their own target dirs,
-/// after the asm builds so a missing target is installed once), behind the
-/// same progress bar. A failed linked build is recorded in
-/// [`Builds::linked`], never an error here.
-pub fn build_all_with(
     ui: &Ui,
     profiles: &[Profile],
     jobs: &[BuildOptions],
@@ -469,6 +460,19 @@ pub fn build_all_with(
         out.push(builds);
     }
     Ok(out)
+}
+
+/// [`build_all`] with one toolchain's options.
+pub fn build_one(
+    ui: &Ui,
+    profiles: &[Profile],
+    opts: BuildOptions,
+    backend: Backend,
+    linked: bool,
+) -> Result<Builds, CliError> {
+    Ok(build_all(ui, profiles, &[opts], backend, linked)?
+        .pop()
+        .expect("one toolchain"))
 }
 
 /// A finished build as a log shows it: `built x86_64-linux (1.99.1) in

@@ -272,9 +272,7 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
     }
     let profiles = args.build.target.profiles(ui)?;
     let opts = args.build.options();
-    let builds = session::build_all_with(ui, &profiles, &[opts], args.build.backend, args.linked)?
-        .pop()
-        .expect("one toolchain");
+    let builds = session::build_one(ui, &profiles, opts, args.build.backend, args.linked)?;
     let probe = match early {
         Some(p) => Some(p.name),
         None if names_probe(&args.probe) => Some(session::find_probe(&args.probe)?.name),

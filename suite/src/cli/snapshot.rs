@@ -21,9 +21,7 @@ use std::path::Path;
 use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{self, AsmOutput, Profile, cache};
 use clap::Args;
-use similar::TextDiff;
 
-use super::session;
 use super::{BuildArgs, CliError, Status, Ui};
 
 /// `snapshot` arguments.
@@ -111,11 +109,12 @@ pub fn compare(
     }
     let diff = old.as_deref().map(|old| {
         let old = snapshot_body(old).unwrap_or(old);
-        TextDiff::from_lines(&format!("{old}\n"), &format!("{listing}\n"))
-            .unified_diff()
-            .context_radius(3)
-            .header("snapshot", "listing")
-            .to_string()
+        allocasm_suite::diff::unified(
+            &format!("{old}\n"),
+            &format!("{listing}\n"),
+            "snapshot",
+            "listing",
+        )
     });
     std::fs::create_dir_all(dir)?;
     let text = new_text();
@@ -161,11 +160,7 @@ pub fn function_snapshot_name(name: &str) -> String {
 /// Builds the selected profiles and compares every listing with its
 /// snapshot; exit 1 when one is new or changed (unless `--accept`).
 pub fn run(ui: &Ui, args: &SnapshotArgs) -> Result<Status, CliError> {
-    let profiles = args.build.target.profiles(ui)?;
-    let opts = args.build.options();
-    let builds = session::build_all(ui, &profiles, &[opts], args.build.backend)?
-        .pop()
-        .expect("one toolchain");
+    let builds = args.build.build(ui)?;
     let root = codegen::snapshots_dir();
     let (mut same, mut new, mut changed) = (0usize, 0usize, 0usize);
     for b in &builds.built {

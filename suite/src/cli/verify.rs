@@ -50,25 +50,18 @@ pub fn run(ui: &Ui, args: &VerifyArgs) -> Result<Status, CliError> {
     };
     let (same_flags, same_opts) = with_flags(cargo_show_asm::FORCED_FLAGS, "cargo-show-asm-flags");
     ui.note("building with the built-in extractor (default flags, and cargo-show-asm's flags)");
-    let default = session::build_all(ui, &profiles, std::slice::from_ref(&opts), Backend::Builtin)?
-        .pop()
-        .expect("one toolchain");
-    let builtin = session::build_all(ui, &same_flags, &[same_opts], Backend::Builtin)?
-        .pop()
-        .expect("one toolchain");
+    let default = session::build_one(ui, &profiles, opts.clone(), Backend::Builtin, false)?;
+    let builtin = session::build_one(ui, &same_flags, same_opts, Backend::Builtin, false)?;
     // Each forced flag alone, to attribute a default-vs-forced difference.
     let single: Vec<(String, session::Builds)> = cargo_show_asm::FORCED_FLAGS
         .chunks(2)
         .map(|flag| {
             let (p, o) = with_flags(flag, &format!("only-{}", flag[1].replace('=', "-")));
-            session::build_all(ui, &p, &[o], Backend::Builtin)
-                .map(|mut b| (flag.join(" "), b.pop().expect("one toolchain")))
+            session::build_one(ui, &p, o, Backend::Builtin, false).map(|b| (flag.join(" "), b))
         })
         .collect::<Result<_, _>>()?;
     ui.note("extracting through `cargo asm`, one run per probe per profile");
-    let cargo_asm = session::build_all(ui, &profiles, &[opts], Backend::CargoShowAsm)?
-        .pop()
-        .expect("one toolchain");
+    let cargo_asm = session::build_one(ui, &profiles, opts, Backend::CargoShowAsm, false)?;
     outln!(
         "{}",
         ui.bold(&format!(

@@ -73,7 +73,7 @@ use super::build::{self, BuildError, BuildEvent, BuildOptions};
 use super::linked::{self, Lto};
 use super::listing::Listing;
 use super::profile::{Arch, Profile};
-use super::{ProbeListings, normalize};
+use super::{ProbeListings, normalize, objdump};
 use allocasm::probes::Probe;
 
 /// The executable that drives every probe (`suite/probe-bins/probe_driver.rs`).
@@ -313,14 +313,8 @@ pub fn build_driver_files(
     }
     let dir = linked::target_dir(opts, &toolchain, profile, lto);
     let flags = driver_flags(profile);
-    let crate_dir = opts
-        .manifest_path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    let mut cmd = linked::example_build(
-        &toolchain, profile, opts, DRIVER, &dir, lto, &flags, &crate_dir,
-    );
+    let selection = ["-p", linked::BIN_PACKAGE, "--bin", DRIVER];
+    let mut cmd = linked::cargo_build(&toolchain, profile, opts, &selection, &dir, lto, &flags);
     let command = build::command_line(&cmd);
     let label = format!("{} ({lto}, {DRIVER})", profile.name);
     progress(BuildEvent::Started {
@@ -340,16 +334,8 @@ pub fn build_driver_files(
     // A shared-library profile: the probes in the cdylib, built with the
     // same flags into the same target dir (so it shares allocasm's build).
     let library = if shared_library(profile) {
-        let mut cmd = linked::package_build(
-            &toolchain,
-            profile,
-            opts,
-            DYLIB_PACKAGE,
-            &dir,
-            lto,
-            &flags,
-            &crate_dir,
-        );
+        let selection = ["-p", DYLIB_PACKAGE, "--lib"];
+        let mut cmd = linked::cargo_build(&toolchain, profile, opts, &selection, &dir, lto, &flags);
         let command = build::command_line(&cmd);
         let json = build::run_cargo(&mut cmd, profile, &command, &dir, opts, &rustc_vv)?;
         let artifacts = Artifacts::parse(&json);
@@ -382,41 +368,17 @@ pub fn disassemble_driver(profile: &Profile, files: DriverFiles) -> Result<Drive
         library,
     } = files;
     let objdump = linked::objdump_for(profile)?;
-    let args = linked::disassemble_args(&objdump, &profile.arch());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let code = library.as_deref().unwrap_or(&executable);
-    let disassembly = linked::join_prefixes(objdump_text(&objdump, &args, code)?, &profile.arch());
-    let symbols = objdump_text(&objdump, &["-t"], code)?;
-    // A static executable has no dynamic relocations: `-R` fails, nothing
-    // to name.
-    let dynamic_relocs = objdump_text(&objdump, &["-R"], code).unwrap_or_default();
+    let dump = objdump::dump(&objdump, &profile.arch(), code, false)?;
     Ok(Driver {
         profile: profile.name.clone(),
         lto,
         executable,
         library,
-        disassembly,
-        symbols,
-        dynamic_relocs,
+        disassembly: dump.disassembly,
+        symbols: dump.symbols,
+        dynamic_relocs: dump.dynamic_relocs,
     })
-}
-
-fn objdump_text(objdump: &str, args: &[&str], exe: &Path) -> Result<String, BuildError> {
-    let out = Command::new(objdump)
-        .args(args)
-        .arg(exe)
-        .output()
-        .map_err(|e| BuildError::ToolMissing {
-            program: objdump.to_string(),
-            error: e.to_string(),
-        })?;
-    if !out.status.success() {
-        return Err(BuildError::Command {
-            command: format!("{objdump} {} {}", args.join(" "), exe.display()),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// One instruction of the traced code.
@@ -455,34 +417,6 @@ pub struct CodeMap {
     arch: Arch,
 }
 
-/// Function symbols of `objdump -t` (` F `) or `objdump -T` (`DF`): name →
-/// (address, size).
-pub fn function_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
-    let mut map = BTreeMap::new();
-    for line in symtab.lines() {
-        let Some((head, tail)) = line.split_once('\t') else {
-            continue;
-        };
-        let mut fields = head.split_whitespace();
-        let Some(addr) = fields.next().and_then(|a| u64::from_str_radix(a, 16).ok()) else {
-            continue;
-        };
-        if !fields.any(|f| f == "F" || f == "DF") {
-            continue;
-        }
-        let mut rest = tail.split_whitespace();
-        let (Some(size), Some(name)) = (rest.next(), rest.next_back()) else {
-            continue;
-        };
-        if let Ok(size) = u64::from_str_radix(size, 16)
-            && size > 0
-        {
-            map.insert(name.to_string(), (addr, size));
-        }
-    }
-    map
-}
-
 /// The PLT stubs of a disassembly (`000022e0 <__tls_get_addr@plt>:`):
 /// name (with `@plt`) → (address, size up to the next stub).
 fn plt_stubs(disassembly: &str) -> BTreeMap<String, (u64, u64)> {
@@ -503,36 +437,6 @@ fn plt_stubs(disassembly: &str) -> BTreeMap<String, (u64, u64)> {
         if name.ends_with("@plt") {
             let end = heads.get(k + 1).map_or(a + 16, |n| n.0);
             out.insert(name.clone(), (*a, end.saturating_sub(*a).clamp(4, 64)));
-        }
-    }
-    out
-}
-
-/// The `X@plt` stubs the probes `names` call: the functions a dynamic
-/// object must provide (`__tls_get_addr`).
-pub fn plt_callees(
-    disassembly: &str,
-    symtab: &str,
-    arch: &Arch,
-    names: &[&str],
-) -> BTreeSet<String> {
-    let symbols = function_symbols(symtab);
-    let mut out = BTreeSet::new();
-    for line in disassembly.lines() {
-        let Some((addr, text)) = linked::insn_line(line) else {
-            continue;
-        };
-        let in_probe = names.iter().any(|n| {
-            symbols
-                .get(*n)
-                .is_some_and(|&(a, s)| (a..a + s).contains(&addr))
-        });
-        if in_probe && is_call(arch, text) {
-            for c in sym_ref_re().captures_iter(text) {
-                if let Some(f) = c[1].strip_suffix("@plt") {
-                    out.insert(f.to_string());
-                }
-            }
         }
     }
     out
@@ -586,7 +490,7 @@ impl CodeMap {
         for o in objects {
             let mut all: BTreeMap<u64, String> = BTreeMap::new();
             for line in o.disassembly.lines() {
-                let Some((addr, text)) = linked::insn_line(line) else {
+                let Some((addr, text)) = objdump::insn_line(line) else {
                     continue;
                 };
                 // Data in the text (armv7's literal pools, `.word 0x...`) is
@@ -600,7 +504,7 @@ impl CodeMap {
                 );
             }
             texts.push(all);
-            let mut symbols = function_symbols(o.symbols);
+            let mut symbols = objdump::function_symbols(o.symbols);
             symbols.extend(plt_stubs(o.disassembly));
             for (name, (a, size)) in symbols {
                 if o.only.as_ref().is_some_and(|only| !only.contains(&name)) {
@@ -797,7 +701,7 @@ fn listing_index(
     relocs: &str,
     probe: &str,
 ) -> Option<(Listing, BTreeMap<u64, usize>)> {
-    let f = linked::parse_objdump_with(disassembly, symtab, relocs, &map.arch, &[probe])
+    let f = objdump::parse_objdump_with(disassembly, symtab, relocs, &map.arch, &[probe])
         .into_iter()
         .next()?;
     let listing = normalize::normalize(&f, &map.arch);
@@ -816,7 +720,7 @@ fn listing_index(
         let code = i.text.split('#').next().unwrap_or("").trim_end();
         let fused = map.arch == Arch::Riscv64
             && k > 0
-            && linked::riscv_far_jump(&code.replace('\t', " "), prev).is_some();
+            && objdump::riscv_far_jump(&code.replace('\t', " "), prev).is_some();
         if fused {
             index.insert(*a, k - 1);
             prev = None;
@@ -830,33 +734,12 @@ fn listing_index(
 }
 
 /// Summarizes the windows of every probe: the first `warmup` calls of each
-/// are dropped, the most frequent count of the rest is the figure.
-pub fn summarize(
-    map: &CodeMap,
-    windows: &[Window],
-    warmup: usize,
-    disassembly: &str,
-    symtab: &str,
-    profile: &str,
-    build: &str,
-) -> BTreeMap<String, Executed> {
-    summarize_with(
-        map,
-        windows,
-        warmup,
-        disassembly,
-        symtab,
-        "",
-        profile,
-        build,
-    )
-}
-
-/// [`summarize`] with the executable's dynamic relocations (`objdump -R`),
-/// so the listing lines of calls through the GOT name their callee as the
-/// linked view's listing does.
+/// are dropped, the most frequent count of the rest is the figure. With the
+/// executable's dynamic relocations (`objdump -R`) the listing lines of
+/// calls through the GOT name their callee as the linked view's listing
+/// does.
 #[allow(clippy::too_many_arguments)]
-pub fn summarize_with(
+pub fn summarize(
     map: &CodeMap,
     windows: &[Window],
     warmup: usize,
@@ -997,20 +880,15 @@ fn loader_code(
         .filter(|p| p.exists())
         .unwrap_or_else(|| guest.to_path_buf());
     let objdump = linked::objdump_for(profile)?;
-    let args = linked::disassemble_args(&objdump, &profile.arch());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut disassembly =
-        linked::join_prefixes(objdump_text(&objdump, &args, &host)?, &profile.arch());
+    let mut disassembly = objdump::disassemble(&objdump, &profile.arch(), &host)?;
     // llvm-objdump 23 prints no instruction of Debian 12's x86-64 ld.so
     // (each function is `...`): GNU objdump, where there is one, reads it.
-    if !disassembly.lines().any(|l| linked::insn_line(l).is_some())
-        && let Some(gnu) = linked::gnu_objdump(&profile.arch())
+    if !disassembly.lines().any(|l| objdump::insn_line(l).is_some())
+        && let Some(gnu) = objdump::gnu_objdump(&profile.arch())
     {
-        let args = linked::disassemble_args(&gnu, &profile.arch());
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        disassembly = linked::join_prefixes(objdump_text(&gnu, &args, &host)?, &profile.arch());
+        disassembly = objdump::disassemble(&gnu, &profile.arch(), &host)?;
     }
-    let dynsyms = objdump_text(&objdump, &["-T"], &host)?;
+    let dynsyms = objdump::run(&objdump, &["-T"], &host)?;
     Ok(Some((disassembly, dynsyms, base)))
 }
 
@@ -1062,7 +940,7 @@ pub fn measure(
         );
     }
     let runtime = base_line(&out.stdout)?;
-    let symbols = function_symbols(&driver.symbols);
+    let symbols = objdump::function_symbols(&driver.symbols);
     let &(linked_at, _) = symbols
         .get("probe_linear_alloc")
         .context("probe_linear_alloc is not in the probes' symbol table")?;
@@ -1134,7 +1012,7 @@ pub fn measure(
     }
     let pcs = parse_trace(&trace);
     let ws = windows(&map, &pcs, &names);
-    let probes_out = summarize_with(
+    let probes_out = summarize(
         &map,
         &ws,
         opts.warmup,
@@ -1327,7 +1205,7 @@ mod tests {
             ws.iter()
                 .all(|w| w.returned && w.addrs.len() == 7 && w.untraced_calls == 0)
         );
-        let s = summarize(&map, &ws, 1, DISASM, SYMTAB, "p", "release");
+        let s = summarize(&map, &ws, 1, DISASM, SYMTAB, "", "p", "release");
         let e = &s["probe_a"];
         assert_eq!((e.instructions, e.in_probe, e.calls), (7, 5, 2));
         assert_eq!(
@@ -1400,7 +1278,7 @@ mod tests {
     }
 
     #[test]
-    fn plt_stubs_are_functions_and_their_callees_are_named() {
+    fn plt_stubs_are_functions_of_the_code_map() {
         const DIS: &str = "\
 000022e0 <__tls_get_addr@plt>:
     22e0:\tadd\tip, pc, #0, 12
@@ -1412,10 +1290,6 @@ mod tests {
     3004:\tbx\tlr
 ";
         const SYMS: &str = "00003000 g     F .text\t00000008 probe_c\n";
-        assert_eq!(
-            plt_callees(DIS, SYMS, &Arch::Arm, &["probe_c"]),
-            BTreeSet::from(["__tls_get_addr".to_string()])
-        );
         let map = CodeMap::new(
             &[Object {
                 disassembly: DIS,
@@ -1433,7 +1307,9 @@ mod tests {
         let ws = windows(&map, &[0x3000, 0x22e0, 0x22e4, 0x3004], &["probe_c"]);
         assert_eq!(ws[0].untraced_calls, 1);
         assert_eq!(
-            function_symbols("0000c774 g    DF .text\t00000040  GLIBC_2.4   __tls_get_addr\n"),
+            objdump::function_symbols(
+                "0000c774 g    DF .text\t00000040  GLIBC_2.4   __tls_get_addr\n"
+            ),
             BTreeMap::from([("__tls_get_addr".to_string(), (0xc774, 0x40))])
         );
     }
@@ -1450,7 +1326,7 @@ mod tests {
             pcs.extend(if k == 2 { &slow[..] } else { &fast[..] });
         }
         let ws = windows(&map, &run(&pcs), &["probe_a"]);
-        let e = &summarize(&map, &ws, 0, DISASM, SYMTAB, "p", "release")["probe_a"];
+        let e = &summarize(&map, &ws, 0, DISASM, SYMTAB, "", "p", "release")["probe_a"];
         assert_eq!((e.instructions, e.min, e.max, e.calls), (7, 7, 9, 5));
     }
 

@@ -640,19 +640,6 @@ pub fn check(profile: &Profile, listing: &Listing, probe: &Probe) -> Vec<Failure
         .collect()
 }
 
-/// [`check`] with a build's cold functions (see [`evaluate_with`]).
-pub fn check_with(
-    profile: &Profile,
-    listing: &Listing,
-    probe: &Probe,
-    cold: &BTreeSet<String>,
-) -> Vec<Failure> {
-    evaluate_with(profile, listing, probe, cold)
-        .into_iter()
-        .filter_map(|o| o.failure)
-        .collect()
-}
-
 /// The failures of every probe of `registry` on one built profile, a
 /// missing probe included (one [`FailureKind::MissingProbe`] each).
 pub fn check_all(profile: &Profile, listings: &ProbeListings, registry: &[Probe]) -> Vec<Failure> {

@@ -285,26 +285,6 @@ impl Listing {
             .collect()
     }
 
-    /// The first backward branch before the first instruction matching
-    /// `before`; `Err(())` when no instruction matches `before`.
-    #[allow(clippy::result_unit_err)]
-    pub fn backward_branch_before(
-        &self,
-        before: &super::profile::Pattern,
-        classes: &InstructionClasses,
-    ) -> Result<Option<&Instruction>, ()> {
-        let end = self
-            .lines
-            .iter()
-            .position(|l| matches!(l, Line::Instruction(i) if before.is_match(&i.text())))
-            .ok_or(())?;
-        Ok(self
-            .matching(Class::BackwardBranch, classes)
-            .into_iter()
-            .find(|&(idx, _)| idx < end)
-            .map(|(_, i)| i))
-    }
-
     /// Instruction, atomic, call, branch and loop counts.
     pub fn summary(&self, classes: &InstructionClasses) -> Summary {
         Summary {

@@ -42,9 +42,6 @@ use serde::{Deserialize, Serialize};
 
 use super::profile::Arch;
 
-/// The LLVM major llvm-mca should come from (rustc 1.95.0's).
-pub const LLVM_MAJOR: u32 = 22;
-
 /// llvm-mca's iterations of the block.
 pub const ITERATIONS: u32 = 100;
 
@@ -352,6 +349,7 @@ fn skipped_instructions(stderr: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::{Tool, need};
 
     const REPORT: &str = "\
 Iterations:        100
@@ -430,24 +428,17 @@ Resource pressure per iteration:
     /// missing, as the cross steps skip without their toolchains.
     #[test]
     fn a_locked_add_is_predicted_on_znver4() {
-        if crate::tools::need(
-            "a_locked_add_is_predicted_on_znver4",
-            &crate::tools::Tool::LlvmMca,
-        )
-        .is_none()
-        {
+        if need("a_locked_add_is_predicted_on_znver4", &Tool::LlvmMca).is_none() {
             return;
         }
-        let lines: Vec<String> = [
+        let lines = [
             "mov rax, rsi",
             "lock xadd qword ptr [rdi], rax",
             "bl allocasm::x::y",
             "add rax, 16",
             "ret",
         ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        .map(String::from);
         let m = analyze(&lines, "x86_64-unknown-linux-gnu", &Arch::X86_64, "znver4").unwrap();
         // `bl` is no x86 instruction: dropped, and said so.
         assert_eq!(m.dropped, ["bl allocasm::x::y"]);
@@ -461,9 +452,9 @@ Resource pressure per iteration:
     /// figure as the atomic's cost).
     #[test]
     fn an_instruction_without_scheduling_is_listed_as_skipped() {
-        if crate::tools::need(
+        if need(
             "an_instruction_without_scheduling_is_listed_as_skipped",
-            &crate::tools::Tool::LlvmMca,
+            &Tool::LlvmMca,
         )
         .is_none()
         {

@@ -49,7 +49,8 @@
 //!   profile with a `[linked]` table, release and fat LTO ([`linked::Lto`]);
 //!   [`linked::extract_linked`] gives the same [`ProbeListings`] as
 //!   [`extract_probes`]; [`linked::side_by_side`] puts a `.s` listing and a
-//!   linked one in two columns.
+//!   linked one in two columns. [`objdump`] runs the disassembler and reads
+//!   its output for it and for [`executed`].
 //!
 //! What the report should show with them (md/json/html): the cross-profile
 //! table of the `.s` view first (and of the linked view under it); per
@@ -74,6 +75,7 @@ pub mod linked;
 pub mod listing;
 pub mod mca;
 pub mod normalize;
+pub mod objdump;
 pub mod parse;
 pub mod profile;
 pub mod project;
@@ -81,7 +83,7 @@ pub mod summary;
 pub mod symbols;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use build::{AsmOutput, BuildError, BuildEvent, BuildOptions};
 pub use expect::{Failure, FailureKind, Outcome};
@@ -288,14 +290,6 @@ pub fn function_names(profile: &Profile, asm: &AsmOutput) -> BTreeSet<String> {
 /// Loads every profile of `targets/` (see [`Profile::load_all`]).
 pub fn load_profiles() -> anyhow::Result<Vec<Profile>> {
     Profile::load_all(&targets_dir())
-}
-
-/// `path` relative to the crate root when it is inside it (for messages).
-pub fn display_path(path: &Path) -> String {
-    path.strip_prefix(manifest_dir())
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }
 
 // Skipped under Miri: regex-heavy and reading files, nothing unsafe to check.

@@ -176,16 +176,20 @@ fn declared_functions(text: &str, format: ObjectFormat) -> BTreeSet<String> {
     set
 }
 
+/// The name a `.section` directive's arguments start with.
+fn section_name(args: &str) -> &str {
+    args.split(',')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .trim_matches('"')
+}
+
 fn is_text_section(args: &str, format: ObjectFormat) -> bool {
     match format {
         ObjectFormat::MachO => args.starts_with("__TEXT,__text"),
         _ => {
-            let name = args
-                .split(',')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .trim_matches('"');
+            let name = section_name(args);
             name == ".text" || name.starts_with(".text.") || name.starts_with(".text$")
         }
     }
@@ -218,12 +222,7 @@ pub fn parse_asm(text: &str, format: ObjectFormat) -> Assembly {
                 ".section" => {
                     finish(&mut current, &mut asm);
                     in_text = is_text_section(args, format);
-                    let name = args
-                        .split(',')
-                        .next()
-                        .unwrap_or("")
-                        .trim()
-                        .trim_matches('"');
+                    let name = section_name(args);
                     in_unlikely = name.starts_with(".text.unlikely.") || name == ".text.unlikely";
                 }
                 ".def" if format == ObjectFormat::Coff => {

@@ -517,17 +517,15 @@ pub struct Profile {
 /// objdump = "riscv64-linux-gnu-objdump"   # optional: the disassembler
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct LinkedConfig {
     /// Extra rustflags for every crate of the executable's build, split on
     /// whitespace (the `.s` view's `relocation-model=pie` is not needed:
     /// an executable is pie already).
-    #[serde(default)]
     pub rustflags: String,
     /// The disassembler; by default the toolchain's `llvm-objdump`, else
     /// GNU's `<gnu-triple>-objdump` (which the cross gcc packages bring) or
     /// the host's `objdump` for the host's own architecture.
-    #[serde(default)]
     pub objdump: Option<String>,
 }
 
@@ -559,23 +557,15 @@ struct RawProfile {
 }
 
 #[derive(Deserialize, Default, Clone)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 struct RawRule {
-    #[serde(default)]
     scope: Option<String>,
-    #[serde(default)]
     has: Vec<String>,
-    #[serde(default)]
     lacks: Vec<String>,
-    #[serde(default)]
     forbid: Vec<String>,
-    #[serde(default)]
     require: Vec<String>,
-    #[serde(default)]
     check: Vec<RawStep>,
-    #[serde(default)]
     count: BTreeMap<String, usize>,
-    #[serde(default)]
     calls: Option<Vec<String>>,
 }
 
@@ -586,53 +576,36 @@ enum RawStep {
     Table(RawStepTable),
 }
 
-#[derive(Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
+#[derive(Deserialize, Default, Clone)]
+#[serde(default, deny_unknown_fields)]
 struct RawStepTable {
-    #[serde(default)]
     next: Option<String>,
-    #[serde(default)]
     not: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 struct RawExpect {
-    #[serde(default)]
     scope: Option<String>,
-    #[serde(default)]
     has: Vec<String>,
-    #[serde(default)]
     lacks: Vec<String>,
-    #[serde(default)]
     forbid: Vec<String>,
-    #[serde(default)]
     require: Vec<String>,
-    #[serde(default)]
     check: Vec<RawStep>,
-    #[serde(default)]
     count: BTreeMap<String, usize>,
-    #[serde(default)]
     calls: Option<Vec<String>>,
-    #[serde(default)]
     rule: Vec<RawRule>,
-    #[serde(default)]
     hot_max: Option<usize>,
-    #[serde(default)]
     to_fit_check_max: Option<usize>,
-    #[serde(default)]
     why: Option<String>,
-    #[serde(default)]
     follow: bool,
 }
 
 /// `targets/suite.toml`: what every profile shares.
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 struct RawSuite {
-    #[serde(default)]
     kind: BTreeMap<String, RawRule>,
-    #[serde(default)]
     cold_calls: Vec<String>,
 }
 

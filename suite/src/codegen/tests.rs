@@ -9,33 +9,50 @@ use super::*;
 use allocasm::probes::{Probe, ProbeKind};
 use profile::Scope;
 
-const ELF_ARMV7_PIE_TLS: &str = include_str!("testdata/elf-armv7-pie-tls.s");
-const ELF_X86_TLSGD: &str = include_str!("testdata/elf-x86_64-pic-tlsgd.s");
+/// A fixture of `testdata/`: its text, object format and architecture.
+struct Src(&'static str, ObjectFormat, Arch);
 
-const ELF_X86: &str = include_str!("testdata/elf-x86_64.s");
-const ELF_X86_V0: &str = include_str!("testdata/elf-x86_64-v0.s");
-const ELF_ARM: &str = include_str!("testdata/elf-aarch64.s");
-const MACHO_ARM: &str = include_str!("testdata/macho-aarch64.s");
-const COFF_X86: &str = include_str!("testdata/coff-x86_64.s");
-const COFF_ARM: &str = include_str!("testdata/coff-aarch64.s");
-const COFF_X86_SEH: &str = include_str!("testdata/coff-x86_64-seh.s");
-const ELF_RISCV: &str = include_str!("testdata/elf-riscv64.s");
-const ELF_ARMV7: &str = include_str!("testdata/elf-armv7.s");
+macro_rules! src {
+    ($file:literal, $format:ident, $arch:ident) => {
+        Src(
+            include_str!(concat!("testdata/", $file)),
+            ObjectFormat::$format,
+            Arch::$arch,
+        )
+    };
+}
 
-const FORMATS: [(&str, &str, ObjectFormat, Arch); 8] = [
-    ("elf-x86_64", ELF_X86, ObjectFormat::Elf, Arch::X86_64),
-    ("elf-x86_64-v0", ELF_X86_V0, ObjectFormat::Elf, Arch::X86_64),
-    ("elf-aarch64", ELF_ARM, ObjectFormat::Elf, Arch::Aarch64),
-    (
-        "macho-aarch64",
-        MACHO_ARM,
-        ObjectFormat::MachO,
-        Arch::Aarch64,
-    ),
-    ("coff-x86_64", COFF_X86, ObjectFormat::Coff, Arch::X86_64),
-    ("coff-aarch64", COFF_ARM, ObjectFormat::Coff, Arch::Aarch64),
-    ("elf-riscv64", ELF_RISCV, ObjectFormat::Elf, Arch::Riscv64),
-    ("elf-armv7", ELF_ARMV7, ObjectFormat::Elf, Arch::Arm),
+impl Src {
+    fn asm(&self) -> parse::Assembly {
+        parse::parse_asm(self.0, self.1)
+    }
+
+    fn listing(&self, name: &str) -> Listing {
+        listing(self.0, self.1, &self.2, name)
+    }
+}
+
+const ELF_ARMV7_PIE_TLS: Src = src!("elf-armv7-pie-tls.s", Elf, Arm);
+const ELF_X86_TLSGD: Src = src!("elf-x86_64-pic-tlsgd.s", Elf, X86_64);
+const ELF_X86: Src = src!("elf-x86_64.s", Elf, X86_64);
+const ELF_X86_V0: Src = src!("elf-x86_64-v0.s", Elf, X86_64);
+const ELF_ARM: Src = src!("elf-aarch64.s", Elf, Aarch64);
+const MACHO_ARM: Src = src!("macho-aarch64.s", MachO, Aarch64);
+const COFF_X86: Src = src!("coff-x86_64.s", Coff, X86_64);
+const COFF_ARM: Src = src!("coff-aarch64.s", Coff, Aarch64);
+const COFF_X86_SEH: Src = src!("coff-x86_64-seh.s", Coff, X86_64);
+const ELF_RISCV: Src = src!("elf-riscv64.s", Elf, Riscv64);
+const ELF_ARMV7: Src = src!("elf-armv7.s", Elf, Arm);
+
+const FORMATS: [(&str, Src); 8] = [
+    ("elf-x86_64", ELF_X86),
+    ("elf-x86_64-v0", ELF_X86_V0),
+    ("elf-aarch64", ELF_ARM),
+    ("macho-aarch64", MACHO_ARM),
+    ("coff-x86_64", COFF_X86),
+    ("coff-aarch64", COFF_ARM),
+    ("elf-riscv64", ELF_RISCV),
+    ("elf-armv7", ELF_ARMV7),
 ];
 
 fn listing(text: &str, format: ObjectFormat, arch: &Arch, name: &str) -> Listing {
@@ -64,8 +81,8 @@ fn every_format_splits_the_same_functions() {
         "probe_rel",
         "probe_tls",
     ];
-    for (what, text, format, _) in FORMATS {
-        let asm = parse::parse_asm(text, format);
+    for (what, src) in FORMATS {
+        let asm = src.asm();
         let names: Vec<&str> = asm.functions.iter().map(|f| f.name.as_str()).collect();
         for p in probes {
             assert!(names.contains(&p), "{what}: {p} missing from {names:?}");
@@ -77,7 +94,7 @@ fn every_format_splits_the_same_functions() {
 
 #[test]
 fn elf_function_ends_at_size_directive() {
-    let asm = parse::parse_asm(ELF_X86, ObjectFormat::Elf);
+    let asm = ELF_X86.asm();
     let f = asm.function("probe_tls").unwrap();
     assert_eq!(f.lines[0], "probe_tls:");
     assert!(
@@ -93,7 +110,7 @@ fn elf_function_ends_at_size_directive() {
 
 #[test]
 fn macho_symbols_lose_their_underscore() {
-    let asm = parse::parse_asm(MACHO_ARM, ObjectFormat::MachO);
+    let asm = MACHO_ARM.asm();
     assert!(asm.function("probe_packed").is_some());
     assert!(asm.function("_probe_packed").is_none());
     assert!(
@@ -108,7 +125,7 @@ fn macho_symbols_lose_their_underscore() {
 
 #[test]
 fn coff_functions_come_from_def_blocks() {
-    let asm = parse::parse_asm(COFF_X86, ObjectFormat::Coff);
+    let asm = COFF_X86.asm();
     let f = asm.function("probe_call").unwrap();
     assert!(f.raw_text().contains(".seh_endproc"));
     assert!(
@@ -118,7 +135,7 @@ fn coff_functions_come_from_def_blocks() {
     );
     // `@feat.00` is a .def with `.type 0`: not a function.
     assert!(asm.function("@feat.00").is_none());
-    let tls = listing(COFF_X86, ObjectFormat::Coff, &Arch::X86_64, "probe_tls");
+    let tls = COFF_X86.listing("probe_tls");
     assert!(tls.text().contains("gs:[88]"), "{tls}");
 }
 
@@ -128,7 +145,7 @@ fn coff_seh_funclets_handler_data_and_one_only_sections() {
     // `.def`/`.scl 2`/`.type 32`/`.endef` + a `one_only` text section, ends
     // in `.seh_handlerdata` + a re-entered `one_only` section + `.seh_endproc`,
     // and is followed by its catch funclet (`.scl 3`) and `.xdata` tables.
-    let asm = parse::parse_asm(COFF_X86_SEH, ObjectFormat::Coff);
+    let asm = COFF_X86_SEH.asm();
     let names: Vec<&str> = asm.functions.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(
         names,
@@ -154,12 +171,7 @@ fn coff_seh_funclets_handler_data_and_one_only_sections() {
             "{l}"
         );
     }
-    let tls = listing(
-        COFF_X86_SEH,
-        ObjectFormat::Coff,
-        &Arch::X86_64,
-        "probe_thread_cursor_alloc",
-    );
+    let tls = COFF_X86_SEH.listing("probe_thread_cursor_alloc");
     let text = tls.text();
     for want in [
         "  mov ecx, dword ptr [rip + _tls_index]\n",
@@ -185,12 +197,7 @@ fn a_cold_block_jumping_back_to_the_epilogue_is_no_loop() {
     // probe_packed_alloc_relaxed on Windows: the error and refill calls sit
     // after the returns and `jmp` back to the shared result block.
     let x86 = InstructionClasses::for_arch(&Arch::X86_64).unwrap();
-    let l = listing(
-        COFF_X86_SEH,
-        ObjectFormat::Coff,
-        &Arch::X86_64,
-        "probe_packed_alloc_relaxed",
-    );
+    let l = COFF_X86_SEH.listing("probe_packed_alloc_relaxed");
     let s = l.summary(&x86);
     assert_eq!(
         (s.atomic_rmw, s.calls, s.backward_branches),
@@ -208,26 +215,25 @@ fn riscv64_armv7_and_arm64_windows_classes() {
     let rv = InstructionClasses::for_arch(&Arch::Riscv64).unwrap();
     let arm = InstructionClasses::for_arch(&Arch::Arm).unwrap();
     let a64 = InstructionClasses::for_arch(&Arch::Aarch64).unwrap();
-    let sum = |t: &str, f, a: &Arch, n, c: &InstructionClasses| {
-        let l = listing(t, f, a, n);
+    let sum = |src: &Src, n, c: &InstructionClasses| {
+        let l = src.listing(n);
         (l.summary(c), l)
     };
-    let elf = ObjectFormat::Elf;
 
     // riscv64: one `amoadd.d`, no loop; `.rl` for Release; `call` is a call.
-    let (p, l) = sum(ELF_RISCV, elf, &Arch::Riscv64, "probe_packed", &rv);
+    let (p, l) = sum(&ELF_RISCV, "probe_packed", &rv);
     assert_eq!(
         (p.atomic_rmw, p.calls, p.backward_branches),
         (1, 0, 0),
         "{l}"
     );
     assert!(l.text().contains("  amoadd.d a2, a1, (a0)\n"), "{l}");
-    let (p, l) = sum(ELF_RISCV, elf, &Arch::Riscv64, "probe_rel", &rv);
+    let (p, l) = sum(&ELF_RISCV, "probe_rel", &rv);
     assert_eq!(p.atomic_rmw, 1, "{l}");
     assert!(l.text().contains("amoadd.d.rl"), "{l}");
-    let (p, l) = sum(ELF_RISCV, elf, &Arch::Riscv64, "probe_call", &rv);
+    let (p, l) = sum(&ELF_RISCV, "probe_call", &rv);
     assert_eq!((p.calls, p.atomics), (2, 0), "{l}");
-    let (p, l) = sum(ELF_RISCV, elf, &Arch::Riscv64, "probe_loop", &rv);
+    let (p, l) = sum(&ELF_RISCV, "probe_loop", &rv);
     assert_eq!(p.backward_branches, 1, "bnez back to the loop head: {l}");
     for (text, rmw) in [
         ("lr.d a2, (a0)", true),
@@ -242,7 +248,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
     assert!(rv.atomic_other.is_match("fence rw, rw"));
 
     // armv7: the 64-bit fetch_add is an ldrexd/strexd loop.
-    let (p, l) = sum(ELF_ARMV7, elf, &Arch::Arm, "probe_packed", &arm);
+    let (p, l) = sum(&ELF_ARMV7, "probe_packed", &arm);
     assert!(
         l.text().contains("ldrexd") && l.text().contains("strexd"),
         "{l}"
@@ -253,11 +259,11 @@ fn riscv64_armv7_and_arm64_windows_classes() {
         "{l}"
     );
     // Default PIC: the thread-local is a `bl __tls_get_addr`.
-    let (p, l) = sum(ELF_ARMV7, elf, &Arch::Arm, "probe_tls", &arm);
+    let (p, l) = sum(&ELF_ARMV7, "probe_tls", &arm);
     assert!(l.text().contains("  bl __tls_get_addr\n"), "{l}");
     assert_eq!(p.calls, 1, "{l}");
     // `bxeq lr` falls through to the `b` back: still a loop.
-    let (p, l) = sum(ELF_ARMV7, elf, &Arch::Arm, "probe_loop", &arm);
+    let (p, l) = sum(&ELF_ARMV7, "probe_loop", &arm);
     assert_eq!(p.backward_branches, 1, "{l}");
     for (text, class) in [
         ("dmb ish", "other"),
@@ -277,8 +283,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
 
     // arm64 Windows (COFF): no LSE, no outline atomics: an ldxr/stxr loop;
     // thread-locals through x18 and _tls_index, no call.
-    let coff = ObjectFormat::Coff;
-    let (p, l) = sum(COFF_ARM, coff, &Arch::Aarch64, "probe_packed", &a64);
+    let (p, l) = sum(&COFF_ARM, "probe_packed", &a64);
     assert!(
         l.text().contains("ldxr") && l.text().contains("stxr"),
         "{l}"
@@ -288,7 +293,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
         (2, 0, 1),
         "{l}"
     );
-    let (p, l) = sum(COFF_ARM, coff, &Arch::Aarch64, "probe_tls", &a64);
+    let (p, l) = sum(&COFF_ARM, "probe_tls", &a64);
     assert!(l.text().contains("  ldr x9, [x18, #88]\n"), "{l}");
     assert!(l.text().contains(":secrel_hi12:frag::CUR::"), "{l}");
     assert_eq!(p.calls, 0, "{l}");
@@ -296,15 +301,15 @@ fn riscv64_armv7_and_arm64_windows_classes() {
 
 #[test]
 fn aliases_from_function_merging_resolve() {
-    for (what, text, format, arch) in FORMATS {
-        let asm = parse::parse_asm(text, format);
+    for (what, src) in FORMATS {
+        let asm = src.asm();
         assert_eq!(
             asm.aliases.get("probe_seq").map(String::as_str),
             Some("probe_dup"),
             "{what}"
         );
-        let seq = listing(text, format, &arch, "probe_seq");
-        let dup = listing(text, format, &arch, "probe_dup");
+        let seq = src.listing("probe_seq");
+        let dup = src.listing("probe_dup");
         assert_eq!(seq.lines, dup.lines, "{what}");
     }
     let set = parse::parse_asm("\t.set\tprobe_b, probe_a\n", ObjectFormat::Elf);
@@ -318,9 +323,9 @@ fn aliases_from_function_merging_resolve() {
 
 #[test]
 fn directives_and_comments_are_dropped() {
-    for (what, text, format, arch) in FORMATS {
-        for f in &parse::parse_asm(text, format).functions {
-            let l = normalize::normalize(f, &arch);
+    for (what, src) in FORMATS {
+        for f in &src.asm().functions {
+            let l = normalize::normalize(f, &src.2);
             for line in lines(&l) {
                 let t = line.trim();
                 let data = listing::DATA_DIRECTIVES
@@ -340,7 +345,7 @@ fn directives_and_comments_are_dropped() {
 
 #[test]
 fn whitespace_is_folded_and_prefixes_join() {
-    let l = listing(ELF_X86, ObjectFormat::Elf, &Arch::X86_64, "probe_packed");
+    let l = ELF_X86.listing("probe_packed");
     // The .s has `lock\t\txadd\tqword ptr [rdi], rcx`.
     assert!(
         lines(&l).contains(&"  lock xadd qword ptr [rdi], rcx".to_string()),
@@ -363,19 +368,19 @@ fn labels_are_renumbered_per_function() {
         "  je .LBB1",
         ".LBB2:",
     ];
-    let l = listing(ELF_X86, ObjectFormat::Elf, &Arch::X86_64, "probe_loop");
+    let l = ELF_X86.listing("probe_loop");
     assert_eq!(&lines(&l)[..5], &expected_elf);
-    let m = listing(MACHO_ARM, ObjectFormat::MachO, &Arch::Aarch64, "probe_loop");
+    let m = MACHO_ARM.listing("probe_loop");
     assert!(lines(&m).contains(&"  cbz x0, LBB1".to_string()), "{m}");
     assert!(lines(&m).contains(&"LBB2:".to_string()), "{m}");
     // Constant-pool labels too, defined outside the function.
-    let c = listing(ELF_ARM, ObjectFormat::Elf, &Arch::Aarch64, "probe_match");
+    let c = ELF_ARM.listing("probe_match");
     assert!(c.text().contains("adrp x8, .LCPI1"), "{c}");
     // The same function at another position in the file gets the same listing.
-    let moved = ELF_X86.replace(".LBB6_2", ".LBB17_9");
+    let moved = ELF_X86.0.replace(".LBB6_2", ".LBB17_9");
     assert_eq!(
         listing(&moved, ObjectFormat::Elf, &Arch::X86_64, "probe_packed"),
-        listing(ELF_X86, ObjectFormat::Elf, &Arch::X86_64, "probe_packed")
+        ELF_X86.listing("probe_packed")
     );
 }
 
@@ -410,9 +415,9 @@ fn promoted_anonymous_constants_lose_their_hashes() {
 #[test]
 fn unreferenced_labels_are_dropped() {
     // Mach-O's `Lloh` labels only feed `.loh` directives; ELF's `.Lfunc_end`.
-    let m = listing(MACHO_ARM, ObjectFormat::MachO, &Arch::Aarch64, "probe_tls");
+    let m = MACHO_ARM.listing("probe_tls");
     assert!(!m.text().contains("Lloh"), "{m}");
-    let e = listing(ELF_X86, ObjectFormat::Elf, &Arch::X86_64, "probe_tls");
+    let e = ELF_X86.listing("probe_tls");
     assert!(!e.text().contains("Lfunc_end"), "{e}");
     let synthetic = "f:\nLtmp3:\n\tb.ne\tLBB0_7\nLBB0_7:\n\tret\n\t.cfi_endproc\n";
     let l = listing(
@@ -426,8 +431,8 @@ fn unreferenced_labels_are_dropped() {
 
 #[test]
 fn rust_symbols_are_demangled_without_hashes() {
-    let legacy = listing(ELF_X86, ObjectFormat::Elf, &Arch::X86_64, "probe_tls");
-    let v0 = listing(ELF_X86_V0, ObjectFormat::Elf, &Arch::X86_64, "probe_tls");
+    let legacy = ELF_X86.listing("probe_tls");
+    let v0 = ELF_X86_V0.listing("probe_tls");
     assert!(
         legacy
             .text()
@@ -436,10 +441,10 @@ fn rust_symbols_are_demangled_without_hashes() {
     );
     // Legacy (`17h…E`, `{{closure}}`) and v0 (`_RNv…`, `{closure#0}`) manglings normalize alike.
     assert_eq!(legacy, v0);
-    let call = listing(ELF_X86_V0, ObjectFormat::Elf, &Arch::X86_64, "probe_call");
+    let call = ELF_X86_V0.listing("probe_call");
     assert!(call.text().contains("call frag::slow\n"), "{call}");
     // Mach-O's extra `_`.
-    let m = listing(MACHO_ARM, ObjectFormat::MachO, &Arch::Aarch64, "probe_tls");
+    let m = MACHO_ARM.listing("probe_tls");
     assert!(
         m.text().contains(
             "adrp x0, frag::CUR::{constant}::{closure}::__RUST_STD_INTERNAL_VAL@TLVPPAGE"
@@ -478,9 +483,9 @@ fn rust_symbols_are_demangled_without_hashes() {
 
 #[test]
 fn outline_atomics_and_other_helpers_are_kept_verbatim() {
-    let l = listing(ELF_ARM, ObjectFormat::Elf, &Arch::Aarch64, "probe_packed");
+    let l = ELF_ARM.listing("probe_packed");
     assert!(l.text().contains("  bl __aarch64_ldadd8_relax\n"), "{l}");
-    let t = listing(ELF_X86, ObjectFormat::Elf, &Arch::X86_64, "probe_tls");
+    let t = ELF_X86.listing("probe_tls");
     assert!(t.text().contains("  call __tls_get_addr@PLT\n"), "{t}");
 }
 
@@ -490,70 +495,28 @@ fn outline_atomics_and_other_helpers_are_kept_verbatim() {
 fn classes_find_atomics_calls_and_loops() {
     let x86 = InstructionClasses::for_arch(&Arch::X86_64).unwrap();
     let arm = InstructionClasses::for_arch(&Arch::Aarch64).unwrap();
-    let s = |t: &str, f, a: &Arch, n, c: &InstructionClasses| listing(t, f, a, n).summary(c);
+    let s = |src: &Src, n, c: &InstructionClasses| src.listing(n).summary(c);
 
-    let p = s(
-        ELF_X86,
-        ObjectFormat::Elf,
-        &Arch::X86_64,
-        "probe_packed",
-        &x86,
-    );
+    let p = s(&ELF_X86, "probe_packed", &x86);
     assert_eq!(
         (p.atomic_rmw, p.calls, p.backward_branches, p.instructions),
         (1, 0, 0, 14)
     );
-    let p = s(
-        ELF_ARM,
-        ObjectFormat::Elf,
-        &Arch::Aarch64,
-        "probe_packed",
-        &arm,
-    );
+    let p = s(&ELF_ARM, "probe_packed", &arm);
     assert_eq!(
         (p.atomic_rmw, p.calls),
         (1, 1),
         "outline atomics are a call and an atomic"
     );
-    let p = s(
-        MACHO_ARM,
-        ObjectFormat::MachO,
-        &Arch::Aarch64,
-        "probe_rel",
-        &arm,
-    );
+    let p = s(&MACHO_ARM, "probe_rel", &arm);
     assert_eq!((p.atomic_rmw, p.calls), (1, 0));
-    let l = s(
-        ELF_ARM,
-        ObjectFormat::Elf,
-        &Arch::Aarch64,
-        "probe_loop",
-        &arm,
-    );
+    let l = s(&ELF_ARM, "probe_loop", &arm);
     assert_eq!((l.branches, l.backward_branches), (3, 1));
-    let l = s(
-        COFF_X86,
-        ObjectFormat::Coff,
-        &Arch::X86_64,
-        "probe_loop",
-        &x86,
-    );
+    let l = s(&COFF_X86, "probe_loop", &x86);
     assert_eq!((l.branches, l.backward_branches), (3, 1));
-    let c = s(
-        MACHO_ARM,
-        ObjectFormat::MachO,
-        &Arch::Aarch64,
-        "probe_tls",
-        &arm,
-    );
+    let c = s(&MACHO_ARM, "probe_tls", &arm);
     assert_eq!(c.calls, 1, "blr to the TLV thunk is a call");
-    let c = s(
-        ELF_X86,
-        ObjectFormat::Elf,
-        &Arch::X86_64,
-        "probe_call",
-        &x86,
-    );
+    let c = s(&ELF_X86, "probe_call", &x86);
     assert_eq!((c.calls, c.atomics), (2, 0));
 
     // A tail call is a call; a jump table's indirect jump is not.
@@ -1113,7 +1076,7 @@ fn profile_for(triple: &str) -> Profile {
 
 #[test]
 fn armv7_literal_pools_are_kept_as_data_and_not_counted() {
-    let raw = parse::parse_asm(ELF_ARMV7_PIE_TLS, ObjectFormat::Elf);
+    let raw = ELF_ARMV7_PIE_TLS.asm();
     let f = raw.function("probe_thread_cursor_alloc").unwrap();
     let l = normalize::normalize(f, &Arch::Arm);
     let data: Vec<&listing::Data> = l
@@ -1164,7 +1127,7 @@ fn armv7_literal_pools_are_kept_as_data_and_not_counted() {
 
 #[test]
 fn armv7_hot_path_uses_the_text_unlikely_section_and_predicated_returns() {
-    let asm = parse::parse_asm(ELF_ARMV7_PIE_TLS, ObjectFormat::Elf);
+    let asm = ELF_ARMV7_PIE_TLS.asm();
     assert!(
         asm.cold
             .contains("_ZN8allocasm13thread_cursor17ThreadCursorArena6refill17h02e3ad723ec9c9c8E"),
@@ -1209,12 +1172,7 @@ fn armv7_hot_path_uses_the_text_unlikely_section_and_predicated_returns() {
 
 #[test]
 fn x86_prefix_lines_join_their_instruction() {
-    let l = listing(
-        ELF_X86_TLSGD,
-        ObjectFormat::Elf,
-        &Arch::X86_64,
-        "probe_thread_cursor_alloc",
-    );
+    let l = ELF_X86_TLSGD.listing("probe_thread_cursor_alloc");
     let text = l.text();
     assert!(text.contains("  data16 lea rdi, [rip + "), "{text}");
     assert!(
@@ -1228,7 +1186,7 @@ fn x86_prefix_lines_join_their_instruction() {
     );
     // Counted once each: the source has 4 prefix lines and 2 instructions
     // they belong to.
-    let raw = parse::parse_asm(ELF_X86_TLSGD, ObjectFormat::Elf);
+    let raw = ELF_X86_TLSGD.asm();
     let f = raw.function("probe_thread_cursor_alloc").unwrap();
     let prefix_lines = f
         .lines
@@ -1296,10 +1254,9 @@ fn riscv64_hot_path_and_loops() {
 fn coff_and_macho_fragments_keep_their_instruction_counts() {
     // The statement model adds data lines but never an instruction: on the
     // real fragments every line the old normalizer counted is still one.
-    for (name, text, format, arch) in FORMATS {
-        let asm = parse::parse_asm(text, format);
-        for f in &asm.functions {
-            let l = normalize::normalize(f, &arch);
+    for (name, src) in FORMATS {
+        for f in &src.asm().functions {
+            let l = normalize::normalize(f, &src.2);
             let code_lines = f
                 .lines
                 .iter()

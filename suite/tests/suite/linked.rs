@@ -149,7 +149,7 @@ fn linked_listings_match_the_snapshots() {
         return;
     }
     for b in &builds().0 {
-        if !linked::is_llvm_objdump(b.output.objdump.split(' ').next().unwrap_or("")) {
+        if !codegen::objdump::is_llvm_objdump(b.output.objdump.split(' ').next().unwrap_or("")) {
             eprintln!(
                 "skipped: linked_listings_match_the_snapshots ({}, {}): disassembled by `{}`, \
                  the snapshots are llvm-objdump's",
