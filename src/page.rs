@@ -229,7 +229,7 @@ mod tests {
         let pages = PageAllocator::new();
         let page = pages.page_size();
         let old = Layout::from_size_align(page, 8).unwrap();
-        let new = Layout::from_size_align(page, page << 20).unwrap();
+        let new = Layout::from_size_align(page, page * 2).unwrap();
         let block = Allocator::allocate(&pages, old).unwrap().cast::<u8>();
         // SAFETY: `block` is live with `old`, and `new` is no larger.
         match unsafe { pages.shrink(block, old, new) } {
