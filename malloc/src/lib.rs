@@ -330,14 +330,42 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 
 /// Frees a block of this library (null: nothing).
 ///
+/// The hit path is a class block going into the thread cache, no call;
+/// large blocks and pointers that are no block of ours take
+/// [`free_other`], out of line, so that the hit path sets up no frame for
+/// what they need.
+///
 /// # Safety
 ///
 /// `p` is null or a live pointer returned by this library's functions.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn free(p: *mut c_void) {
-    let Some(block) = ptr::NonNull::new(p.cast::<u8>()) else {
+    // First: programs free null often (Lua: 18% of its frees).
+    if p.is_null() {
         return;
-    };
+    }
+    if let Some(class) = HEAP.block_at(p.cast::<u8>().cast_const()) {
+        // SAFETY: the start of a block of `class` (checked), so not null; a
+        // double free of it aborts in SegregatedFit (the `hardened`
+        // feature).
+        unsafe { HEAP.dealloc_in(ptr::NonNull::new_unchecked(p.cast::<u8>()), class) };
+        return;
+    }
+    // SAFETY: forwarded contract.
+    unsafe { free_other(p) }
+}
+
+/// [`free`] of anything but a class block: a large block, or a pointer
+/// that is no block of ours (abort).
+///
+/// # Safety
+///
+/// As for [`free`]; `p` is not null.
+#[cold]
+#[inline(never)]
+unsafe fn free_other(p: *mut c_void) {
+    // SAFETY: the caller's: not null.
+    let block = unsafe { ptr::NonNull::new_unchecked(p.cast::<u8>()) };
     match owned(p, "free()") {
         // SAFETY: the start of a block of `class` (checked); a double free
         // of it aborts in SegregatedFit (the `hardened` feature).
@@ -377,6 +405,19 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     if p.is_null() {
         return allocate(size, MIN_ALIGN, false);
     }
+    // SAFETY: forwarded contract; `p` is not null.
+    unsafe { realloc_block(p, size) }
+}
+
+/// [`realloc`] of a block (not null), out of line: `realloc(NULL, n)`, the
+/// allocation of programs that allocate only through `realloc` (Lua), stays
+/// as short as `malloc`, with no stack frame for this part's registers.
+///
+/// # Safety
+///
+/// As for [`realloc`]; `p` is not null.
+#[inline(never)]
+unsafe fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
     if size == 0 {
         // SAFETY: forwarded contract.
         unsafe { free(p) };
