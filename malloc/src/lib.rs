@@ -423,7 +423,8 @@ unsafe fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
         unsafe { free(p) };
         return ptr::null_mut();
     }
-    let old = match owned(p, "realloc()") {
+    let found = owned(p, "realloc()");
+    let old = match found {
         Owned::Class(class) => {
             if SegregatedFit::size_class(size, MIN_ALIGN) == Some(class) {
                 // The block already holds `size` bytes (glibc also resizes
@@ -459,9 +460,21 @@ unsafe fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
         return fresh;
     }
     // SAFETY: both are live and distinct; `old` and `size` bytes are theirs.
-    unsafe {
-        ptr::copy_nonoverlapping(p.cast::<u8>(), fresh.cast::<u8>(), old.min(size));
-        free(p);
+    unsafe { ptr::copy_nonoverlapping(p.cast::<u8>(), fresh.cast::<u8>(), old.min(size)) };
+    // The old block goes back as `free` would, without looking it up
+    // again: `found` is what it is.
+    match found {
+        // SAFETY: the start of a live block of `class` (checked above), not
+        // null; a double free of it aborts in SegregatedFit (`hardened`).
+        Owned::Class(class) => unsafe {
+            HEAP.dealloc_in(ptr::NonNull::new_unchecked(p.cast::<u8>()), class)
+        },
+        Owned::Large(block, layout) => {
+            remember_freed(p);
+            // SAFETY: a live large block of ours with this layout (checked
+            // above against the allocator's record of its mapping).
+            unsafe { GlobalAlloc::dealloc(&HEAP, block, layout) }
+        }
     }
     fresh
 }

@@ -382,6 +382,14 @@ fn a_double_free_of_a_large_block_aborts() {
     misuse("large_double_free.c", "free(): double free of");
 }
 
+/// `realloc` that moves a block frees the old one itself (without looking
+/// it up again); a later `free` of the old pointer is a double free.
+#[test]
+fn a_free_of_a_block_realloc_moved_aborts() {
+    misuse("realloc_moved_free.c", "free(): double free of");
+    misuse("realloc_moved_free.c", "(48-byte class)");
+}
+
 #[test]
 fn a_write_after_free_into_a_free_list_aborts() {
     misuse("write_after_free.c", "heap corruption");
