@@ -330,10 +330,10 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 
 /// Frees a block of this library (null: nothing).
 ///
-/// The hit path is a class block going into the thread cache, no call;
-/// large blocks and pointers that are no block of ours take
-/// [`free_other`], out of line, so that the hit path sets up no frame for
-/// what they need.
+/// The hit path is a class block going into the thread cache, with no
+/// call; large blocks and pointers that are no block of ours go out of
+/// line (`free_other`), so that the hit path does not set up the stack
+/// frame they need.
 ///
 /// # Safety
 ///
