@@ -1160,16 +1160,19 @@ mod tests {
 
     const BASE: u64 = 0x55_0000_0000;
 
+    /// The code map of one object, loaded `bias` bytes from its addresses.
+    fn code_map(disassembly: &str, symbols: &str, bias: u64, arch: Arch) -> CodeMap {
+        let object = Object {
+            disassembly,
+            symbols,
+            bias: bias as i64,
+            only: None,
+        };
+        CodeMap::new(&[object], &arch)
+    }
+
     fn map() -> CodeMap {
-        CodeMap::new(
-            &[Object {
-                disassembly: DISASM,
-                symbols: SYMTAB,
-                bias: BASE as i64,
-                only: None,
-            }],
-            &Arch::Aarch64,
-        )
+        code_map(DISASM, SYMTAB, BASE, Arch::Aarch64)
     }
 
     fn run(pcs: &[u64]) -> Vec<u64> {
@@ -1254,15 +1257,7 @@ mod tests {
 00001000 g     F .text\t00000010 probe_b
 00002000 g     F .text\t00000008 main
 ";
-        let map = CodeMap::new(
-            &[Object {
-                disassembly: ARM,
-                symbols: SYMS,
-                bias: 0,
-                only: None,
-            }],
-            &Arch::Arm,
-        );
+        let map = code_map(ARM, SYMS, 0, Arch::Arm);
         // Taken: the window is the two instructions, `main` is outside.
         let ws = windows(&map, &[0x2000, 0x1000, 0x1004, 0x2004], &["probe_b"]);
         assert_eq!(ws.len(), 1);
@@ -1290,15 +1285,7 @@ mod tests {
     3004:\tbx\tlr
 ";
         const SYMS: &str = "00003000 g     F .text\t00000008 probe_c\n";
-        let map = CodeMap::new(
-            &[Object {
-                disassembly: DIS,
-                symbols: SYMS,
-                bias: 0,
-                only: None,
-            }],
-            &Arch::Arm,
-        );
+        let map = code_map(DIS, SYMS, 0, Arch::Arm);
         assert_eq!(
             map.function_names(),
             ["__tls_get_addr@plt", "mmap64@plt", "probe_c"]

@@ -50,7 +50,6 @@ pub struct Dump {
 pub fn dump(objdump: &str, arch: &Arch, exe: &Path, cached: bool) -> Result<Dump, BuildError> {
     let run = if cached { run_cached } else { run };
     let args = disassemble_args(objdump, arch);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Ok(Dump {
         command: format!("{} {}", program_name(objdump), args.join(" ")),
         disassembly: join_prefixes(run(objdump, &args, exe)?, arch),
@@ -62,9 +61,10 @@ pub fn dump(objdump: &str, arch: &Arch, exe: &Path, cached: bool) -> Result<Dump
 /// `objdump -d` of `exe` ([`disassemble_args`]), prefixes joined
 /// ([`join_prefixes`]).
 pub fn disassemble(objdump: &str, arch: &Arch, exe: &Path) -> Result<String, BuildError> {
-    let args = disassemble_args(objdump, arch);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(join_prefixes(run(objdump, &args, exe)?, arch))
+    Ok(join_prefixes(
+        run(objdump, &disassemble_args(objdump, arch), exe)?,
+        arch,
+    ))
 }
 
 /// [`run`], read back from the project's cache when the same executable
@@ -155,13 +155,13 @@ pub fn is_llvm_objdump(objdump: &str) -> bool {
 /// decimal as in the `.s` view (llvm-objdump prints them in hex by
 /// default, GNU objdump in hex on x86-64 and arm64, which
 /// [`parse_objdump_with`] spells the LLVM way).
-pub fn disassemble_args(objdump: &str, arch: &Arch) -> Vec<String> {
-    let mut args = vec!["-d".to_string(), "--no-show-raw-insn".to_string()];
+pub fn disassemble_args(objdump: &str, arch: &Arch) -> Vec<&'static str> {
+    let mut args = vec!["-d", "--no-show-raw-insn"];
     if *arch == Arch::X86_64 {
-        args.extend(["-M".to_string(), "intel".to_string()]);
+        args.extend(["-M", "intel"]);
     }
     if is_llvm_objdump(objdump) {
-        args.push("--no-print-imm-hex".to_string());
+        args.push("--no-print-imm-hex");
     }
     args
 }
@@ -224,6 +224,24 @@ pub fn join_prefixes(disassembly: String, arch: &Arch) -> String {
 
 /// Function symbols of `objdump -t`: name → (address, size).
 pub fn parse_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
+    symbols_where(symtab, |head, _| head.contains(" F "))
+}
+
+/// Function symbols of `objdump -t` (` F `) or `objdump -T` (`DF`): name →
+/// (address, size).
+pub fn function_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
+    symbols_where(symtab, |head, size| {
+        size > 0
+            && head
+                .split_whitespace()
+                .skip(1)
+                .any(|f| f == "F" || f == "DF")
+    })
+}
+
+/// The symbols of a symbol table whose flags (`head`, the line up to its
+/// section's tab) and size `keep` takes: name → (address, size).
+fn symbols_where(symtab: &str, keep: impl Fn(&str, u64) -> bool) -> BTreeMap<String, (u64, u64)> {
     let mut map = BTreeMap::new();
     for line in symtab.lines() {
         // `00000000000125e0 g     F .text	000000000000009e              probe_x`
@@ -237,41 +255,12 @@ pub fn parse_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
         else {
             continue;
         };
-        if !head.contains(" F ") {
-            continue;
-        }
-        let mut rest = tail.split_whitespace();
-        let (Some(size), Some(name)) = (rest.next(), rest.next_back()) else {
-            continue;
-        };
-        if let Ok(size) = u64::from_str_radix(size, 16) {
-            map.insert(name.to_string(), (addr, size));
-        }
-    }
-    map
-}
-
-/// Function symbols of `objdump -t` (` F `) or `objdump -T` (`DF`): name →
-/// (address, size).
-pub fn function_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
-    let mut map = BTreeMap::new();
-    for line in symtab.lines() {
-        let Some((head, tail)) = line.split_once('\t') else {
-            continue;
-        };
-        let mut fields = head.split_whitespace();
-        let Some(addr) = fields.next().and_then(|a| u64::from_str_radix(a, 16).ok()) else {
-            continue;
-        };
-        if !fields.any(|f| f == "F" || f == "DF") {
-            continue;
-        }
         let mut rest = tail.split_whitespace();
         let (Some(size), Some(name)) = (rest.next(), rest.next_back()) else {
             continue;
         };
         if let Ok(size) = u64::from_str_radix(size, 16)
-            && size > 0
+            && keep(head, size)
         {
             map.insert(name.to_string(), (addr, size));
         }
@@ -652,7 +641,7 @@ fn x86_llvm_spelling(code: &str) -> String {
             }
             rest = tail;
         }
-        let mut parts: Vec<String> = base.into_iter().chain(index).chain(other).collect();
+        let parts: Vec<String> = base.into_iter().chain(index).chain(other).collect();
         let mut s = parts.join(" + ");
         if parts.is_empty() {
             s = disp.to_string();
@@ -661,7 +650,6 @@ fn x86_llvm_spelling(code: &str) -> String {
         } else if disp < 0 {
             s.push_str(&format!(" - {}", -disp));
         }
-        parts.clear();
         format!("[{s}]")
     });
     let width = if code
