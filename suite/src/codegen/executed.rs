@@ -250,17 +250,11 @@ pub fn driver_flags(profile: &Profile) -> Vec<String> {
 
 /// qemu-user for a profile's architecture, and the sysroot for `-L`.
 pub fn runner(profile: &Profile) -> Option<(String, Option<PathBuf>)> {
-    let program = match profile.arch() {
-        Arch::X86_64 => "qemu-x86_64",
-        Arch::Aarch64 => "qemu-aarch64",
-        Arch::Riscv64 => "qemu-riscv64",
-        Arch::Arm => "qemu-arm",
-        Arch::Other(_) => return None,
-    };
+    let (qemu, _) = crate::tools::arch_names(&profile.arch())?;
     let sysroot = PathBuf::from("/usr").join(linked::gnu_triple(&profile.triple));
     let host = Arch::from_triple(std::env::consts::ARCH) == profile.arch();
     Some((
-        program.to_string(),
+        format!("qemu-{qemu}"),
         (!host && sysroot.is_dir()).then_some(sysroot),
     ))
 }

@@ -157,12 +157,8 @@ pub fn gnu_triple(triple: &str) -> String {
 pub fn cross_env(triple: &str) -> Vec<(String, String)> {
     let native = Arch::from_triple(triple) == Arch::from_triple(std::env::consts::ARCH)
         && cfg!(target_os = "linux");
-    let qemu = match Arch::from_triple(triple) {
-        Arch::X86_64 => "qemu-x86_64",
-        Arch::Aarch64 => "qemu-aarch64",
-        Arch::Riscv64 => "qemu-riscv64",
-        Arch::Arm => "qemu-arm",
-        Arch::Other(_) => return Vec::new(),
+    let Some((qemu, _)) = crate::tools::arch_names(&Arch::from_triple(triple)) else {
+        return Vec::new();
     };
     if native || !triple.contains("-linux-gnu") {
         return Vec::new();
@@ -174,7 +170,10 @@ pub fn cross_env(triple: &str) -> Vec<(String, String)> {
     );
     vec![
         (format!("{var}_LINKER"), format!("{gnu}-gcc")),
-        (format!("{var}_RUNNER"), format!("{qemu} -L /usr/{gnu}")),
+        (
+            format!("{var}_RUNNER"),
+            format!("qemu-{qemu} -L /usr/{gnu}"),
+        ),
     ]
 }
 

@@ -116,13 +116,7 @@ pub fn run(objdump: &str, args: &[&str], exe: &Path) -> Result<String, BuildErro
 /// `objdump`), when it is on `PATH`: the fallback where llvm-objdump
 /// cannot read a file.
 pub fn gnu_objdump(arch: &Arch) -> Option<String> {
-    let triple = match arch {
-        Arch::X86_64 => "x86_64-linux-gnu",
-        Arch::Aarch64 => "aarch64-linux-gnu",
-        Arch::Riscv64 => "riscv64-linux-gnu",
-        Arch::Arm => "arm-linux-gnueabihf",
-        Arch::Other(_) => return None,
-    };
+    let (_, triple) = crate::tools::arch_names(arch)?;
     let own = format!("{triple}-objdump");
     crate::tools::which(&own)
         .or_else(|| {

@@ -624,14 +624,7 @@ pub const SUITE_FILE: &str = "suite.toml";
 impl Suite {
     /// Parses `targets/suite.toml`'s text.
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Suite> {
-        let raw: RawSuite = toml::from_str(text).map_err(|e| {
-            let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
-            anyhow::anyhow!(
-                "{}:{line}:{col}: {}",
-                path.display(),
-                e.message().trim_end()
-            )
-        })?;
+        let raw: RawSuite = parse_toml(text, path)?;
         let mut kind_rules = BTreeMap::new();
         for (kind, r) in &raw.kind {
             check_kind_name(kind, path)?;
@@ -726,16 +719,13 @@ fn build_rule(
     let mut rule = Rule::empty(scope, origin);
     rule.has = pats(&r.has, "has")?;
     rule.lacks = pats(&r.lacks, "lacks")?;
-    rule.forbid = r
-        .forbid
-        .iter()
-        .map(|c| parse_class(c, path, probe))
-        .collect::<Result<_, _>>()?;
-    rule.require = r
-        .require
-        .iter()
-        .map(|c| parse_class(c, path, probe))
-        .collect::<Result<_, _>>()?;
+    let classes = |v: &[String]| {
+        v.iter()
+            .map(|c| parse_class(c, path, probe))
+            .collect::<anyhow::Result<Vec<_>>>()
+    };
+    rule.forbid = classes(&r.forbid)?;
+    rule.require = classes(&r.require)?;
     for step in &r.check {
         rule.check.push(match step {
             RawStep::Check(s) => Step::Check(matcher(s, text, path, probe)?),
@@ -765,6 +755,19 @@ struct RawClasses {
     atomic_other: Option<String>,
     call: Option<String>,
     branch: Option<String>,
+}
+
+/// A TOML file's text as `T`; an error names `path:line:column` and what
+/// was expected.
+fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, path: &Path) -> anyhow::Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        anyhow::anyhow!(
+            "{}:{line}:{col}: {}",
+            path.display(),
+            e.message().trim_end()
+        )
+    })
 }
 
 /// `line:column` (1-based) of a byte offset.
@@ -801,14 +804,7 @@ impl Profile {
 
     /// [`Profile::parse`] with the suite-wide defaults.
     pub fn parse_with(text: &str, path: &Path, suite: &Suite) -> anyhow::Result<Profile> {
-        let raw: RawProfile = toml::from_str(text).map_err(|e| {
-            let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
-            anyhow::anyhow!(
-                "{}:{line}:{col}: {}",
-                path.display(),
-                e.message().trim_end()
-            )
-        })?;
+        let raw: RawProfile = parse_toml(text, path)?;
         let at = |what: &str| format!("{}: {what}", path.display());
         let pattern = |probe: &str, field: &str, s: &str| compile(s, text, path, probe, field);
         let expect_table = |probe: &str, r: &RawExpect| -> anyhow::Result<ProbeExpect> {
