@@ -400,15 +400,15 @@ Resource pressure per iteration:
 
     #[test]
     fn rust_paths_become_symbols() {
-        let lines = vec![
-            "bl allocasm::packed::PackedArena::alloc_slow".to_string(),
-            "call std::thread::local::LocalKey<T>::with".to_string(),
-            "bl 48d80 <__aarch64_ldadd8_relax>".to_string(),
-            "ldr x9, [x9, :gottprel_lo12:allocasm::thread_cursor::CURSORS::{constant}::{closure}::VAL]"
-                .to_string(),
-            "auipc a3, %tls_ie_pcrel_hi(allocasm::thread_cursor::CURSORS::{closure}::VAL)".to_string(),
-            "call <[T]>::to_vec".to_string(),
-        ];
+        let lines = [
+            "bl allocasm::packed::PackedArena::alloc_slow",
+            "call std::thread::local::LocalKey<T>::with",
+            "bl 48d80 <__aarch64_ldadd8_relax>",
+            "ldr x9, [x9, :gottprel_lo12:allocasm::thread_cursor::CURSORS::{constant}::{closure}::VAL]",
+            "auipc a3, %tls_ie_pcrel_hi(allocasm::thread_cursor::CURSORS::{closure}::VAL)",
+            "call <[T]>::to_vec",
+        ]
+        .map(String::from);
         assert_eq!(
             assembly(&lines, &Arch::Aarch64),
             "bl sym\ncall sym\nbl 48d80\nldr x9, [x9, :gottprel_lo12:sym]\n\
@@ -460,10 +460,7 @@ Resource pressure per iteration:
         {
             return;
         }
-        let lines = vec![
-            "ldadd x1, x2, [x0]".to_string(),
-            "add x0, x0, #1".to_string(),
-        ];
+        let lines = ["ldadd x1, x2, [x0]", "add x0, x0, #1"].map(String::from);
         let m = analyze(
             &lines,
             "aarch64-unknown-linux-gnu",

@@ -81,6 +81,12 @@ fn listing(text: &str, format: ObjectFormat, arch: &Arch, name: &str) -> Listing
     normalize::normalize(f, arch)
 }
 
+/// The listing of an ELF function `f` whose body is `body`.
+fn elf_f(body: &str, arch: Arch) -> Listing {
+    let text = format!("\t.type\tf,@function\nf:\n{body}");
+    listing(&text, ObjectFormat::Elf, &arch, "f")
+}
+
 fn lines(l: &Listing) -> Vec<String> {
     l.text().lines().map(str::to_string).collect()
 }
@@ -223,8 +229,9 @@ fn a_cold_block_jumping_back_to_the_epilogue_is_no_loop() {
         "{l}"
     );
     // The same shape with a real cycle through the rejoin is a loop.
-    let looped = "\t.type\tf,@function\nf:\n.LBB0_1:\n\tcmp\trax, 1\n\tjne\t.LBB0_2\n\tret\n.LBB0_2:\n\tcall\tg\n\tjmp\t.LBB0_1\n";
-    let l = listing(looped, ObjectFormat::Elf, &Arch::X86_64, "f");
+    let looped =
+        ".LBB0_1:\n\tcmp\trax, 1\n\tjne\t.LBB0_2\n\tret\n.LBB0_2:\n\tcall\tg\n\tjmp\t.LBB0_1\n";
+    let l = elf_f(looped, Arch::X86_64);
     assert_eq!(l.summary(&x86).backward_branches, 1, "{l}");
 }
 
@@ -538,8 +545,7 @@ fn classes_find_atomics_calls_and_loops() {
     assert_eq!((c.calls, c.atomics), (2, 0));
 
     // A tail call is a call; a jump table's indirect jump is not.
-    let tail = "\t.type\tf,@function\nf:\n\tjmp\tfoo\n\tjmp\trax\n";
-    let t = listing(tail, ObjectFormat::Elf, &Arch::X86_64, "f").summary(&x86);
+    let t = elf_f("\tjmp\tfoo\n\tjmp\trax\n", Arch::X86_64).summary(&x86);
     assert_eq!(t.calls, 1);
     for (text, rmw) in [
         ("stadd x1, [x0]", 1),
@@ -726,6 +732,12 @@ const RELAXED: Probe = Probe {
     operation: "alloc",
     kind: ProbeKind::Concurrent,
     expect: "",
+};
+
+/// [`RELAXED`] as a single-threaded probe.
+const SINGLE: Probe = Probe {
+    kind: ProbeKind::SingleThreaded,
+    ..RELAXED
 };
 
 fn arm_listing(body: &str) -> Listing {
@@ -947,12 +959,16 @@ fn expected_calls_on_the_hot_path_are_checked_in_order() {
         ..RELAXED
     };
     let body = "\tadrp\tx0, _CURSOR@TLVPPAGE\n\tldr\tx0, [x0, _CURSOR@TLVPPAGEOFF]\n\tldr\tx8, [x0]\n\tblr\tx8\n\tldr\tx0, [x0]\n\tret\n";
-    let l = listing(
-        &format!("\t.section\t__TEXT,__text\n_probe_thread_cursor_alloc:\n{body}"),
-        ObjectFormat::MachO,
-        &Arch::Aarch64,
-        "probe_thread_cursor_alloc",
-    );
+    let macho = |body: &str| {
+        let text = format!("\t.section\t__TEXT,__text\n_probe_thread_cursor_alloc:\n{body}");
+        listing(
+            &text,
+            ObjectFormat::MachO,
+            &Arch::Aarch64,
+            "probe_thread_cursor_alloc",
+        )
+    };
+    let l = macho(body);
     let h = cfg::analyze(&l, &p, &BTreeSet::new()).hot_path();
     assert_eq!(h.calls, ["tlv_get_addr (TLV thunk of CURSOR, via x8)"]);
     // `calls` replaces the suite's `count call = 0`.
@@ -962,12 +978,7 @@ fn expected_calls_on_the_hot_path_are_checked_in_order() {
         expect::check(&p, &l, &tc)
     );
     let no_call = body.replace("\tblr\tx8\n", "");
-    let l = listing(
-        &format!("\t.section\t__TEXT,__text\n_probe_thread_cursor_alloc:\n{no_call}"),
-        ObjectFormat::MachO,
-        &Arch::Aarch64,
-        "probe_thread_cursor_alloc",
-    );
+    let l = macho(&no_call);
     let f = expect::check(&p, &l, &tc);
     assert_eq!(f.len(), 1, "{f:#?}");
     assert!(f[0].to_string().contains("the calls are []"), "{}", f[0]);
@@ -994,11 +1005,7 @@ fn missing_class_fails() {
 
 #[test]
 fn single_threaded_probes_forbid_atomics_and_calls_everywhere() {
-    let st = Probe {
-        name: "probe_packed_alloc_relaxed",
-        kind: ProbeKind::SingleThreaded,
-        ..RELAXED
-    };
+    let st = SINGLE;
     let mut p = test_profile();
     p.expect.clear();
     // The call is behind a branch to a block that ends in a trap: cold, off
@@ -1027,11 +1034,7 @@ fn single_threaded_probes_forbid_atomics_and_calls_everywhere() {
 /// atomics stays.
 #[test]
 fn a_probe_that_lists_its_callees_lifts_the_kinds_call_ban() {
-    let st = Probe {
-        name: "probe_packed_alloc_relaxed",
-        kind: ProbeKind::SingleThreaded,
-        ..RELAXED
-    };
+    let st = SINGLE;
     let text = PROFILE.split("[probe.").next().unwrap().to_string()
         + "[[probe.probe_packed_alloc_relaxed.rule]]\nscope = \"function\"\ncalls = ['::walk$']\n";
     let p = Profile::parse_with(&text, Path::new("targets/test-arm.toml"), &test_suite()).unwrap();
@@ -1225,12 +1228,7 @@ fn x86_prefix_lines_join_their_instruction() {
 #[test]
 fn x86_traps_and_landing_pads_are_cold() {
     let body = "\tpush\trax\n\ttest\trdi, rdi\n\tje\t.LBB0_2\n\tmov\trax, qword ptr [rdi]\n\tpop\trcx\n\tret\n.LBB0_2:\n\tud2\n.Ltmp3:\n\tcall\t_Unwind_Resume@PLT\n";
-    let l = listing(
-        &format!("\t.type\tf,@function\nf:\n{body}"),
-        ObjectFormat::Elf,
-        &Arch::X86_64,
-        "f",
-    );
+    let l = elf_f(body, Arch::X86_64);
     let p = profile_for("x86_64-unknown-linux-gnu");
     let none = BTreeSet::new();
     let c = cfg::analyze(&l, &p, &none);
@@ -1253,12 +1251,7 @@ fn x86_traps_and_landing_pads_are_cold() {
 #[test]
 fn riscv64_hot_path_and_loops() {
     let body = "\tli\ta2, 0\n.LBB0_1:\n\tlr.d\ta3, (a0)\n\tadd\ta4, a3, a1\n\tsc.d\ta5, a4, (a0)\n\tbnez\ta5, .LBB0_1\n\tbltu\ta3, a2, .LBB0_3\n\tmv\ta0, a3\n\tret\n.LBB0_3:\n\ttail\t_ZN8allocasm6packed11PackedArena10alloc_slow17h0123456789abcdefE\n";
-    let l = listing(
-        &format!("\t.type\tf,@function\nf:\n{body}"),
-        ObjectFormat::Elf,
-        &Arch::Riscv64,
-        "f",
-    );
+    let l = elf_f(body, Arch::Riscv64);
     let p = profile_for("riscv64gc-unknown-linux-gnu");
     let h = cfg::analyze(&l, &p, &BTreeSet::new()).hot_path();
     assert_eq!(h.instructions, 8, "{h:#?}");
