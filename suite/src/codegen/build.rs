@@ -251,6 +251,14 @@ impl BuildError {
     pub fn is_not_available(&self) -> bool {
         matches!(self, BuildError::NotAvailable { .. })
     }
+
+    /// [`BuildError::NoAsm`]: `profile`'s build left nothing to read in `dir`.
+    pub(crate) fn no_asm(profile: &Profile, dir: &Path) -> BuildError {
+        BuildError::NoAsm {
+            profile: profile.name.clone(),
+            dir: dir.to_path_buf(),
+        }
+    }
 }
 
 /// One `.s` file of the crate.
@@ -327,13 +335,18 @@ impl AsmOutput {
             self.triple,
             self.rustc_release(),
             self.llvm_version(),
-            if self.flags.is_empty() {
-                "(none)".to_string()
-            } else {
-                self.flags.join(" ")
-            },
+            flags_or_none(&self.flags),
             self.codegen_units()
         )
+    }
+}
+
+/// Flags as a header shows them: `(none)` for none.
+pub(crate) fn flags_or_none(flags: &[String]) -> String {
+    if flags.is_empty() {
+        "(none)".to_string()
+    } else {
+        flags.join(" ")
     }
 }
 
@@ -481,17 +494,11 @@ pub fn build_profile(
 
     let outputs = Artifacts::parse(&json)
         .library(&project.lib_name)
-        .ok_or_else(|| BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: dir.clone(),
-        })?;
+        .ok_or_else(|| BuildError::no_asm(profile, &dir))?;
     let fresh = outputs.fresh;
     let files = read_asm_files(&outputs, started_at)?;
     if files.is_empty() {
-        return Err(BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: outputs.dir,
-        });
+        return Err(BuildError::no_asm(profile, &outputs.dir));
     }
     if ran_cargo {
         let listed: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();

@@ -320,10 +320,7 @@ pub fn build_driver_files(
     let artifacts = Artifacts::parse(&json);
     let executable = artifacts
         .executable(DRIVER)
-        .ok_or_else(|| BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: dir.clone(),
-        })?;
+        .ok_or_else(|| BuildError::no_asm(profile, &dir))?;
     let mut fresh = artifacts.all_fresh();
     // A shared-library profile: the probes in the cdylib, built with the
     // same flags into the same target dir (so it shares allocasm's build).
@@ -334,10 +331,9 @@ pub fn build_driver_files(
         let json = build::run_cargo(&mut cmd, profile, &command, &dir, opts, &rustc_vv)?;
         let artifacts = Artifacts::parse(&json);
         fresh &= artifacts.all_fresh();
-        let so = artifacts.cdylib("so").ok_or_else(|| BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: dir.clone(),
-        })?;
+        let so = artifacts
+            .cdylib("so")
+            .ok_or_else(|| BuildError::no_asm(profile, &dir))?;
         Some(so)
     } else {
         None

@@ -123,11 +123,7 @@ impl LinkedOutput {
                 Lto::Fat => "release profile with lto = \"fat\"",
             },
             self.rustc_version.lines().next().unwrap_or(""),
-            if self.flags.is_empty() {
-                "(none)".to_string()
-            } else {
-                self.flags.join(" ")
-            },
+            build::flags_or_none(&self.flags),
             self.objdump
         )
     }
@@ -338,10 +334,7 @@ pub fn build_linked(
     let artifacts = Artifacts::parse(&json);
     let executable = artifacts
         .executable(EXAMPLE)
-        .ok_or_else(|| BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: dir.clone(),
-        })?;
+        .ok_or_else(|| BuildError::no_asm(profile, &dir))?;
     let fresh = artifacts.all_fresh();
     progress(BuildEvent::Finished {
         profile: format!("{} ({lto})", profile.name),
