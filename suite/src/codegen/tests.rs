@@ -87,6 +87,11 @@ fn elf_f(body: &str, arch: Arch) -> Listing {
     listing(&text, ObjectFormat::Elf, &arch, "f")
 }
 
+/// A summary's atomic read-modify-writes, calls and backward branches.
+fn rmw_calls_loops(s: &listing::Summary) -> (usize, usize, usize) {
+    (s.atomic_rmw, s.calls, s.backward_branches)
+}
+
 fn lines(l: &Listing) -> Vec<String> {
     l.text().lines().map(str::to_string).collect()
 }
@@ -209,11 +214,7 @@ fn coff_seh_funclets_handler_data_and_one_only_sections() {
     }
     let x86 = InstructionClasses::for_arch(&Arch::X86_64).unwrap();
     let s = tls.summary(&x86);
-    assert_eq!(
-        (s.atomic_rmw, s.calls, s.backward_branches),
-        (0, 2, 0),
-        "{tls}"
-    );
+    assert_eq!(rmw_calls_loops(&s), (0, 2, 0), "{tls}");
 }
 
 #[test]
@@ -223,11 +224,7 @@ fn a_cold_block_jumping_back_to_the_epilogue_is_no_loop() {
     let x86 = InstructionClasses::for_arch(&Arch::X86_64).unwrap();
     let l = COFF_X86_SEH.listing("probe_packed_alloc_relaxed");
     let s = l.summary(&x86);
-    assert_eq!(
-        (s.atomic_rmw, s.calls, s.backward_branches),
-        (1, 2, 0),
-        "{l}"
-    );
+    assert_eq!(rmw_calls_loops(&s), (1, 2, 0), "{l}");
     // The same shape with a real cycle through the rejoin is a loop.
     let looped =
         ".LBB0_1:\n\tcmp\trax, 1\n\tjne\t.LBB0_2\n\tret\n.LBB0_2:\n\tcall\tg\n\tjmp\t.LBB0_1\n";
@@ -247,11 +244,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
 
     // riscv64: one `amoadd.d`, no loop; `.rl` for Release; `call` is a call.
     let (p, l) = sum(&ELF_RISCV, "probe_packed", &rv);
-    assert_eq!(
-        (p.atomic_rmw, p.calls, p.backward_branches),
-        (1, 0, 0),
-        "{l}"
-    );
+    assert_eq!(rmw_calls_loops(&p), (1, 0, 0), "{l}");
     assert!(l.text().contains("  amoadd.d a2, a1, (a0)\n"), "{l}");
     let (p, l) = sum(&ELF_RISCV, "probe_rel", &rv);
     assert_eq!(p.atomic_rmw, 1, "{l}");
@@ -278,11 +271,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
         l.text().contains("ldrexd") && l.text().contains("strexd"),
         "{l}"
     );
-    assert_eq!(
-        (p.atomic_rmw, p.calls, p.backward_branches),
-        (2, 0, 1),
-        "{l}"
-    );
+    assert_eq!(rmw_calls_loops(&p), (2, 0, 1), "{l}");
     // Default PIC: the thread-local is a `bl __tls_get_addr`.
     let (p, l) = sum(&ELF_ARMV7, "probe_tls", &arm);
     assert!(l.text().contains("  bl __tls_get_addr\n"), "{l}");
@@ -313,11 +302,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
         l.text().contains("ldxr") && l.text().contains("stxr"),
         "{l}"
     );
-    assert_eq!(
-        (p.atomic_rmw, p.calls, p.backward_branches),
-        (2, 0, 1),
-        "{l}"
-    );
+    assert_eq!(rmw_calls_loops(&p), (2, 0, 1), "{l}");
     let (p, l) = sum(&COFF_ARM, "probe_tls", &a64);
     assert!(l.text().contains("  ldr x9, [x18, #88]\n"), "{l}");
     assert!(l.text().contains(":secrel_hi12:frag::CUR::"), "{l}");
