@@ -308,19 +308,10 @@ pub fn got_slots(relocs: &str, symtab: &str) -> BTreeMap<u64, String> {
 /// table's extents, into [`Function`]s in assembler syntax (ELF labels):
 /// branch targets inside a function become `.LBB0_<n>` labels, `addr
 /// <symbol>` operands become `symbol`, comments are dropped (on x86 a
-/// RIP-relative operand takes the symbol its comment names).
-pub fn parse_objdump(
-    disassembly: &str,
-    symtab: &str,
-    arch: &Arch,
-    names: &[&str],
-) -> Vec<Function> {
-    parse_objdump_with(disassembly, symtab, "", arch, names)
-}
-
-/// [`parse_objdump`] with the executable's dynamic relocations (`objdump
-/// -R`): a call or load through a GOT slot is written as the `.s` writes it,
-/// `[rip + callee@GOTPCREL]`, instead of `[rip + _DYNAMIC+OFF]`.
+/// RIP-relative operand takes the symbol its comment names). With the
+/// executable's dynamic relocations (`objdump -R`; `""`: none), a call or
+/// load through a GOT slot is written as the `.s` writes it, `[rip +
+/// callee@GOTPCREL]`, instead of `[rip + _DYNAMIC+OFF]`.
 pub fn parse_objdump_with(
     disassembly: &str,
     symtab: &str,
@@ -929,7 +920,16 @@ fn mask_pcrel_lo<'a>(code: &str, recent: impl Iterator<Item = &'a str>) -> Strin
 #[cfg(all(test, not(miri)))]
 mod tests {
     use super::*;
-    use crate::codegen::normalize;
+    use crate::codegen::{Listing, normalize};
+
+    /// The normalized listing of `name`, cut out of `dis` by the symbol
+    /// table `syms` and the dynamic relocations `relocs`.
+    fn listing(dis: &str, syms: &str, relocs: &str, arch: Arch, name: &str) -> Listing {
+        normalize::normalize(
+            &parse_objdump_with(dis, syms, relocs, &arch, &[name])[0],
+            &arch,
+        )
+    }
 
     // Real objdump output (x86_64, fat LTO; riscv64 and armv7 releases), cut short.
     const X86: &str = "\
@@ -963,8 +963,7 @@ mod tests {
 
     #[test]
     fn objdump_functions_normalize_like_the_s_view() {
-        let f = &parse_objdump(X86, X86_SYMS, &Arch::X86_64, &["probe_thread_cursor_alloc"])[0];
-        let l = normalize::normalize(f, &Arch::X86_64);
+        let l = listing(X86, X86_SYMS, "", Arch::X86_64, "probe_thread_cursor_alloc");
         assert_eq!(
             l.text(),
             "probe_thread_cursor_alloc:
@@ -984,8 +983,7 @@ mod tests {
         let x86 = crate::codegen::InstructionClasses::for_arch(&Arch::X86_64).unwrap();
         assert_eq!(l.summary(&x86).backward_branches, 1);
 
-        let f = &parse_objdump(RISCV, RISCV_SYMS, &Arch::Riscv64, &["probe_x"])[0];
-        let l = normalize::normalize(f, &Arch::Riscv64);
+        let l = listing(RISCV, RISCV_SYMS, "", Arch::Riscv64, "probe_x");
         assert_eq!(
             l.text(),
             "probe_x:\n  call std::thread::local::LocalKey<T>::with\n  ret\n"
@@ -995,15 +993,13 @@ mod tests {
         let tail = RISCV
             .replace("auipc\tra,", "auipc\tt1,")
             .replace("jalr\t2000(ra)", "jr\t2000(t1)");
-        let f = &parse_objdump(&tail, RISCV_SYMS, &Arch::Riscv64, &["probe_x"])[0];
-        let l = normalize::normalize(f, &Arch::Riscv64);
+        let l = listing(&tail, RISCV_SYMS, "", Arch::Riscv64, "probe_x");
         assert_eq!(
             l.text(),
             "probe_x:\n  tail std::thread::local::LocalKey<T>::with\n  ret\n"
         );
 
-        let f = &parse_objdump(ARM, ARM_SYMS, &Arch::Arm, &["probe_y"])[0];
-        let l = normalize::normalize(f, &Arch::Arm);
+        let l = listing(ARM, ARM_SYMS, "", Arch::Arm, "probe_y");
         assert_eq!(
             l.text(),
             "probe_y:\n  ldr r0, [pc, #164]\n  bl __tls_get_addr\n  bx lr\n",
@@ -1026,8 +1022,7 @@ mod tests {
    17ebf:      \tret
 ";
         let syms = "0000000000017e90 g     F .text\t0000000000000030 probe_frame_alloc\n";
-        let f = &parse_objdump(dis, syms, &Arch::X86_64, &["probe_frame_alloc"])[0];
-        let text = normalize::normalize(f, &Arch::X86_64).text();
+        let text = listing(dis, syms, "", Arch::X86_64, "probe_frame_alloc").text();
         assert!(text.contains("jb .LBB1\n"), "{text}");
         assert_eq!(text.matches("\n  ").count(), 7, "{text}");
     }
@@ -1049,9 +1044,9 @@ OFFSET           TYPE                     VALUE
    125ed:      \tmov\tqword ptr [rdi], 16
    125f2:      \tret
 ";
-        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_got"])[0];
+        let l = listing(dis, syms, relocs, Arch::X86_64, "probe_got");
         assert_eq!(
-            normalize::normalize(f, &Arch::X86_64).text(),
+            l.text(),
             "probe_got:\n  call qword ptr [rip + __tls_get_addr@GOTPCREL]\n  \
              lea rcx, [rip + data+OFF]\n  mov qword ptr [rdi], 16\n  ret\n"
         );
@@ -1065,18 +1060,12 @@ OFFSET           TYPE                     VALUE
     5b92:      \tauipc\tt1, 0
     5b96:      \tjr\t-960(t1) <alloc_miss>
 ";
-        let f = &parse_objdump(dis, syms, &Arch::Riscv64, &["probe_t"])[0];
-        assert_eq!(
-            normalize::normalize(f, &Arch::Riscv64).text(),
-            "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n"
-        );
+        let l = listing(dis, syms, "", Arch::Riscv64, "probe_t");
+        assert_eq!(l.text(), "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n");
         // With a zero offset the jump is the short alias `jr t1 <sym>`.
         let zero = dis.replace("jr\t-960(t1)", "jr\tt1");
-        let f = &parse_objdump(&zero, syms, &Arch::Riscv64, &["probe_t"])[0];
-        assert_eq!(
-            normalize::normalize(f, &Arch::Riscv64).text(),
-            "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n"
-        );
+        let l = listing(&zero, syms, "", Arch::Riscv64, "probe_t");
+        assert_eq!(l.text(), "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n");
         // armv7: llvm-objdump shows a literal pool's bytes even with
         // `--no-show-raw-insn`; the pool is still layout.
         assert_eq!(
@@ -1122,19 +1111,14 @@ OFFSET           TYPE              VALUE
    125e6:\tcall   QWORD PTR [rip+0x39ec]        # 15fd8 <_DYNAMIC+0xfd0>
    125ec:\tret
 ";
-        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_got"])[0];
-        let l = normalize::normalize(f, &Arch::X86_64);
+        let l = listing(dis, syms, relocs, Arch::X86_64, "probe_got");
         assert_eq!(
             l.text(),
             "probe_got:\n  call qword ptr [rip + allocasm::thread_cursor::ThreadCursorArena::refill@GOTPCREL]\n  call qword ptr [rip + __tls_get_addr@GOTPCREL]\n  ret\n"
         );
         // Without the relocations the slot stays masked.
-        let f = &parse_objdump(dis, syms, &Arch::X86_64, &["probe_got"])[0];
-        assert!(
-            normalize::normalize(f, &Arch::X86_64)
-                .text()
-                .contains("[rip + _DYNAMIC+OFF]")
-        );
+        let l = listing(dis, syms, "", Arch::X86_64, "probe_got");
+        assert!(l.text().contains("[rip + _DYNAMIC+OFF]"));
     }
 
     /// The linked view's `jmp qword ptr [rip + drained@GOTPCREL]` (x86-64
@@ -1153,8 +1137,7 @@ OFFSET           TYPE              VALUE
    125e7:\tret
    125e8:\tjmp    QWORD PTR [rip+0x2d2a]        # 15310 <_DYNAMIC+0x308>
 ";
-        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_d"])[0];
-        let l = normalize::normalize(f, &Arch::X86_64);
+        let l = listing(dis, syms, relocs, Arch::X86_64, "probe_d");
         assert!(
             l.text()
                 .contains("jmp qword ptr [rip + allocasm::packed::PackedArena::drained@GOTPCREL]"),
@@ -1216,18 +1199,16 @@ OFFSET           TYPE              VALUE
 
     #[test]
     fn aarch64_conditions_are_spelled_like_llvm() {
-        assert_eq!(
-            aarch64_conditions("b.cc\t1264b <x+0x6b>"),
-            "b.lo\t1264b <x+0x6b>"
-        );
-        assert_eq!(aarch64_conditions("b.cs\t10"), "b.hs\t10");
-        assert_eq!(
-            aarch64_conditions("csel\tx0, x1, x2, cc"),
-            "csel\tx0, x1, x2, lo"
-        );
-        assert_eq!(aarch64_conditions("cset\tw0, cs"), "cset\tw0, hs");
-        assert_eq!(aarch64_conditions("b.ne\t10"), "b.ne\t10");
-        assert_eq!(aarch64_conditions("ret"), "ret");
+        for (objdump, llvm) in [
+            ("b.cc\t1264b <x+0x6b>", "b.lo\t1264b <x+0x6b>"),
+            ("b.cs\t10", "b.hs\t10"),
+            ("csel\tx0, x1, x2, cc", "csel\tx0, x1, x2, lo"),
+            ("cset\tw0, cs", "cset\tw0, hs"),
+            ("b.ne\t10", "b.ne\t10"),
+            ("ret", "ret"),
+        ] {
+            assert_eq!(aarch64_conditions(objdump), llvm, "{objdump}");
+        }
     }
 
     fn masked_tls(arch: &Arch, code: &[&str]) -> Vec<String> {
