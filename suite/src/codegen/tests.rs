@@ -1057,9 +1057,7 @@ fn missing_probe_fails() {
     let p = test_profile();
     let listings = ProbeListings {
         profile: p.name.clone(),
-        probes: Default::default(),
         missing: vec![RELAXED.name.into()],
-        cold_functions: Default::default(),
         ..Default::default()
     };
     let f = expect::check_all(&p, &listings, &[RELAXED]);
@@ -1340,10 +1338,7 @@ fn the_frame_record_of_a_target_that_keeps_frame_pointers_is_counted_apart() {
     };
     let f_probe = Probe {
         name: "f",
-        allocator: "",
-        operation: "",
-        kind: ProbeKind::SingleThreaded,
-        expect: "",
+        ..SINGLE
     };
     assert!(expect::check(&rule(true), &l, &f_probe).is_empty());
     let off = expect::check(&rule(false), &l, &f_probe);
