@@ -333,10 +333,7 @@ fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe
             status: ProbeStatus::Found,
             error: None,
             summary: Some(listing.summary(&profile.classes).into()),
-            hot_path: listings
-                .hot_path(profile, probe.name)
-                .as_ref()
-                .map(HotPathReport::from),
+            hot_path: listings.hot_path(profile, probe.name),
             tls: Some(annotate::tls_access(listing)),
             lines: listing_lines(
                 listing,
@@ -417,15 +414,11 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
     ProbeResult {
         status: ProbeStatus::Found,
         summary: Some(listing.summary(&b.profile.classes).into()),
-        hot_path: hot.as_ref().map(HotPathReport::from),
+        hot_path: hot.clone(),
         tls: Some(annotate::tls_access(listing)),
         lines,
         annotations: annotate::annotations(listing),
-        followed: b
-            .listings
-            .followed
-            .get(probe.name)
-            .map(FollowedReport::from),
+        followed: b.listings.followed.get(probe.name).cloned(),
         ..bare
     }
 }

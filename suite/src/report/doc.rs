@@ -6,12 +6,13 @@
 //! linked view. The HTML page lays the same report out for a laptop screen
 //! in [`super::html`].
 
+use allocasm_suite::codegen::follow::Followed;
 use allocasm_suite::render::{Align, Block, Cell, Doc, Mark, Table, Text};
 
 use super::text::{join_or_none, side_by_side_fit};
 use super::{
-    CrossSummary, ExecutedSection, FollowedReport, LinkedViews, MUTATION_LEGEND, ProbeReport,
-    ProbeResult, ProbeStatus, Report, SummaryCell, measured::ProfileMeasurement,
+    CrossSummary, ExecutedSection, LinkedViews, MUTATION_LEGEND, ProbeReport, ProbeResult,
+    ProbeStatus, Report, SummaryCell, measured::ProfileMeasurement,
 };
 
 /// The whole report as a document.
@@ -408,7 +409,7 @@ fn linked_blocks(d: &mut Doc, name: &str, res: &ProbeResult, linked: &LinkedView
 /// The callees a `follow = true` probe's hot path reaches, folded: each
 /// one's hot path under its caller, what was not followed, the whole's
 /// figures.
-pub fn followed(f: &FollowedReport) -> Block {
+pub fn followed(f: &Followed) -> Block {
     let mut blocks = Vec::new();
     for c in &f.callees {
         blocks.push(Block::Para(
@@ -417,15 +418,16 @@ pub fn followed(f: &FollowedReport) -> Block {
                 .then(" (from ")
                 .with(Mark::Code, &c.caller)
                 .then("): ")
-                .then_prose(&c.hot_path.line()),
+                .then_prose(&c.hot.line()),
         ));
-        blocks.push(code("asm", &c.hot_path.lines.join("\n")));
+        blocks.push(code("asm", &c.hot.lines.join("\n")));
     }
-    let mut items: Vec<Text> = (f.not_followed.iter())
+    let mut items: Vec<Text> = (f.stops.iter())
         .map(|n| format!("not followed: {n}").into())
         .collect();
-    if !f.calls_leaving.is_empty() {
-        items.push(format!("calls leaving the build: {}", f.calls_leaving.join(", ")).into());
+    let leaving = &f.totals.calls_leaving;
+    if !leaving.is_empty() {
+        items.push(format!("calls leaving the build: {}", leaving.join(", ")).into());
     }
     if !items.is_empty() {
         blocks.push(Block::List(items));

@@ -12,13 +12,15 @@
 use std::fmt::Write;
 use std::sync::OnceLock;
 
+use allocasm_suite::codegen::cfg::HotPath;
+use allocasm_suite::codegen::follow::Followed;
 use allocasm_suite::render;
 use regex::Regex;
 
 use super::text::join_or_none;
 use super::{
-    Annotation, Counts, CrossSummary, ExecutedSection, HotPathReport, LinkedView, ListingLine,
-    ProbeReport, ProbeResult, ProbeStatus, Report, SummaryCell, TlsAccess,
+    Annotation, Counts, CrossSummary, ExecutedSection, LinkedView, ListingLine, ProbeReport,
+    ProbeResult, ProbeStatus, Report, SummaryCell, TlsAccess,
 };
 
 /// Escapes text for HTML content and attributes (the renderers' escape).
@@ -286,7 +288,7 @@ pub fn shorten_symbols(text: &str) -> String {
 }
 
 /// The counts of one listing, its hot path's line.
-fn counts_html(s: &mut String, c: Counts, tls: &TlsAccess, hot: Option<&HotPathReport>) {
+fn counts_html(s: &mut String, c: Counts, tls: &TlsAccess, hot: Option<&HotPath>) {
     let _ = writeln!(
         s,
         "<div class=\"counts\"><b>{}</b> instr · <b>{}</b> atomic RMW · <b>{}</b> calls · <b>{}</b> loops<br>TLS: {}</div>",
@@ -326,7 +328,7 @@ fn notes_html(s: &mut String, annotations: &[Annotation]) {
 fn view_html(
     name: &str,
     counts: Option<Counts>,
-    hot: Option<&HotPathReport>,
+    hot: Option<&HotPath>,
     tls: Option<&TlsAccess>,
     lines: &[ListingLine],
     annotations: &[Annotation],
@@ -801,7 +803,7 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
 
 /// A `follow = true` probe's walk through its callees, folded: the
 /// report document's block, in the page's `followed` fold.
-fn followed_html(s: &mut String, f: &super::FollowedReport) {
+fn followed_html(s: &mut String, f: &Followed) {
     let html = render::html::fragment(&[super::doc::followed(f)]);
     s.push_str(&html.replacen("<details>", "<details class=\"followed\">", 1));
 }
