@@ -40,7 +40,10 @@ pub fn doc(r: &Report) -> Doc {
             "Probes down, profiles across: each cell is the probe's instruction count, marked \
              where its fast path grows.",
         );
-    d.blocks.extend(summary_table(&r.summary, |v| v == "asm"));
+    let summary = |keep: fn(&str) -> bool| {
+        summary_table(&r.summary, keep, Text::code, summary_cell).map(Block::Table)
+    };
+    d.blocks.extend(summary(|v| v == "asm"));
     let mut legend = Text::default();
     for (i, l) in r.summary.legend.iter().enumerate() {
         let sep = if i == 0 { "" } else { " · " };
@@ -50,7 +53,7 @@ pub fn doc(r: &Report) -> Doc {
             .then(format!(" {}", l.meaning));
     }
     d.para(legend.then("."));
-    let linked = summary_table(&r.summary, |v| v != "asm");
+    let linked = summary(|v| v != "asm");
     if linked.is_some() {
         d.heading(3, "Linked executables").para(Text::prose(
             "The same probes disassembled from an executable linked with the release profile \
@@ -181,20 +184,25 @@ fn summary_cell(c: &SummaryCell) -> Cell {
     Cell::new(text, Mark::Plain)
 }
 
-/// The summary's columns that `keep` selects, as a table; `None` when no
-/// column is selected.
-fn summary_table(r: &CrossSummary, keep: impl Fn(&str) -> bool) -> Option<Block> {
+/// The summary's columns that `keep` selects, as a table, each title
+/// `title(…)` and each cell `cell(…)`; `None` when no column is selected.
+pub fn summary_table(
+    r: &CrossSummary,
+    keep: impl Fn(&str) -> bool,
+    title: impl Fn(String) -> Text,
+    cell: impl Fn(&SummaryCell) -> Cell,
+) -> Option<Table> {
     let cols: Vec<usize> = (0..r.columns.len())
         .filter(|&i| keep(r.columns[i].view))
         .collect();
     (!cols.is_empty()).then(|| {
-        Block::Table(probe_table(
-            cols.iter().map(|&i| Text::code(r.columns[i].title())),
+        probe_table(
+            cols.iter().map(|&i| title(r.columns[i].title())),
             r.rows.iter().map(|row| {
-                let cells = cols.iter().map(|&i| summary_cell(&row.cells[i])).collect();
+                let cells = cols.iter().map(|&i| cell(&row.cells[i])).collect();
                 (row.probe.as_str(), cells)
             }),
-        ))
+        )
     })
 }
 
