@@ -119,7 +119,6 @@ impl fmt::Display for Stop {
 /// The figures of the whole walk: the root's hot path and every followed
 /// callee's, added up.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[schemars(rename = "FollowedTotals")]
 pub struct Totals {
     /// Instructions on the walk's hot paths (each once; a loop's body once).
     pub instructions: usize,

@@ -300,14 +300,14 @@ fn probe_blocks(d: &mut Doc, probe: &ProbeReport) {
                 continue;
             }
         }
-        if let (Some(c), Some(tls)) = (res.summary, &res.tls) {
+        if let (Some(c), Some(tls)) = (res.view.summary, &res.view.tls) {
             d.para(
                 format!(
                     "{} instructions · {} atomic RMW · {} atomics · {} calls · {} branches · {} loops · TLS: {}",
                     c.instructions, c.atomic_rmw, c.atomics, c.calls, c.branches, c.loops, tls.how
                 ),
             );
-            if let Some(h) = &res.hot_path {
+            if let Some(h) = &res.view.hot_path {
                 d.para(Text::prose(&h.line()));
                 let items = measured(res);
                 if !items.is_empty() {
@@ -326,13 +326,12 @@ fn probe_blocks(d: &mut Doc, probe: &ProbeReport) {
                 None => {
                     d.push(code(
                         "asm",
-                        &format!("{}:\n{}", probe.name, res.listing_text()),
+                        &format!("{}:\n{}", probe.name, res.view.listing_text()),
                     ));
                 }
             }
         }
-        let notes = res
-            .annotations
+        let notes = (res.view.annotations)
             .iter()
             .map(|a| Text::code(&a.instruction).then(": ").then_prose(&a.note));
         let expectations = res.expectations.iter().map(|e| {
@@ -381,10 +380,13 @@ fn linked_blocks(d: &mut Doc, name: &str, res: &ProbeResult, linked: &LinkedView
             .chain(text.lines().map(str::to_string))
             .collect()
     };
-    let mut columns = vec![(".s (compiler)".to_string(), listing(res.listing_text()))];
+    let mut columns = vec![(
+        ".s (compiler)".to_string(),
+        listing(res.view.listing_text()),
+    )];
     for (title, view) in linked.both() {
         let lines: Vec<String> = match view.status {
-            ProbeStatus::Found => listing(view.listing_text()),
+            ProbeStatus::Found => listing(view.view.listing_text()),
             ProbeStatus::Missing => vec!["(missing from the executable)".to_string()],
             ProbeStatus::NotBuilt => vec!["(not built: see below)".to_string()],
         };
@@ -396,7 +398,7 @@ fn linked_blocks(d: &mut Doc, name: &str, res: &ProbeResult, linked: &LinkedView
     let mut errors = Vec::new();
     for (title, view) in linked.both() {
         let t = Text::plain(format!("{title}: "));
-        items.push(match (view.summary, &view.tls, &view.error) {
+        items.push(match (view.view.summary, &view.view.tls, &view.error) {
             (Some(c), Some(tls), _) => t.then(format!(
                 "{} instructions · {} atomic RMW · {} calls · {} loops · TLS: {}",
                 c.instructions, c.atomic_rmw, c.calls, c.loops, tls.how

@@ -19,8 +19,8 @@ use regex::Regex;
 
 use super::text::join_or_none;
 use super::{
-    Annotation, Counts, ExecutedSection, LinkedView, ListingLine, ProbeReport, ProbeResult,
-    ProbeStatus, Report, SummaryCell, TlsAccess, doc,
+    Annotation, Counts, ExecutedSection, LinkedView, ListingLine, ListingView, ProbeReport,
+    ProbeResult, ProbeStatus, Report, SummaryCell, TlsAccess, doc,
 };
 
 /// Escapes text for HTML content and attributes (the renderers' escape).
@@ -292,21 +292,14 @@ fn notes_html(s: &mut String, annotations: &[Annotation]) {
     let _ = writeln!(s, "</ul>");
 }
 
-/// Counts, TLS line, listing and notes of one view.
-fn view_html(
-    name: &str,
-    counts: Option<Counts>,
-    hot: Option<&HotPath>,
-    tls: Option<&TlsAccess>,
-    lines: &[ListingLine],
-    annotations: &[Annotation],
-) -> String {
+/// Counts, TLS line, listing and (with `notes`) the notes of one view.
+fn view_html(name: &str, v: &ListingView, notes: bool) -> String {
     let mut s = String::new();
-    if let (Some(c), Some(tls)) = (counts, tls) {
-        counts_html(&mut s, c, tls, hot);
+    if let (Some(c), Some(tls)) = (v.summary, &v.tls) {
+        counts_html(&mut s, c, tls, v.hot_path.as_ref());
     }
-    s.push_str(&listing_html(name, lines));
-    notes_html(&mut s, annotations);
+    s.push_str(&listing_html(name, &v.lines));
+    notes_html(&mut s, if notes { &v.annotations } else { &[] });
     s
 }
 
@@ -326,14 +319,7 @@ pub fn linked_view_html(probe: &str, profile: &str, title: &str, view: &LinkedVi
         escape(profile)
     );
     match view.status {
-        ProbeStatus::Found => s.push_str(&view_html(
-            probe,
-            view.summary,
-            view.hot_path.as_ref(),
-            view.tls.as_ref(),
-            &view.lines,
-            &view.annotations,
-        )),
+        ProbeStatus::Found => s.push_str(&view_html(probe, &view.view, true)),
         ProbeStatus::Missing => {
             let _ = writeln!(
                 s,
@@ -381,14 +367,7 @@ fn linked_html(probe: &ProbeReport) -> String {
             escape(&res.profile)
         );
         match res.status {
-            ProbeStatus::Found => s.push_str(&view_html(
-                &probe.name,
-                res.summary,
-                res.hot_path.as_ref(),
-                res.tls.as_ref(),
-                &res.lines,
-                &[],
-            )),
+            ProbeStatus::Found => s.push_str(&view_html(&probe.name, &res.view, false)),
             ProbeStatus::Missing => {
                 let _ = writeln!(s, "<p class=\"fail status\">missing</p>");
             }
@@ -721,11 +700,11 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
             "<div class=\"col {state}\" data-profile=\"{0}\"><h3>{0}</h3>",
             escape(&res.profile)
         );
-        match (res.status, res.summary, &res.tls) {
+        match (res.status, res.view.summary, &res.view.tls) {
             (ProbeStatus::Found, Some(c), Some(tls)) => {
-                counts_html(s, c, tls, res.hot_path.as_ref());
+                counts_html(s, c, tls, res.view.hot_path.as_ref());
                 measured_html(s, res);
-                s.push_str(&listing_html(&probe.name, &res.lines));
+                s.push_str(&listing_html(&probe.name, &res.view.lines));
                 if let Some(f) = &res.followed {
                     followed_html(s, f);
                 }
@@ -760,7 +739,7 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
             }
             let _ = writeln!(s, "</ul>");
         }
-        notes_html(s, &res.annotations);
+        notes_html(s, &res.view.annotations);
         let _ = writeln!(s, "</div>");
     }
     let _ = writeln!(s, "</div>");
@@ -870,11 +849,7 @@ mod tests {
         LinkedView {
             status: ProbeStatus::NotBuilt,
             error: Some(error.to_string()),
-            summary: None,
-            hot_path: None,
-            tls: None,
-            lines: Vec::new(),
-            annotations: Vec::new(),
+            view: ListingView::default(),
         }
     }
 

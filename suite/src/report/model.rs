@@ -297,24 +297,40 @@ pub struct LinkedView {
     pub status: ProbeStatus,
     /// Why there is no listing (not-built only), with the fix.
     pub error: Option<String>,
+    /// The listing and its figures (found only).
+    #[serde(flatten)]
+    pub view: ListingView,
+}
+
+/// A probe's listing in one view (the `.s`, a linked executable) with its
+/// figures: what a result and a linked view have when the probe is found.
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+pub struct ListingView {
     /// Counts (found only).
     pub summary: Option<Counts>,
-    /// The hot path (found only).
+    /// The hot path (found only): entry to return through non-cold blocks.
     pub hot_path: Option<HotPath>,
     /// How thread-local storage is reached (found only).
     pub tls: Option<TlsAccess>,
-    /// The normalized listing.
+    /// The normalized listing, one entry per label or instruction.
     pub lines: Vec<ListingLine>,
     /// Notes on the key instructions.
     pub annotations: Vec<Annotation>,
 }
 
-impl LinkedView {
-    /// The listing as text, like [`ProbeResult::listing_text`].
+impl ListingView {
+    /// The listing as text (labels unindented, instructions indented by two).
     pub fn listing_text(&self) -> String {
-        lines_text(&self.lines)
+        (self.lines.iter())
+            .map(|l| match l.kind {
+                "label" => format!("{}:\n", l.text),
+                _ => format!("  {}\n", l.text),
+            })
+            .collect()
     }
+}
 
+impl LinkedView {
     /// Not built for want of a tool this host lacks (a cross linker, a
     /// disassembler): its error names the `apt-get install` line that
     /// brings it ([`allocasm_suite::codegen::linked::install_command`]).
@@ -439,16 +455,9 @@ pub struct ProbeResult {
     /// `found`, `missing` (not in the assembly) or `not-built` (the profile's
     /// build failed).
     pub status: ProbeStatus,
-    /// Counts (found only).
-    pub summary: Option<Counts>,
-    /// The hot path (found only): entry to return through non-cold blocks.
-    pub hot_path: Option<HotPath>,
-    /// How thread-local storage is reached (found only).
-    pub tls: Option<TlsAccess>,
-    /// The normalized listing, one entry per label or instruction.
-    pub lines: Vec<ListingLine>,
-    /// Notes on the key instructions.
-    pub annotations: Vec<Annotation>,
+    /// The listing and its figures (found only).
+    #[serde(flatten)]
+    pub view: ListingView,
     /// Every expectation with its result (a missing probe fails one).
     pub expectations: Vec<ExpectationResult>,
     /// Whether every expectation held.
@@ -563,29 +572,6 @@ impl Compiler {
             rustc_vv: rustc_vv.to_string(),
         }
     }
-}
-
-impl ProbeResult {
-    /// The listing as text (labels unindented, instructions indented by two).
-    pub fn listing_text(&self) -> String {
-        lines_text(&self.lines)
-    }
-}
-
-/// Lines as text (labels unindented, instructions indented by two).
-fn lines_text(lines: &[ListingLine]) -> String {
-    let mut s = String::new();
-    for l in lines {
-        if l.kind == "label" {
-            s.push_str(&l.text);
-            s.push_str(":\n");
-        } else {
-            s.push_str("  ");
-            s.push_str(&l.text);
-            s.push('\n');
-        }
-    }
-    s
 }
 
 impl Report {
