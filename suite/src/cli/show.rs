@@ -15,8 +15,8 @@ use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{Function, ProbeListings, Profile, cfg};
 use clap::Args;
 
+use crate::report::annotate;
 use crate::report::text::side_by_side;
-use crate::report::{HotPathReport, annotate};
 
 use super::session::{self, Builds, linked_error_message};
 use super::{BuildArgs, CliError, Status, Ui, exit};
@@ -110,7 +110,7 @@ fn function_lines(
     ));
     out.push(format!("TLS: {}", tls.how));
     let hot = cfg::analyze(listing, profile, cold).hot_path();
-    out.extend(hot_path_lines(&HotPathReport::from(&hot), plain));
+    out.extend(hot_path_lines(&hot, plain));
     out
 }
 
@@ -201,7 +201,7 @@ fn unknown_name(name: &str, profile: &str) -> CliError {
 
 /// The hot path's figures, as the report has them under each listing: one
 /// line, or (`narrow`, for a column of --side-by-side) a few short ones.
-fn hot_path_lines(hot: &HotPathReport, narrow: bool) -> Vec<String> {
+fn hot_path_lines(hot: &cfg::HotPath, narrow: bool) -> Vec<String> {
     if !narrow {
         return vec![hot.line()];
     }

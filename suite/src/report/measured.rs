@@ -393,10 +393,12 @@ impl Report {
                     .iter()
                     .map(|c| {
                         let r = probe.results.iter().find(|r| &r.profile == c);
-                        let hot = r.and_then(|r| r.hot_path.as_ref()).map(|h| h.instructions);
+                        let hot = r
+                            .and_then(|r| r.view.hot_path.as_ref())
+                            .map(|h| h.instructions);
                         let linked = r
                             .and_then(|r| r.linked.as_ref())
-                            .and_then(|l| l.release.hot_path.as_ref())
+                            .and_then(|l| l.release.view.hot_path.as_ref())
                             .map(|h| h.instructions)
                             .or_else(|| {
                                 of(c).and_then(|m| m.library_hot_paths.get(&probe.name).copied())
