@@ -653,8 +653,19 @@ impl Suite {
     }
 }
 
+/// A probe kind's name: in `[kind.<name>]`, the report and `allocasm list`.
+pub fn kind_name(kind: ProbeKind) -> &'static str {
+    match kind {
+        ProbeKind::SingleThreaded => "single-threaded",
+        ProbeKind::Concurrent => "concurrent",
+    }
+}
+
 fn check_kind_name(kind: &str, path: &Path) -> anyhow::Result<()> {
-    if matches!(kind, "single-threaded" | "concurrent") {
+    if [ProbeKind::SingleThreaded, ProbeKind::Concurrent]
+        .map(kind_name)
+        .contains(&kind)
+    {
         Ok(())
     } else {
         bail!(
@@ -1014,10 +1025,7 @@ impl Profile {
     /// count and lifts the kind's `forbid = ["call"]` in that scope), then
     /// the probe's own rules.
     pub fn rules_for(&self, probe: &Probe) -> Vec<Rule> {
-        let kind = match probe.kind {
-            ProbeKind::SingleThreaded => "single-threaded",
-            ProbeKind::Concurrent => "concurrent",
-        };
+        let kind = kind_name(probe.kind);
         let own: &[Rule] = self
             .expect
             .get(probe.name)

@@ -2,10 +2,11 @@
 //! hot path, expectations and linked views, the cross-profile summary, and
 //! the git state of the checkout.
 
-use allocasm::probes::{Probe, ProbeKind};
+use allocasm::probes::Probe;
 use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::expect;
 use allocasm_suite::codegen::linked::{LinkedOutput, Lto};
+use allocasm_suite::codegen::profile::kind_name;
 use allocasm_suite::codegen::summary::{self, CrossProfile};
 use allocasm_suite::codegen::{AsmOutput, Listing, ProbeListings, Profile};
 
@@ -366,14 +367,6 @@ fn listing_lines(listing: &Listing, profile: &Profile, hot: Option<&HotPath>) ->
             }
         })
         .collect()
-}
-
-/// `single-threaded` / `concurrent`.
-pub fn kind_name(kind: ProbeKind) -> &'static str {
-    match kind {
-        ProbeKind::SingleThreaded => "single-threaded",
-        ProbeKind::Concurrent => "concurrent",
-    }
 }
 
 impl ProbeResult {
