@@ -370,39 +370,17 @@ pub fn build_all_linked(
         .filter(|p| p.linked.is_some())
         .flat_map(|p| Lto::ALL.map(|l| (p, l)))
         .collect();
-    // Missing targets first, serially, so the parallel builds never run
-    // rustup side by side.
-    let linked: Vec<Profile> = profiles
-        .iter()
-        .filter(|p| p.linked.is_some())
-        .cloned()
-        .collect();
-    if let Err(e) = build::install_targets(&linked, opts, &|e| progress(e)) {
-        return jobs
-            .iter()
-            .map(|&(p, l)| (p.name.clone(), l, Err(e.clone())))
-            .collect();
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = jobs
-            .iter()
-            .map(|&(p, l)| s.spawn(move || build_linked(p, opts, l, &|e| progress(e))))
-            .collect();
-        handles
-            .into_iter()
-            .zip(&jobs)
-            .map(|(h, &(p, l))| {
-                let r = h.join().unwrap_or_else(|_| {
-                    Err(BuildError::Cargo {
-                        profile: p.name.clone(),
-                        command: String::new(),
-                        stderr: "the build thread panicked".into(),
-                    })
-                });
-                (p.name.clone(), l, r)
-            })
-            .collect()
-    })
+    let results = build::in_parallel(
+        &jobs,
+        |&(p, _)| p,
+        opts,
+        progress,
+        |&(p, l)| build_linked(p, opts, l, &|e| progress(e)),
+    );
+    jobs.iter()
+        .zip(results)
+        .map(|(&(p, l), r)| (p.name.clone(), l, r))
+        .collect()
 }
 
 /// Every probe's linked listing: the same [`ProbeListings`] as

@@ -590,6 +590,30 @@ fn test_profile() -> Profile {
 }
 
 #[test]
+fn a_parallel_build_that_panics_is_its_jobs_error_and_the_others_stand() {
+    let p = test_profile();
+    let jobs = [(&p, false), (&p, true)];
+    let results = build::in_parallel(
+        &jobs,
+        |&(p, _)| p,
+        &build::BuildOptions::default(),
+        &|_| {},
+        |&(_, panics)| if panics { panic!("a build bug") } else { Ok(7) },
+    );
+    assert!(matches!(results[0], Ok(7)));
+    let Err(build::BuildError::Cargo {
+        profile, stderr, ..
+    }) = &results[1]
+    else {
+        panic!("{:?}", results[1].as_ref().err());
+    };
+    assert_eq!(
+        (profile.as_str(), stderr.as_str()),
+        ("test-arm", "the build thread panicked")
+    );
+}
+
+#[test]
 fn profile_fields_parse() {
     let p = test_profile();
     assert_eq!(p.rustflags, ["-C", "relocation-model=pie"]);
