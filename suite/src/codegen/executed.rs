@@ -89,7 +89,7 @@ pub const DYLIB_ENV: &str = "ALLOCASM_PROBE_DYLIB";
 
 /// How many instructions one helper (a callee of the probe) executed per
 /// call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HelperCount {
     /// The callee's symbol (`__aarch64_ldadd8_relax`).
     pub function: String,

@@ -62,27 +62,22 @@ pub fn indicative(cpu: &str) -> bool {
     cpu.starts_with("apple-")
 }
 
-/// One llvm-mca run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One llvm-mca run (`probes[].results[].mca[]` in the report; the
+/// triple, dispatch width and top resource are left out there and in the
+/// cache).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Mca {
     /// The CPU model.
     pub cpu: String,
-    /// The triple given to llvm-mca.
-    pub triple: String,
-    /// Instructions of the block (after dropping refused lines).
-    pub instructions: usize,
-    /// Micro-ops of the block.
-    pub uops: f64,
-    /// The model's dispatch width.
-    pub dispatch_width: u32,
     /// Block RThroughput: predicted cycles per call, resources and dispatch
     /// width only.
     pub block_rthroughput: f64,
     /// Simulated cycles per iteration (loop-carried dependencies included).
     pub cycles_per_iteration: f64,
-    /// The resource under most pressure per iteration, and that pressure
-    /// (cycles).
-    pub top_resource: Option<(String, f64)>,
+    /// Micro-ops of the block.
+    pub uops: f64,
+    /// Instructions of the block (after dropping refused lines).
+    pub instructions: usize,
     /// What bounds the block: `dispatch width`, `resource <name>`, and the
     /// bottleneck analysis's line (`resource pressure 25%`, `register
     /// dependencies 45%`) when it found one.
@@ -95,6 +90,36 @@ pub struct Mca {
     pub skipped: Vec<String>,
     /// Whether the CPU's model is indicative only (Apple).
     pub indicative: bool,
+    /// The triple given to llvm-mca.
+    #[serde(skip)]
+    pub triple: String,
+    /// The model's dispatch width.
+    #[serde(skip)]
+    pub dispatch_width: u32,
+    /// The resource under most pressure per iteration, and that pressure
+    /// (cycles).
+    #[serde(skip)]
+    pub top_resource: Option<(String, f64)>,
+}
+
+impl Mca {
+    /// `3.70 cycles/call on znver4 (resource Zn4ALU0)`.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "{:.2} cycles/call on {}{} ({})",
+            self.block_rthroughput,
+            self.cpu,
+            if self.indicative { "*" } else { "" },
+            self.bottleneck
+        );
+        if !self.skipped.is_empty() {
+            s.push_str(&format!("; skipped: {}", self.skipped.join(", ")));
+        }
+        if !self.dropped.is_empty() {
+            s.push_str(&format!("; dropped: {}", self.dropped.join(", ")));
+        }
+        s
+    }
 }
 
 /// The llvm-mca to run, as [`tools`](crate::tools) finds it: `$LLVM_MCA`,

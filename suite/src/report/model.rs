@@ -5,6 +5,7 @@
 use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::follow::Followed;
 use allocasm_suite::codegen::linked::{LinkedOutput, Lto};
+use allocasm_suite::codegen::mca::Mca;
 use allocasm_suite::codegen::{ProbeListings, Profile, Summary};
 use allocasm_suite::render::{Align, Cell, Mark, Table};
 use serde::Serialize;
@@ -473,7 +474,7 @@ pub struct ProbeResult {
     pub executed_reason: Option<String>,
     /// llvm-mca's prediction of the hot path per CPU of the profile;
     /// `null` where not predicted (see `mca_reason`).
-    pub mca: Option<Vec<McaReport>>,
+    pub mca: Option<Vec<Mca>>,
     /// Why `mca` is `null`.
     pub mca_reason: Option<String>,
     /// With the profile's `follow = true` for the probe: the callees its
