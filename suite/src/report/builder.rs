@@ -336,7 +336,7 @@ fn listing_view(profile: &Profile, listings: &ProbeListings, probe: &Probe) -> O
     let listing = listings.listing(probe.name)?;
     let hot = listings.hot_path(profile, probe.name);
     Some(ListingView {
-        summary: Some(listing.summary(&profile.classes).into()),
+        summary: Some(listing.summary(&profile.classes)),
         tls: Some(annotate::tls_access(listing)),
         lines: listing_lines(listing, profile, hot.as_ref()),
         annotations: annotate::annotations(listing),

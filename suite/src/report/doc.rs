@@ -304,7 +304,7 @@ fn probe_blocks(d: &mut Doc, probe: &ProbeReport) {
             d.para(
                 format!(
                     "{} instructions · {} atomic RMW · {} atomics · {} calls · {} branches · {} loops · TLS: {}",
-                    c.instructions, c.atomic_rmw, c.atomics, c.calls, c.branches, c.loops, tls.how
+                    c.instructions, c.atomic_rmw, c.atomics, c.calls, c.branches, c.backward_branches, tls.how
                 ),
             );
             if let Some(h) = &res.view.hot_path {
@@ -401,7 +401,7 @@ fn linked_blocks(d: &mut Doc, name: &str, res: &ProbeResult, linked: &LinkedView
         items.push(match (view.view.summary, &view.view.tls, &view.error) {
             (Some(c), Some(tls), _) => t.then(format!(
                 "{} instructions · {} atomic RMW · {} calls · {} loops · TLS: {}",
-                c.instructions, c.atomic_rmw, c.calls, c.loops, tls.how
+                c.instructions, c.atomic_rmw, c.calls, c.backward_branches, tls.how
             )),
             (_, _, Some(e)) => {
                 errors.push(code("text", e));

@@ -12,6 +12,7 @@
 use std::fmt::Write;
 use std::sync::OnceLock;
 
+use allocasm_suite::codegen::Summary;
 use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::follow::Followed;
 use allocasm_suite::render::{self, Align, Block, Cell, Mark, Table, Text};
@@ -19,8 +20,8 @@ use regex::Regex;
 
 use super::text::join_or_none;
 use super::{
-    Annotation, Counts, ExecutedSection, LinkedView, ListingLine, ListingView, ProbeReport,
-    ProbeResult, ProbeStatus, Report, SummaryCell, TlsAccess, doc,
+    Annotation, ExecutedSection, LinkedView, ListingLine, ListingView, ProbeReport, ProbeResult,
+    ProbeStatus, Report, SummaryCell, TlsAccess, doc,
 };
 
 /// Escapes text for HTML content and attributes (the renderers' escape).
@@ -256,14 +257,14 @@ pub fn shorten_symbols(text: &str) -> String {
 }
 
 /// The counts of one listing, its hot path's line.
-fn counts_html(s: &mut String, c: Counts, tls: &TlsAccess, hot: Option<&HotPath>) {
+fn counts_html(s: &mut String, c: Summary, tls: &TlsAccess, hot: Option<&HotPath>) {
     let _ = writeln!(
         s,
         "<div class=\"counts\"><b>{}</b> instr · <b>{}</b> atomic RMW · <b>{}</b> calls · <b>{}</b> loops<br>TLS: {}</div>",
         c.instructions,
         c.atomic_rmw,
         c.calls,
-        c.loops,
+        c.backward_branches,
         escape(tls.how)
     );
     if let Some(h) = hot {

@@ -308,7 +308,7 @@ pub struct LinkedView {
 #[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct ListingView {
     /// Counts (found only).
-    pub summary: Option<Counts>,
+    pub summary: Option<Summary>,
     /// The hot path (found only): entry to return through non-cold blocks.
     pub hot_path: Option<HotPath>,
     /// How thread-local storage is reached (found only).
@@ -482,36 +482,6 @@ pub struct ProbeResult {
     /// absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub followed: Option<Followed>,
-}
-
-/// The counts of a listing.
-#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
-pub struct Counts {
-    /// Instructions.
-    pub instructions: usize,
-    /// Atomic read-modify-writes (outline-atomics calls included).
-    pub atomic_rmw: usize,
-    /// All atomic instructions.
-    pub atomics: usize,
-    /// Calls (tail calls and outline-atomics calls included).
-    pub calls: usize,
-    /// Branches.
-    pub branches: usize,
-    /// Backward branches (loops).
-    pub loops: usize,
-}
-
-impl From<Summary> for Counts {
-    fn from(s: Summary) -> Counts {
-        Counts {
-            instructions: s.instructions,
-            atomic_rmw: s.atomic_rmw,
-            atomics: s.atomics,
-            calls: s.calls,
-            branches: s.branches,
-            loops: s.backward_branches,
-        }
-    }
 }
 
 /// One line of a listing.
