@@ -205,14 +205,11 @@ pub struct Driver {
     /// (disassembly, symbols, relocations) is the library's, not the
     /// executable's. `None`: the probes are the executable's.
     pub library: Option<PathBuf>,
-    /// `objdump -d --no-show-raw-insn [-M intel]` of the code the probes
-    /// are in (the executable, or `library`).
-    pub disassembly: String,
-    /// `objdump -t` of it.
-    pub symbols: String,
-    /// `objdump -R` of it (empty for a static executable): names the GOT
-    /// slots its calls go through, as the linked view does.
-    pub dynamic_relocs: String,
+    /// The code the probes are in (the executable, or `library`)
+    /// disassembled, its symbols and its dynamic relocations (empty for a
+    /// static executable: they name the GOT slots its calls go through, as
+    /// the linked view does).
+    pub dump: objdump::Dump,
 }
 
 /// A Linux profile of a shared library: no `[linked]` table and no
@@ -365,9 +362,7 @@ pub fn disassemble_driver(profile: &Profile, files: DriverFiles) -> Result<Drive
         lto,
         executable,
         library,
-        disassembly: dump.disassembly,
-        symbols: dump.symbols,
-        dynamic_relocs: dump.dynamic_relocs,
+        dump,
     })
 }
 
@@ -930,21 +925,21 @@ pub fn measure(
         );
     }
     let runtime = base_line(&out.stdout)?;
-    let symbols = objdump::function_symbols(&driver.symbols);
+    let symbols = objdump::function_symbols(&driver.dump.symbols);
     let &(linked_at, _) = symbols
         .get("probe_linear_alloc")
         .context("probe_linear_alloc is not in the probes' symbol table")?;
     let bias = runtime as i64 - linked_at as i64;
     let mut objects = vec![Object {
-        disassembly: &driver.disassembly,
-        symbols: &driver.symbols,
+        disassembly: &driver.dump.disassembly,
+        symbols: &driver.dump.symbols,
         bias,
         only: None,
     }];
     // What the executable calls through the PLT (`__tls_get_addr`, from a
     // probe or a callee) runs in the dynamic loader when the loader defines
     // it: trace those functions of it too.
-    let through_plt: BTreeSet<String> = plt_stubs(&driver.disassembly)
+    let through_plt: BTreeSet<String> = plt_stubs(&driver.dump.disassembly)
         .into_keys()
         .filter_map(|n| n.strip_suffix("@plt").map(str::to_string))
         .collect();
@@ -1006,9 +1001,9 @@ pub fn measure(
         &map,
         &ws,
         opts.warmup,
-        &driver.disassembly,
-        &driver.symbols,
-        &driver.dynamic_relocs,
+        &driver.dump.disassembly,
+        &driver.dump.symbols,
+        &driver.dump.dynamic_relocs,
         &profile.name,
         driver.lto.name(),
     );
@@ -1113,13 +1108,13 @@ pub fn driver_listings(profile: &Profile, driver: &Driver, probes: &[Probe]) -> 
         rustc_version: String::new(),
         flags: driver_flags(profile),
         executable: driver.executable.clone(),
-        objdump: String::new(),
-        disassembly: driver.disassembly.clone(),
-        symbols: driver.symbols.clone(),
         // GOT slots named as the linked view names them (a call to a cold
         // slow path through the GOT is then known to be cold); the executed
         // lines are read with the same relocations, so the two agree.
-        dynamic_relocs: driver.dynamic_relocs.clone(),
+        dump: objdump::Dump {
+            command: String::new(),
+            ..driver.dump.clone()
+        },
     };
     linked::extract_linked(profile, &out, probes)
 }

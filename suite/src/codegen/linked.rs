@@ -100,15 +100,9 @@ pub struct LinkedOutput {
     pub flags: Vec<String>,
     /// The executable.
     pub executable: PathBuf,
-    /// The disassembler command (`objdump -d ...`).
-    pub objdump: String,
-    /// `objdump -d` of the executable.
-    pub disassembly: String,
-    /// `objdump -t` of the executable.
-    pub symbols: String,
-    /// `objdump -R` of the executable (its dynamic relocations: what each
-    /// GOT slot holds), empty when it has none.
-    pub dynamic_relocs: String,
+    /// The executable disassembled, its symbols and dynamic relocations
+    /// (what each GOT slot holds), and the disassembler command.
+    pub dump: objdump::Dump,
 }
 
 impl LinkedOutput {
@@ -124,7 +118,7 @@ impl LinkedOutput {
             },
             self.rustc_version.lines().next().unwrap_or(""),
             build::flags_or_none(&self.flags),
-            self.objdump
+            self.dump.command
         )
     }
 }
@@ -351,10 +345,7 @@ pub fn build_linked(
         rustc_version,
         flags,
         executable: executable.clone(),
-        objdump: dump.command,
-        disassembly: dump.disassembly,
-        symbols: dump.symbols,
-        dynamic_relocs: dump.dynamic_relocs,
+        dump,
     })
 }
 
@@ -389,9 +380,9 @@ pub fn extract_linked(profile: &Profile, out: &LinkedOutput, probes: &[Probe]) -
     let arch = profile.arch();
     let names: Vec<&str> = probes.iter().map(|p| p.name).collect();
     let functions = objdump::parse_objdump_with(
-        &out.disassembly,
-        &out.symbols,
-        &out.dynamic_relocs,
+        &out.dump.disassembly,
+        &out.dump.symbols,
+        &out.dump.dynamic_relocs,
         &arch,
         &names,
     );

@@ -83,7 +83,7 @@ impl Report {
                         status: BuildStatus::Built,
                         error: None,
                         flags: out.flags.clone(),
-                        disassembler: Some(out.objdump.clone()),
+                        disassembler: Some(out.dump.command.clone()),
                     },
                     Err(e) => LinkedBuildInfo {
                         status: BuildStatus::Failed,
