@@ -147,18 +147,11 @@ impl HotPath {
     /// `hot path: 32 of 44 instructions, 20 to the fit check, 1 atomic(s),
     /// …, calls: none`: the line reports head a hot path with.
     pub fn line(&self) -> String {
-        let fit = self.to_fit_check.map_or("no fit check".to_string(), |n| {
-            format!("{n} to the fit check")
-        });
-        let calls = if self.calls.is_empty() {
-            "none".to_string()
-        } else {
-            self.calls.join(", ")
-        };
         format!(
-            "hot path: {} of {} instructions, {fit}, {} atomic(s), {} loop(s), {} stack access(es){}, calls: {calls}{}",
+            "hot path: {} of {} instructions, {}, {} atomic(s), {} loop(s), {} stack access(es){}, calls: {}{}",
             self.instructions,
             self.function_instructions,
+            self.fit_check(),
             self.atomics,
             self.loops,
             self.stack_accesses,
@@ -170,12 +163,28 @@ impl HotPath {
             } else {
                 String::new()
             },
+            self.calls_or_none(),
             if self.no_hot_return {
                 " (no return is hot: longest path shown)"
             } else {
                 ""
             }
         )
+    }
+
+    /// `20 to the fit check`, or `no fit check`.
+    pub fn fit_check(&self) -> String {
+        self.to_fit_check
+            .map_or("no fit check".into(), |n| format!("{n} to the fit check"))
+    }
+
+    /// The callees, `, `-separated, or `none`.
+    pub fn calls_or_none(&self) -> String {
+        if self.calls.is_empty() {
+            "none".into()
+        } else {
+            self.calls.join(", ")
+        }
     }
 }
 
