@@ -308,42 +308,33 @@ fn view_html(name: &str, v: &ListingView, notes: bool) -> String {
 /// built for want of a tool (a cross linker, a disassembler) is absent, not
 /// failed: it is drawn grey, with the install line; any other failure red.
 pub fn linked_view_html(probe: &str, profile: &str, title: &str, view: &LinkedView) -> String {
-    let mut s = String::new();
-    let state = match view.status {
-        ProbeStatus::Found => "",
-        ProbeStatus::NotBuilt if view.missing_tool() => "absent",
-        _ => "failed",
+    let error = escape(view.error.as_deref().unwrap_or(""));
+    let (state, body) = match view.status {
+        ProbeStatus::Found => ("", view_html(probe, &view.view, true)),
+        ProbeStatus::Missing => (
+            "failed",
+            "<p class=\"fail status\">missing: not in the linked executable</p>\n".into(),
+        ),
+        _ if view.missing_tool() => (
+            "absent",
+            format!(
+                "<p class=\"absent-text status\">not built: missing tool</p><pre class=\"error absent-text\">{error}</pre>\n"
+            ),
+        ),
+        _ => (
+            "failed",
+            format!("<p class=\"fail status\">not built</p><pre class=\"error\">{error}</pre>\n"),
+        ),
     };
-    let _ = writeln!(
-        s,
-        "<div class=\"col {state}\"><h4>{} <span class=\"muted\">· {title}</span></h4>",
+    column(state, profile, title, &body)
+}
+
+/// One column of a linked view's row: `profile · title` over `body`.
+fn column(class: &str, profile: &str, title: &str, body: &str) -> String {
+    format!(
+        "<div class=\"col {class}\"><h4>{} <span class=\"muted\">· {title}</span></h4>\n{body}</div>\n",
         escape(profile)
-    );
-    match view.status {
-        ProbeStatus::Found => s.push_str(&view_html(probe, &view.view, true)),
-        ProbeStatus::Missing => {
-            let _ = writeln!(
-                s,
-                "<p class=\"fail status\">missing: not in the linked executable</p>"
-            );
-        }
-        _ => {
-            let error = escape(view.error.as_deref().unwrap_or(""));
-            if view.missing_tool() {
-                let _ = writeln!(
-                    s,
-                    "<p class=\"absent-text status\">not built: missing tool</p><pre class=\"error absent-text\">{error}</pre>"
-                );
-            } else {
-                let _ = writeln!(
-                    s,
-                    "<p class=\"fail status\">not built</p><pre class=\"error\">{error}</pre>"
-                );
-            }
-        }
-    }
-    s.push_str("</div>\n");
-    s
+    )
 }
 
 /// Per profile with a linked view: the `.s` listing, the linked release
@@ -362,21 +353,17 @@ fn linked_html(probe: &ProbeReport) -> String {
         "<details class=\"linked\"><summary>Linked view: what the compiler emitted (<code>.s</code>) and what the linker made of it</summary>\n",
     );
     for (res, linked) in rows {
+        let asm = match res.status {
+            ProbeStatus::Found => view_html(&probe.name, &res.view, false),
+            ProbeStatus::Missing => "<p class=\"fail status\">missing</p>\n".into(),
+            _ => "<p class=\"muted status\">not built</p>\n".into(),
+        };
         let _ = writeln!(
             s,
-            "<div class=\"cols linked\" data-profile=\"{0}\">\n<div class=\"col asm\"><h4>{0} <span class=\"muted\">· .s (compiler)</span></h4>",
+            "<div class=\"cols linked\" data-profile=\"{}\">",
             escape(&res.profile)
         );
-        match res.status {
-            ProbeStatus::Found => s.push_str(&view_html(&probe.name, &res.view, false)),
-            ProbeStatus::Missing => {
-                let _ = writeln!(s, "<p class=\"fail status\">missing</p>");
-            }
-            _ => {
-                let _ = writeln!(s, "<p class=\"muted status\">not built</p>");
-            }
-        }
-        s.push_str("</div>\n");
+        s.push_str(&column("asm", &res.profile, ".s (compiler)", &asm));
         for (title, view) in linked.both() {
             s.push_str(&linked_view_html(&probe.name, &res.profile, title, view));
         }
