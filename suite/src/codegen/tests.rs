@@ -476,19 +476,17 @@ fn rust_symbols_are_demangled_without_hashes() {
     // v0 spells a function's generic arguments (`alloc_slow::<0>`, what beta
     // 1.100 wrote for PackedArena's const-generic slow path); legacy never
     // does, so the turbofish goes and `<T as Trait>` stays.
-    assert_eq!(
-        normalize::strip_generic_args("allocasm::packed::PackedArena::alloc_slow::<0>"),
-        "allocasm::packed::PackedArena::alloc_slow"
-    );
-    assert_eq!(
-        normalize::strip_generic_args("a::f::<b::C<u8>, 4>::{closure}"),
-        "a::f::{closure}"
-    );
-    assert_eq!(
-        normalize::strip_generic_args("<a::B as c::D>::e"),
-        "<a::B as c::D>::e"
-    );
-    assert_eq!(normalize::strip_generic_args("x::<y"), "x::<y");
+    for (path, stripped) in [
+        (
+            "allocasm::packed::PackedArena::alloc_slow::<0>",
+            "allocasm::packed::PackedArena::alloc_slow",
+        ),
+        ("a::f::<b::C<u8>, 4>::{closure}", "a::f::{closure}"),
+        ("<a::B as c::D>::e", "<a::B as c::D>::e"),
+        ("x::<y", "x::<y"),
+    ] {
+        assert_eq!(normalize::strip_generic_args(path), stripped);
+    }
 }
 
 #[test]
