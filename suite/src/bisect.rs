@@ -458,6 +458,15 @@ mod tests {
         }
     }
 
+    /// A build whose compared text is `text`, with no count and no `rustc -vV`.
+    fn built(text: &str) -> Sampled {
+        Sampled::Built(Sample {
+            text: text.into(),
+            instructions: None,
+            rustc_vv: String::new(),
+        })
+    }
+
     fn bisect(world: &mut World, good: &str, bad: &str) -> (Verdict, usize) {
         let mut steps = 0;
         let mut oracle = |tc: &str| world.sample(tc);
@@ -504,11 +513,7 @@ mod tests {
             let i: usize = tc.parse().unwrap();
             Ok(match i {
                 5 | 6 => Sampled::Unavailable("gone".into()),
-                _ => Sampled::Built(Sample {
-                    text: if i >= 7 { "b" } else { "a" }.into(),
-                    instructions: None,
-                    rustc_vv: String::new(),
-                }),
+                _ => built(if i >= 7 { "b" } else { "a" }),
             })
         };
         let mut progress = |_: &Step<'_>| {};
@@ -538,11 +543,7 @@ mod tests {
         let cands: Vec<String> = (0..=4).map(|i| i.to_string()).collect();
         let mut oracle = |tc: &str| -> Result<Sampled, ()> {
             Ok(match tc {
-                "0" => Sampled::Built(Sample {
-                    text: "a".into(),
-                    instructions: None,
-                    rustc_vv: String::new(),
-                }),
+                "0" => built("a"),
                 _ => Sampled::Unavailable("gone".into()),
             })
         };

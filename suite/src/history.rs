@@ -175,29 +175,23 @@ mod tests {
 
     #[test]
     fn a_cell_is_marked_where_it_differs_from_the_nearest_built_cell_to_its_left() {
-        let row = |cells: Vec<Cell>| Row {
-            probe: "p".into(),
-            cells,
+        let marks = |cells: Vec<Cell>| {
+            let n = cells.len();
+            let r = Row {
+                probe: "p".into(),
+                cells,
+            };
+            (0..n).map(|i| r.changed(i)).collect::<Vec<_>>()
         };
-        let r = row(vec![
-            Cell::Count(5),
-            Cell::Count(5),
-            Cell::Count(6),
-            Cell::Count(6),
-        ]);
+        let (five, six) = (Cell::Count(5), Cell::Count(6));
         assert_eq!(
-            (0..4).map(|i| r.changed(i)).collect::<Vec<_>>(),
+            marks(vec![five, five, six, six]),
             [false, false, true, false]
         );
         // n/a is skipped over: 5, n/a, 6 marks the 6; n/a itself is never marked.
-        let r = row(vec![Cell::Count(5), Cell::NotBuilt, Cell::Count(6)]);
+        assert_eq!(marks(vec![five, Cell::NotBuilt, six]), [false, false, true]);
         assert_eq!(
-            (0..3).map(|i| r.changed(i)).collect::<Vec<_>>(),
-            [false, false, true]
-        );
-        let r = row(vec![Cell::NotBuilt, Cell::Count(6), Cell::Missing]);
-        assert_eq!(
-            (0..3).map(|i| r.changed(i)).collect::<Vec<_>>(),
+            marks(vec![Cell::NotBuilt, six, Cell::Missing]),
             [false, false, true]
         );
     }

@@ -411,20 +411,9 @@ pub fn install_targets(
             }
             Err(e) => return Err(e),
         };
-        if toolchain == "default" || !seen.insert((toolchain.clone(), p.triple.clone())) {
-            continue;
-        }
-        match ensure_target_with(
-            OsStr::new("rustup"),
-            &toolchain,
-            &p.triple,
-            true,
-            progress,
-            &p.name,
-        ) {
-            // That profile's own build says so; the others go on.
-            Err(BuildError::NotAvailable { .. }) => {}
-            other => other?,
+        if toolchain != "default" && seen.insert((toolchain.clone(), p.triple.clone())) {
+            let rustup = OsStr::new("rustup");
+            install_targets_with(rustup, &toolchain, std::slice::from_ref(p), progress)?;
         }
     }
     Ok(())
@@ -540,6 +529,7 @@ pub fn install_targets_with(
     for p in profiles {
         if seen.insert(p.triple.as_str()) {
             match ensure_target_with(rustup, toolchain, &p.triple, true, progress, &p.name) {
+                // That profile's own build says so; the others go on.
                 Err(BuildError::NotAvailable { .. }) => {}
                 other => other?,
             }

@@ -56,7 +56,7 @@ pub const BENCH_PROGRAMS: [&str; 7] = [
 ];
 
 /// `qemu-<arch>`'s suffix and the GNU triple of an architecture's Linux.
-fn arch_names(arch: &Arch) -> Option<(&'static str, &'static str)> {
+pub(crate) fn arch_names(arch: &Arch) -> Option<(&'static str, &'static str)> {
     match arch {
         Arch::X86_64 => Some(("x86_64", "x86_64-linux-gnu")),
         Arch::Aarch64 => Some(("aarch64", "aarch64-linux-gnu")),

@@ -262,39 +262,37 @@ fn json(
     cache: &BTreeMap<String, Sampled>,
 ) -> String {
     let compared = if args.whole { "whole" } else { "hot-path" };
-    {
-        let found = match verdict {
-            Verdict::Found(f) => Some(f),
-            Verdict::NoChange => None,
-        };
-        let doc = JsonBisect {
-            schema: "allocasm-bisect/1",
-            probe: probe.to_string(),
-            profile: args.profile.clone(),
-            compared,
-            status: if found.is_some() {
-                "found"
-            } else {
-                "no-change"
-            },
-            good: json_toolchain(cache, &args.good),
-            bad: json_toolchain(cache, &args.bad),
-            releases: found.and_then(|f| f.releases.clone().map(|(a, b)| [a, b])),
-            window: found.and_then(|f| f.window.clone().map(|(a, b)| [a, b])),
-            last_unchanged: found.map(|f| json_toolchain(cache, &f.last_unchanged)),
-            first_changed: found.map(|f| json_toolchain(cache, &f.first_changed)),
-            skipped: found
-                .map(|f| {
-                    f.skipped
-                        .iter()
-                        .map(|(a, b)| [a.clone(), b.clone()])
-                        .collect()
-                })
-                .unwrap_or_default(),
-            diff: found.map(|f| unified(cache, &f.last_unchanged, &f.first_changed)),
-        };
-        serde_json::to_string_pretty(&doc).expect("serializable") + "\n"
-    }
+    let found = match verdict {
+        Verdict::Found(f) => Some(f),
+        Verdict::NoChange => None,
+    };
+    let doc = JsonBisect {
+        schema: "allocasm-bisect/1",
+        probe: probe.to_string(),
+        profile: args.profile.clone(),
+        compared,
+        status: if found.is_some() {
+            "found"
+        } else {
+            "no-change"
+        },
+        good: json_toolchain(cache, &args.good),
+        bad: json_toolchain(cache, &args.bad),
+        releases: found.and_then(|f| f.releases.clone().map(|(a, b)| [a, b])),
+        window: found.and_then(|f| f.window.clone().map(|(a, b)| [a, b])),
+        last_unchanged: found.map(|f| json_toolchain(cache, &f.last_unchanged)),
+        first_changed: found.map(|f| json_toolchain(cache, &f.first_changed)),
+        skipped: found
+            .map(|f| {
+                f.skipped
+                    .iter()
+                    .map(|(a, b)| [a.clone(), b.clone()])
+                    .collect()
+            })
+            .unwrap_or_default(),
+        diff: found.map(|f| unified(cache, &f.last_unchanged, &f.first_changed)),
+    };
+    serde_json::to_string_pretty(&doc).expect("serializable") + "\n"
 }
 
 /// The result as a document: the two ends, what the search found, the diff.

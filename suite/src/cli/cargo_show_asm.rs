@@ -222,27 +222,20 @@ pub fn build_profile(
 
 /// [`build_profile`] for several profiles in parallel (one thread each; the
 /// probes of one profile run one after another, as `cargo asm` locks its
-/// target dir).
+/// target dir); a panicked build is its profile's error.
 pub fn build_profiles(
     profiles: &[Profile],
     opts: &BuildOptions,
     probes: &[Probe],
     progress: &(dyn Fn(BuildEvent) + Sync),
 ) -> Vec<Result<(AsmOutput, ProbeListings), BuildError>> {
-    // Missing targets first, serially (rustup never runs twice at once).
-    if let Err(e) = build::install_targets(profiles, opts, &|e| progress(e)) {
-        return profiles.iter().map(|_| Err(e.clone())).collect();
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = profiles
-            .iter()
-            .map(|p| s.spawn(move || build_profile(p, opts, probes, &|e| progress(e))))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("cargo asm thread"))
-            .collect()
-    })
+    build::in_parallel(
+        profiles,
+        |p| p,
+        opts,
+        progress,
+        |p| build_profile(p, opts, probes, &|e| progress(e)),
+    )
 }
 
 #[cfg(test)]

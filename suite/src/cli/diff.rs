@@ -476,21 +476,17 @@ mod tests {
 
     #[test]
     fn a_cell_says_how_the_hot_path_moved() {
-        assert_eq!(delta_cell(&probe_diff(Some(47), Some(47), false)), "=");
-        assert_eq!(
-            delta_cell(&probe_diff(Some(47), Some(47), true)),
-            "47 (lines)"
-        );
-        assert_eq!(
-            delta_cell(&probe_diff(Some(47), Some(48), true)),
-            "47 → 48 (+1)"
-        );
-        assert_eq!(
-            delta_cell(&probe_diff(Some(48), Some(46), true)),
-            "48 → 46 (-2)"
-        );
-        assert_eq!(delta_cell(&probe_diff(Some(1), None, true)), "gone");
-        assert_eq!(delta_cell(&probe_diff(None, Some(1), true)), "new");
+        for (before, after, hot_changed, cell) in [
+            (Some(47), Some(47), false, "="),
+            (Some(47), Some(47), true, "47 (lines)"),
+            (Some(47), Some(48), true, "47 → 48 (+1)"),
+            (Some(48), Some(46), true, "48 → 46 (-2)"),
+            (Some(1), None, true, "gone"),
+            (None, Some(1), true, "new"),
+        ] {
+            let d = probe_diff(before, after, hot_changed);
+            assert_eq!(delta_cell(&d), cell, "{before:?} → {after:?}");
+        }
     }
 
     #[test]

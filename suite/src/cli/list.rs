@@ -1,8 +1,8 @@
 //! `allocasm list`: the probe registry and the profiles; with
 //! `--functions`, every function of each profile's build.
 
-use allocasm::probes::ProbeKind;
 use allocasm_suite::codegen::functions::FunctionIndex;
+use allocasm_suite::codegen::profile::kind_name;
 use allocasm_suite::codegen::project::{self, probes};
 use clap::Args;
 
@@ -49,10 +49,7 @@ pub fn run(ui: &Ui, args: &ListArgs) -> Result<Status, CliError> {
         outln!("{}", ui.bold(&format!("{} probes", probes().len())));
     }
     for p in probes() {
-        let kind = match p.kind {
-            ProbeKind::SingleThreaded => "single-threaded",
-            ProbeKind::Concurrent => "concurrent",
-        };
+        let kind = kind_name(p.kind);
         outln!(
             "  {:width$}  {:alloc_width$}  {:16} {:15}  {}",
             p.name,

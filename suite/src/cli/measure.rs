@@ -331,18 +331,20 @@ mod tests {
             .expect("the profile")
     }
 
+    /// The reason a missing program gives, with the command installing it.
+    fn not_found(what: &str, program: &str, tool: tools::Tool) -> Option<String> {
+        Some(format!(
+            "not {what}: {program} not found (install: {})",
+            tool.install()
+        ))
+    }
+
     #[test]
     fn a_missing_qemu_is_a_reason_naming_it_and_the_fix() {
         let p = profile("aarch64-linux");
         assert_eq!(
-            why_not_measured(&p, &|prog| prog != "qemu-aarch64").as_deref(),
-            Some(
-                format!(
-                    "not measured: qemu-aarch64 not found (install: {})",
-                    tools::Tool::Qemu(p.arch()).install()
-                )
-                .as_str()
-            )
+            why_not_measured(&p, &|prog| prog != "qemu-aarch64"),
+            not_found("measured", "qemu-aarch64", tools::Tool::Qemu(p.arch()))
         );
         assert_eq!(why_not_measured(&p, &|_| true), None);
         let x86 = profile("x86_64-linux");
@@ -368,14 +370,8 @@ mod tests {
         assert_eq!(why_not_measured(&dylib, &|_| true), None);
         assert_eq!(why_not_predicted(&dylib, Some("llvm-mca-22")), None);
         assert_eq!(
-            why_not_measured(&dylib, &|prog| prog != "qemu-x86_64").as_deref(),
-            Some(
-                format!(
-                    "not measured: qemu-x86_64 not found (install: {})",
-                    tools::Tool::Qemu(dylib.arch()).install()
-                )
-                .as_str()
-            )
+            why_not_measured(&dylib, &|prog| prog != "qemu-x86_64"),
+            not_found("measured", "qemu-x86_64", tools::Tool::Qemu(dylib.arch()))
         );
     }
 
@@ -383,14 +379,8 @@ mod tests {
     fn a_missing_llvm_mca_is_a_reason_naming_it_and_the_fix() {
         let p = profile("riscv64-linux");
         assert_eq!(
-            why_not_predicted(&p, None).as_deref(),
-            Some(
-                format!(
-                    "not predicted: llvm-mca not found (install: {})",
-                    tools::Tool::LlvmMca.install()
-                )
-                .as_str()
-            )
+            why_not_predicted(&p, None),
+            not_found("predicted", "llvm-mca", tools::Tool::LlvmMca)
         );
         assert_eq!(why_not_predicted(&p, Some("llvm-mca-22")), None);
     }

@@ -341,18 +341,18 @@ pub struct CliError {
 impl CliError {
     /// A usage or configuration error (exit 2).
     pub fn usage(message: impl Into<String>) -> CliError {
-        CliError {
-            code: exit::USAGE,
-            message: message.into(),
-            printed: false,
-        }
+        CliError::unprinted(exit::USAGE, message.into())
     }
 
     /// A build or environment error (exit 3).
     pub fn environment(message: impl Into<String>) -> CliError {
+        CliError::unprinted(exit::ENVIRONMENT, message.into())
+    }
+
+    fn unprinted(code: u8, message: String) -> CliError {
         CliError {
-            code: exit::ENVIRONMENT,
-            message: message.into(),
+            code,
+            message,
             printed: false,
         }
     }
@@ -386,19 +386,14 @@ where
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            let code = if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            };
-            return if code == exit::OK {
-                Ok(Status::Ok)
-            } else {
+            return if e.use_stderr() {
                 Err(CliError {
-                    code,
+                    code: exit::USAGE,
                     message: String::new(),
                     printed: true,
                 })
+            } else {
+                Ok(Status::Ok)
             };
         }
     };

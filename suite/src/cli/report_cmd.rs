@@ -176,18 +176,17 @@ pub fn run(ui: &Ui, args: &ReportArgs) -> Result<Status, CliError> {
     // GNU objdump made the linked views where llvm-tools is missing: the
     // same code, spelled otherwise than the snapshots.
     if !ui.quiet
-        && let Some(out) =
-            builds.linked.iter().find_map(|l| {
-                l.result.as_ref().ok().map(|(o, _)| o).filter(|o| {
-                    !objdump::is_llvm_objdump(o.objdump.split(' ').next().unwrap_or(""))
-                })
+        && let Some(out) = builds.linked.iter().find_map(|l| {
+            l.result.as_ref().ok().map(|(o, _)| o).filter(|o| {
+                !objdump::is_llvm_objdump(o.dump.command.split(' ').next().unwrap_or(""))
             })
+        })
     {
         errln!(
             "{} the linked views were disassembled by `{}`, not the toolchain's llvm-objdump \
              (the snapshots' spelling): `{}`",
             ui.yellow("note:"),
-            out.objdump.split(' ').next().unwrap_or(""),
+            out.dump.command.split(' ').next().unwrap_or(""),
             allocasm_suite::tools::Tool::LlvmObjdump.install()
         );
     }

@@ -490,8 +490,23 @@ fn finished_line(profile: &str, toolchain: &str, fresh: bool, elapsed: Duration)
     )
 }
 
-/// Counts a build that ended without a `Finished` event (it failed) and
-/// drops it from the bar's list of running builds.
+/// A build's name in the bar's list of running builds: its profile, after
+/// its toolchain when several toolchains build.
+fn step_key(several: bool, toolchain: &str, profile: &str) -> String {
+    if several {
+        format!("{toolchain}/{profile}")
+    } else {
+        profile.to_string()
+    }
+}
+
+fn show_running(progress: &Progress, running: &BTreeSet<String>) {
+    let names: Vec<&str> = running.iter().map(String::as_str).collect();
+    progress.message(names.join(", "));
+}
+
+/// Counts a build that ended (with or without a `Finished` event) and drops
+/// it from the bar's list of running builds.
 fn settle(
     progress: &Progress,
     running: &Mutex<BTreeSet<String>>,
@@ -499,16 +514,10 @@ fn settle(
     toolchain: &str,
     profile: &str,
 ) {
-    let key = if several {
-        format!("{toolchain}/{profile}")
-    } else {
-        profile.to_string()
-    };
     progress.inc();
     let mut r = running.lock().expect("progress lock");
-    r.remove(&key);
-    let names: Vec<&str> = r.iter().map(String::as_str).collect();
-    progress.message(names.join(", "));
+    r.remove(&step_key(several, toolchain, profile));
+    show_running(progress, &r);
 }
 
 fn on_event(
@@ -519,17 +528,7 @@ fn on_event(
     toolchain: &str,
     event: BuildEvent,
 ) {
-    let key = |profile: &str| {
-        if several {
-            format!("{toolchain}/{profile}")
-        } else {
-            profile.to_string()
-        }
-    };
-    let show_running = |running: &BTreeSet<String>| {
-        let names: Vec<&str> = running.iter().map(String::as_str).collect();
-        progress.message(names.join(", "));
-    };
+    let key = |profile: &str| step_key(several, toolchain, profile);
     match event {
         BuildEvent::InstallingTarget { profile, command } => {
             progress.println(&format!("{}: running `{command}`", key(&profile)));
@@ -540,7 +539,7 @@ fn on_event(
             }
             let mut r = running.lock().expect("progress lock");
             r.insert(key(&profile));
-            show_running(&r);
+            show_running(progress, &r);
         }
         BuildEvent::Cargo { profile, line } => {
             if ui.verbose {
@@ -562,10 +561,7 @@ fn on_event(
                     elapsed.as_secs_f64()
                 ));
             }
-            progress.inc();
-            let mut r = running.lock().expect("progress lock");
-            r.remove(&key(&profile));
-            show_running(&r);
+            settle(progress, running, several, toolchain, &profile);
         }
     }
 }

@@ -15,8 +15,8 @@ use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{Function, ProbeListings, Profile, cfg};
 use clap::Args;
 
+use crate::report::annotate;
 use crate::report::text::side_by_side;
-use crate::report::{HotPathReport, annotate};
 
 use super::session::{self, Builds, linked_error_message};
 use super::{BuildArgs, CliError, Status, Ui, exit};
@@ -110,7 +110,7 @@ fn function_lines(
     ));
     out.push(format!("TLS: {}", tls.how));
     let hot = cfg::analyze(listing, profile, cold).hot_path();
-    out.extend(hot_path_lines(&HotPathReport::from(&hot), plain));
+    out.extend(hot_path_lines(&hot, plain));
     out
 }
 
@@ -201,15 +201,10 @@ fn unknown_name(name: &str, profile: &str) -> CliError {
 
 /// The hot path's figures, as the report has them under each listing: one
 /// line, or (`narrow`, for a column of --side-by-side) a few short ones.
-fn hot_path_lines(hot: &HotPathReport, narrow: bool) -> Vec<String> {
+fn hot_path_lines(hot: &cfg::HotPath, narrow: bool) -> Vec<String> {
     if !narrow {
         return vec![hot.line()];
     }
-    let calls = if hot.calls.is_empty() {
-        "none".to_string()
-    } else {
-        hot.calls.join(", ")
-    };
     vec![
         format!(
             "hot path: {} of {} instructions{}",
@@ -221,14 +216,7 @@ fn hot_path_lines(hot: &HotPathReport, narrow: bool) -> Vec<String> {
                 ""
             }
         ),
-        format!(
-            "  {} · {} atomic(s)",
-            hot.to_fit_check
-                .map_or("no fit check".to_string(), |n| format!(
-                    "{n} to the fit check"
-                )),
-            hot.atomics
-        ),
+        format!("  {} · {} atomic(s)", hot.fit_check(), hot.atomics),
         format!(
             "  {} stack access(es){} · {} loop(s)",
             hot.stack_accesses,
@@ -239,7 +227,7 @@ fn hot_path_lines(hot: &HotPathReport, narrow: bool) -> Vec<String> {
             },
             hot.loops
         ),
-        format!("  calls: {calls}"),
+        format!("  calls: {}", hot.calls_or_none()),
     ]
 }
 
@@ -321,14 +309,13 @@ pub fn run(ui: &Ui, args: &ShowArgs) -> Result<Status, CliError> {
         out!("{}", side_by_side(&columns, args.width.max(12)));
     } else {
         for b in &builds.built {
-            let lines = shown_lines(ui, args, b, probe, false)?;
-            outln!("{}", ui.bold(&format!("# {}", b.output.header())));
-            for line in lines {
-                outln!("{line}");
+            let mut views = vec![(b.output.header(), shown_lines(ui, args, b, probe, false)?)];
+            if let Some(probe) = probe {
+                views.extend(linked_lines(
+                    ui, &builds, &b.profile, probe, args.raw, false,
+                ));
             }
-            outln!();
-            let Some(probe) = probe else { continue };
-            for (header, lines) in linked_lines(ui, &builds, &b.profile, probe, args.raw, false) {
+            for (header, lines) in views {
                 outln!("{}", ui.bold(&format!("# {header}")));
                 for line in lines {
                     outln!("{line}");

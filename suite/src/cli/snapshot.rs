@@ -117,12 +117,14 @@ pub fn compare(
         )
     });
     std::fs::create_dir_all(dir)?;
+    // Through a temporary file and a rename, as the suite writes every file
+    // others read.
     let text = new_text();
     if accept {
-        write_atomically(&snap, &text)?;
+        cache::write_atomically(&snap, text.as_bytes())?;
         remove_if_there(&pending)?;
     } else {
-        write_atomically(&pending, &text)?;
+        cache::write_atomically(&pending, text.as_bytes())?;
     }
     Ok((outcome, diff))
 }
@@ -132,12 +134,6 @@ fn remove_if_there(path: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
-}
-
-/// Writes through a temporary file and a rename (the suite's one way to
-/// write a file others read: [`cache::write_atomically`]).
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    cache::write_atomically(path, text.as_bytes())
 }
 
 /// The file stem of a `[function."…"]` table's snapshot:

@@ -251,6 +251,14 @@ impl BuildError {
     pub fn is_not_available(&self) -> bool {
         matches!(self, BuildError::NotAvailable { .. })
     }
+
+    /// [`BuildError::NoAsm`]: `profile`'s build left nothing to read in `dir`.
+    pub(crate) fn no_asm(profile: &Profile, dir: &Path) -> BuildError {
+        BuildError::NoAsm {
+            profile: profile.name.clone(),
+            dir: dir.to_path_buf(),
+        }
+    }
 }
 
 /// One `.s` file of the crate.
@@ -327,13 +335,18 @@ impl AsmOutput {
             self.triple,
             self.rustc_release(),
             self.llvm_version(),
-            if self.flags.is_empty() {
-                "(none)".to_string()
-            } else {
-                self.flags.join(" ")
-            },
+            flags_or_none(&self.flags),
             self.codegen_units()
         )
+    }
+}
+
+/// Flags as a header shows them: `(none)` for none.
+pub(crate) fn flags_or_none(flags: &[String]) -> String {
+    if flags.is_empty() {
+        "(none)".to_string()
+    } else {
+        flags.join(" ")
     }
 }
 
@@ -481,17 +494,11 @@ pub fn build_profile(
 
     let outputs = Artifacts::parse(&json)
         .library(&project.lib_name)
-        .ok_or_else(|| BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: dir.clone(),
-        })?;
+        .ok_or_else(|| BuildError::no_asm(profile, &dir))?;
     let fresh = outputs.fresh;
     let files = read_asm_files(&outputs, started_at)?;
     if files.is_empty() {
-        return Err(BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: outputs.dir,
-        });
+        return Err(BuildError::no_asm(profile, &outputs.dir));
     }
     if ran_cargo {
         let listed: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
@@ -641,28 +648,47 @@ fn read_asm_files(
 }
 
 /// Builds several profiles in parallel, one thread each; results in the
-/// order of `profiles`. Missing targets are installed first, serially
-/// ([`install_targets`]); if that fails, every profile reports it.
+/// order of `profiles` ([`in_parallel`]).
 pub fn build_profiles(
     profiles: &[Profile],
     opts: &BuildOptions,
     progress: &(dyn Fn(BuildEvent) + Sync),
 ) -> Vec<Result<AsmOutput, BuildError>> {
-    if let Err(e) = install_targets(profiles, opts, &|e| progress(e)) {
-        return profiles.iter().map(|_| Err(e.clone())).collect();
+    in_parallel(
+        profiles,
+        |p| p,
+        opts,
+        progress,
+        |p| build_profile(p, opts, &|e| progress(e)),
+    )
+}
+
+/// Runs `build` on every job, one thread each; results in the order of
+/// `jobs`. The missing targets of the jobs' profiles (`profile_of`) are
+/// installed first, serially ([`install_targets`]), so rustup never runs
+/// twice at once; if that fails, every job reports it. A build thread that
+/// panics is its job's error.
+pub fn in_parallel<J: Sync, T: Send>(
+    jobs: &[J],
+    profile_of: impl Fn(&J) -> &Profile,
+    opts: &BuildOptions,
+    progress: &(dyn Fn(BuildEvent) + Sync),
+    build: impl Fn(&J) -> Result<T, BuildError> + Sync,
+) -> Vec<Result<T, BuildError>> {
+    let mut profiles: Vec<Profile> = jobs.iter().map(|j| profile_of(j).clone()).collect();
+    profiles.dedup_by(|a, b| a.name == b.name);
+    if let Err(e) = install_targets(&profiles, opts, &|e| progress(e)) {
+        return jobs.iter().map(|_| Err(e.clone())).collect();
     }
     std::thread::scope(|s| {
-        let handles: Vec<_> = profiles
-            .iter()
-            .map(|p| s.spawn(move || build_profile(p, opts, &|e| progress(e))))
-            .collect();
+        let handles: Vec<_> = jobs.iter().map(|j| s.spawn(|| build(j))).collect();
         handles
             .into_iter()
-            .zip(profiles)
-            .map(|(h, p)| {
+            .zip(jobs)
+            .map(|(h, j)| {
                 h.join().unwrap_or_else(|_| {
                     Err(BuildError::Cargo {
-                        profile: p.name.clone(),
+                        profile: profile_of(j).name.clone(),
                         command: String::new(),
                         stderr: "the build thread panicked".into(),
                     })

@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
@@ -28,11 +28,8 @@ use sha2::{Digest, Sha256};
 /// Bumped when a cached value's meaning changes.
 const FORMAT: &str = "allocasm-cache-1";
 
-/// Hits and misses since the process started (for tests and `-v`).
-static HITS: AtomicUsize = AtomicUsize::new(0);
-static MISSES: AtomicUsize = AtomicUsize::new(0);
 /// Set by [`measure_again`].
-static NO_READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static NO_READ: AtomicBool = AtomicBool::new(false);
 
 /// Makes every cache of this process skip reading: everything is measured
 /// again and the entries rewritten (the CLI's `--no-cache`).
@@ -124,12 +121,7 @@ impl Cache {
 
     /// The value stored under `key`, if there is a readable one.
     pub fn get<T: DeserializeOwned>(&self, kind: &str, key: &Key) -> Option<T> {
-        let found = self.read.then(|| self.lookup(kind, key)).flatten();
-        match found {
-            Some(_) => HITS.fetch_add(1, Ordering::Relaxed),
-            None => MISSES.fetch_add(1, Ordering::Relaxed),
-        };
-        found
+        self.read.then(|| self.lookup(kind, key)).flatten()
     }
 
     fn lookup<T: DeserializeOwned>(&self, kind: &str, key: &Key) -> Option<T> {
@@ -172,11 +164,6 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
-}
-
-/// Hits and misses of every cache since the process started.
-pub fn stats() -> (usize, usize) {
-    (HITS.load(Ordering::Relaxed), MISSES.load(Ordering::Relaxed))
 }
 
 /// `program --version`'s output (memoized per program): a tool's version

@@ -81,19 +81,20 @@ pub struct Cfg<'a> {
     frame_record: bool,
 }
 
-/// The hot path of one listing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The hot path of one listing (the reports' `hot_path`, without the line
+/// indices, which are the listing's own).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct HotPath {
     /// Instructions on the hot path, entry to return (a loop's body once).
     pub instructions: usize,
     /// Instructions from the entry up to and including the first
     /// conditional branch after the first atomic read-modify-write; `None`
-    /// without one.
+    /// (`null`) without one.
     pub to_fit_check: Option<usize>,
     /// Atomic instructions on it (read-modify-writes, fences,
     /// acquire/release accesses, outline-atomics calls).
     pub atomics: usize,
-    /// Atomic read-modify-writes on it.
+    /// Atomic read-modify-writes on it (outline-atomics calls included).
     pub atomic_rmw: usize,
     /// Callees on it, in order (TLS thunks and outline-atomics helpers
     /// included; an indirect call is named after what it calls).
@@ -109,12 +110,15 @@ pub struct HotPath {
     /// Loops on it (back edges between its blocks).
     pub loops: usize,
     /// Indices in [`Listing::lines`] of the branches that close those loops.
+    #[serde(skip)]
     pub loop_lines: Vec<usize>,
     /// Its instructions' texts, in order.
     pub lines: Vec<String>,
     /// Their indices in [`Listing::lines`].
+    #[serde(skip)]
     pub line_indices: Vec<usize>,
     /// Indices in [`Listing::lines`] of the lines of cold blocks.
+    #[serde(skip)]
     pub cold_lines: Vec<usize>,
     /// Instructions of the whole function.
     pub function_instructions: usize,
@@ -138,6 +142,49 @@ impl HotPath {
     /// Whether line `index` of the listing is on the hot path.
     pub fn contains(&self, index: usize) -> bool {
         self.line_indices.contains(&index)
+    }
+
+    /// `hot path: 32 of 44 instructions, 20 to the fit check, 1 atomic(s),
+    /// …, calls: none`: the line reports head a hot path with.
+    pub fn line(&self) -> String {
+        format!(
+            "hot path: {} of {} instructions, {}, {} atomic(s), {} loop(s), {} stack access(es){}, calls: {}{}",
+            self.instructions,
+            self.function_instructions,
+            self.fit_check(),
+            self.atomics,
+            self.loops,
+            self.stack_accesses,
+            if self.frame_accesses > 0 {
+                format!(
+                    " (+ {} for the frame record the target keeps in every function)",
+                    self.frame_accesses
+                )
+            } else {
+                String::new()
+            },
+            self.calls_or_none(),
+            if self.no_hot_return {
+                " (no return is hot: longest path shown)"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// `20 to the fit check`, or `no fit check`.
+    pub fn fit_check(&self) -> String {
+        self.to_fit_check
+            .map_or("no fit check".into(), |n| format!("{n} to the fit check"))
+    }
+
+    /// The callees, `, `-separated, or `none`.
+    pub fn calls_or_none(&self) -> String {
+        if self.calls.is_empty() {
+            "none".into()
+        } else {
+            self.calls.join(", ")
+        }
     }
 }
 

@@ -89,7 +89,7 @@ pub const DYLIB_ENV: &str = "ALLOCASM_PROBE_DYLIB";
 
 /// How many instructions one helper (a callee of the probe) executed per
 /// call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HelperCount {
     /// The callee's symbol (`__aarch64_ldadd8_relax`).
     pub function: String,
@@ -205,14 +205,11 @@ pub struct Driver {
     /// (disassembly, symbols, relocations) is the library's, not the
     /// executable's. `None`: the probes are the executable's.
     pub library: Option<PathBuf>,
-    /// `objdump -d --no-show-raw-insn [-M intel]` of the code the probes
-    /// are in (the executable, or `library`).
-    pub disassembly: String,
-    /// `objdump -t` of it.
-    pub symbols: String,
-    /// `objdump -R` of it (empty for a static executable): names the GOT
-    /// slots its calls go through, as the linked view does.
-    pub dynamic_relocs: String,
+    /// The code the probes are in (the executable, or `library`)
+    /// disassembled, its symbols and its dynamic relocations (empty for a
+    /// static executable: they name the GOT slots its calls go through, as
+    /// the linked view does).
+    pub dump: objdump::Dump,
 }
 
 /// A Linux profile of a shared library: no `[linked]` table and no
@@ -250,17 +247,11 @@ pub fn driver_flags(profile: &Profile) -> Vec<String> {
 
 /// qemu-user for a profile's architecture, and the sysroot for `-L`.
 pub fn runner(profile: &Profile) -> Option<(String, Option<PathBuf>)> {
-    let program = match profile.arch() {
-        Arch::X86_64 => "qemu-x86_64",
-        Arch::Aarch64 => "qemu-aarch64",
-        Arch::Riscv64 => "qemu-riscv64",
-        Arch::Arm => "qemu-arm",
-        Arch::Other(_) => return None,
-    };
+    let (qemu, _) = crate::tools::arch_names(&profile.arch())?;
     let sysroot = PathBuf::from("/usr").join(linked::gnu_triple(&profile.triple));
     let host = Arch::from_triple(std::env::consts::ARCH) == profile.arch();
     Some((
-        program.to_string(),
+        format!("qemu-{qemu}"),
         (!host && sysroot.is_dir()).then_some(sysroot),
     ))
 }
@@ -326,10 +317,7 @@ pub fn build_driver_files(
     let artifacts = Artifacts::parse(&json);
     let executable = artifacts
         .executable(DRIVER)
-        .ok_or_else(|| BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: dir.clone(),
-        })?;
+        .ok_or_else(|| BuildError::no_asm(profile, &dir))?;
     let mut fresh = artifacts.all_fresh();
     // A shared-library profile: the probes in the cdylib, built with the
     // same flags into the same target dir (so it shares allocasm's build).
@@ -340,10 +328,9 @@ pub fn build_driver_files(
         let json = build::run_cargo(&mut cmd, profile, &command, &dir, opts, &rustc_vv)?;
         let artifacts = Artifacts::parse(&json);
         fresh &= artifacts.all_fresh();
-        let so = artifacts.cdylib("so").ok_or_else(|| BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: dir.clone(),
-        })?;
+        let so = artifacts
+            .cdylib("so")
+            .ok_or_else(|| BuildError::no_asm(profile, &dir))?;
         Some(so)
     } else {
         None
@@ -375,9 +362,7 @@ pub fn disassemble_driver(profile: &Profile, files: DriverFiles) -> Result<Drive
         lto,
         executable,
         library,
-        disassembly: dump.disassembly,
-        symbols: dump.symbols,
-        dynamic_relocs: dump.dynamic_relocs,
+        dump,
     })
 }
 
@@ -940,21 +925,21 @@ pub fn measure(
         );
     }
     let runtime = base_line(&out.stdout)?;
-    let symbols = objdump::function_symbols(&driver.symbols);
+    let symbols = objdump::function_symbols(&driver.dump.symbols);
     let &(linked_at, _) = symbols
         .get("probe_linear_alloc")
         .context("probe_linear_alloc is not in the probes' symbol table")?;
     let bias = runtime as i64 - linked_at as i64;
     let mut objects = vec![Object {
-        disassembly: &driver.disassembly,
-        symbols: &driver.symbols,
+        disassembly: &driver.dump.disassembly,
+        symbols: &driver.dump.symbols,
         bias,
         only: None,
     }];
     // What the executable calls through the PLT (`__tls_get_addr`, from a
     // probe or a callee) runs in the dynamic loader when the loader defines
     // it: trace those functions of it too.
-    let through_plt: BTreeSet<String> = plt_stubs(&driver.disassembly)
+    let through_plt: BTreeSet<String> = plt_stubs(&driver.dump.disassembly)
         .into_keys()
         .filter_map(|n| n.strip_suffix("@plt").map(str::to_string))
         .collect();
@@ -1016,9 +1001,9 @@ pub fn measure(
         &map,
         &ws,
         opts.warmup,
-        &driver.disassembly,
-        &driver.symbols,
-        &driver.dynamic_relocs,
+        &driver.dump.disassembly,
+        &driver.dump.symbols,
+        &driver.dump.dynamic_relocs,
         &profile.name,
         driver.lto.name(),
     );
@@ -1123,13 +1108,13 @@ pub fn driver_listings(profile: &Profile, driver: &Driver, probes: &[Probe]) -> 
         rustc_version: String::new(),
         flags: driver_flags(profile),
         executable: driver.executable.clone(),
-        objdump: String::new(),
-        disassembly: driver.disassembly.clone(),
-        symbols: driver.symbols.clone(),
         // GOT slots named as the linked view names them (a call to a cold
         // slow path through the GOT is then known to be cold); the executed
         // lines are read with the same relocations, so the two agree.
-        dynamic_relocs: driver.dynamic_relocs.clone(),
+        dump: objdump::Dump {
+            command: String::new(),
+            ..driver.dump.clone()
+        },
     };
     linked::extract_linked(profile, &out, probes)
 }
@@ -1160,16 +1145,19 @@ mod tests {
 
     const BASE: u64 = 0x55_0000_0000;
 
+    /// The code map of one object, loaded `bias` bytes from its addresses.
+    fn code_map(disassembly: &str, symbols: &str, bias: u64, arch: Arch) -> CodeMap {
+        let object = Object {
+            disassembly,
+            symbols,
+            bias: bias as i64,
+            only: None,
+        };
+        CodeMap::new(&[object], &arch)
+    }
+
     fn map() -> CodeMap {
-        CodeMap::new(
-            &[Object {
-                disassembly: DISASM,
-                symbols: SYMTAB,
-                bias: BASE as i64,
-                only: None,
-            }],
-            &Arch::Aarch64,
-        )
+        code_map(DISASM, SYMTAB, BASE, Arch::Aarch64)
     }
 
     fn run(pcs: &[u64]) -> Vec<u64> {
@@ -1254,15 +1242,7 @@ mod tests {
 00001000 g     F .text\t00000010 probe_b
 00002000 g     F .text\t00000008 main
 ";
-        let map = CodeMap::new(
-            &[Object {
-                disassembly: ARM,
-                symbols: SYMS,
-                bias: 0,
-                only: None,
-            }],
-            &Arch::Arm,
-        );
+        let map = code_map(ARM, SYMS, 0, Arch::Arm);
         // Taken: the window is the two instructions, `main` is outside.
         let ws = windows(&map, &[0x2000, 0x1000, 0x1004, 0x2004], &["probe_b"]);
         assert_eq!(ws.len(), 1);
@@ -1290,15 +1270,7 @@ mod tests {
     3004:\tbx\tlr
 ";
         const SYMS: &str = "00003000 g     F .text\t00000008 probe_c\n";
-        let map = CodeMap::new(
-            &[Object {
-                disassembly: DIS,
-                symbols: SYMS,
-                bias: 0,
-                only: None,
-            }],
-            &Arch::Arm,
-        );
+        let map = code_map(DIS, SYMS, 0, Arch::Arm);
         assert_eq!(
             map.function_names(),
             ["__tls_get_addr@plt", "mmap64@plt", "probe_c"]

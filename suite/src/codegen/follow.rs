@@ -26,17 +26,19 @@ use super::profile::{Class, Profile};
 pub const DEFAULT_DEPTH: usize = 3;
 
 /// One function reached on the hot path.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct Callee {
     /// 1 for a callee of the root, 2 for its callees, ...
     pub depth: usize,
     /// The caller's name (as listings print it).
     pub caller: String,
-    /// The callee's full path ([`Entry::path`]).
+    /// The callee's full path ([`Entry::path`]), generic arguments kept.
     pub path: String,
     /// Its normalized listing.
+    #[serde(skip)]
     pub listing: Listing,
     /// Its own hot path.
+    #[serde(rename = "hot_path")]
     pub hot: HotPath,
 }
 
@@ -116,37 +118,51 @@ impl fmt::Display for Stop {
 
 /// The figures of the whole walk: the root's hot path and every followed
 /// callee's, added up.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Totals {
-    /// Instructions (each hot path once; a loop's body once).
+    /// Instructions on the walk's hot paths (each once; a loop's body once).
     pub instructions: usize,
-    /// Atomic instructions.
+    /// Atomic instructions on them.
     pub atomics: usize,
-    /// Atomic read-modify-writes.
+    /// Atomic read-modify-writes on them.
     pub atomic_rmw: usize,
-    /// Loops.
+    /// Loops on them.
     pub loops: usize,
-    /// Stack accesses (the frame record apart, as [`HotPath`] counts).
+    /// Stack accesses on them (the frame record apart, as [`HotPath`]
+    /// counts).
     pub stack_accesses: usize,
     /// Calls on the hot paths whose callee has no body in the build.
     pub calls_leaving: Vec<String>,
 }
 
-/// A function's hot path with the callees followed from it.
-#[derive(Debug, Clone)]
+/// A function's hot path with the callees followed from it (the reports'
+/// `followed`: the root's listing and hot path are the probe's own and
+/// stay out, each stop is its line, the figures are inline).
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct Followed {
-    /// The root's listing.
-    pub root: Listing,
-    /// The root's hot path.
-    pub root_hot: HotPath,
-    /// Callees in walk order (depth first, in call order).
-    pub callees: Vec<Callee>,
-    /// Calls the walk did not go into, with why.
-    pub stops: Vec<Stop>,
     /// The depth limit it ran with.
     pub depth: usize,
+    /// Callees in walk order (depth first, in call order).
+    pub callees: Vec<Callee>,
+    /// Calls the walk did not go into, with why (cold, recursive,
+    /// indirect, ...).
+    #[serde(rename = "not_followed", serialize_with = "lines")]
+    #[schemars(with = "Vec<String>")]
+    pub stops: Vec<Stop>,
     /// The figures of the whole.
+    #[serde(flatten)]
     pub totals: Totals,
+    /// The root's listing.
+    #[serde(skip)]
+    pub root: Listing,
+    /// The root's hot path.
+    #[serde(skip)]
+    pub root_hot: HotPath,
+}
+
+/// Each stop as its line.
+fn lines<S: serde::Serializer>(stops: &[Stop], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(stops.iter().map(Stop::to_string))
 }
 
 /// Whether a hot path's callee is an indirect call (named after its
@@ -349,6 +365,19 @@ fn counted(names: &[String]) -> String {
 }
 
 impl Followed {
+    /// The walk's figures in one line, as both reports head it.
+    pub fn summary(&self) -> String {
+        let t = &self.totals;
+        format!(
+            "followed through {} callee(s): {} instructions · {} atomic(s) · {} loop(s) · {} stack access(es)",
+            self.callees.len(),
+            t.instructions,
+            t.atomics,
+            t.loops,
+            t.stack_accesses
+        )
+    }
+
     /// The walk as one listing and one hot path, for expectations: the
     /// root's lines, then each callee's under a label naming it (its own
     /// labels suffixed `@N` so they stay its own), and the hot path made of

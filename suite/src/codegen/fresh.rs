@@ -202,19 +202,20 @@ fn mark_fresh(json: &str) -> String {
     json.replace("\"fresh\":false", "\"fresh\":true")
 }
 
+/// cargo's JSON messages of one `reason`; other lines are skipped.
+fn messages<'a>(json: &'a str, reason: &'a str) -> impl Iterator<Item = serde_json::Value> + 'a {
+    json.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(move |v| v.get("reason").and_then(|r| r.as_str()) == Some(reason))
+}
+
 /// The dep-info files and the artifacts of cargo's `compiler-artifact`
 /// messages: for every file an artifact names, `<stem>.d` beside it (cargo's
 /// own, absolute paths) where it exists, else rustc's `deps/<crate>-<hash>.d`.
 fn artifacts(json: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut deps = Vec::new();
     let mut outputs = Vec::new();
-    for line in json.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if v.get("reason").and_then(|r| r.as_str()) != Some("compiler-artifact") {
-            continue;
-        }
+    for v in messages(json, "compiler-artifact") {
         let files = v.get("filenames").and_then(|f| f.as_array());
         for f in files.into_iter().flatten().filter_map(|f| f.as_str()) {
             let path = PathBuf::from(f);
@@ -247,13 +248,7 @@ fn artifacts(json: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
 /// tell. (allocasm's own says `rerun-if-changed=build.rs`.) The lines are
 /// in `output` beside the script's `out` dir.
 fn build_scripts_say_what_they_read(json: &str) -> bool {
-    for line in json.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if v.get("reason").and_then(|r| r.as_str()) != Some("build-script-executed") {
-            continue;
-        }
+    for v in messages(json, "build-script-executed") {
         let path_package = v
             .get("package_id")
             .and_then(|p| p.as_str())

@@ -100,15 +100,9 @@ pub struct LinkedOutput {
     pub flags: Vec<String>,
     /// The executable.
     pub executable: PathBuf,
-    /// The disassembler command (`objdump -d ...`).
-    pub objdump: String,
-    /// `objdump -d` of the executable.
-    pub disassembly: String,
-    /// `objdump -t` of the executable.
-    pub symbols: String,
-    /// `objdump -R` of the executable (its dynamic relocations: what each
-    /// GOT slot holds), empty when it has none.
-    pub dynamic_relocs: String,
+    /// The executable disassembled, its symbols and dynamic relocations
+    /// (what each GOT slot holds), and the disassembler command.
+    pub dump: objdump::Dump,
 }
 
 impl LinkedOutput {
@@ -123,12 +117,8 @@ impl LinkedOutput {
                 Lto::Fat => "release profile with lto = \"fat\"",
             },
             self.rustc_version.lines().next().unwrap_or(""),
-            if self.flags.is_empty() {
-                "(none)".to_string()
-            } else {
-                self.flags.join(" ")
-            },
-            self.objdump
+            build::flags_or_none(&self.flags),
+            self.dump.command
         )
     }
 }
@@ -157,12 +147,8 @@ pub fn gnu_triple(triple: &str) -> String {
 pub fn cross_env(triple: &str) -> Vec<(String, String)> {
     let native = Arch::from_triple(triple) == Arch::from_triple(std::env::consts::ARCH)
         && cfg!(target_os = "linux");
-    let qemu = match Arch::from_triple(triple) {
-        Arch::X86_64 => "qemu-x86_64",
-        Arch::Aarch64 => "qemu-aarch64",
-        Arch::Riscv64 => "qemu-riscv64",
-        Arch::Arm => "qemu-arm",
-        Arch::Other(_) => return Vec::new(),
+    let Some((qemu, _)) = crate::tools::arch_names(&Arch::from_triple(triple)) else {
+        return Vec::new();
     };
     if native || !triple.contains("-linux-gnu") {
         return Vec::new();
@@ -174,7 +160,10 @@ pub fn cross_env(triple: &str) -> Vec<(String, String)> {
     );
     vec![
         (format!("{var}_LINKER"), format!("{gnu}-gcc")),
-        (format!("{var}_RUNNER"), format!("{qemu} -L /usr/{gnu}")),
+        (
+            format!("{var}_RUNNER"),
+            format!("qemu-{qemu} -L /usr/{gnu}"),
+        ),
     ]
 }
 
@@ -339,10 +328,7 @@ pub fn build_linked(
     let artifacts = Artifacts::parse(&json);
     let executable = artifacts
         .executable(EXAMPLE)
-        .ok_or_else(|| BuildError::NoAsm {
-            profile: profile.name.clone(),
-            dir: dir.clone(),
-        })?;
+        .ok_or_else(|| BuildError::no_asm(profile, &dir))?;
     let fresh = artifacts.all_fresh();
     progress(BuildEvent::Finished {
         profile: format!("{} ({lto})", profile.name),
@@ -359,10 +345,7 @@ pub fn build_linked(
         rustc_version,
         flags,
         executable: executable.clone(),
-        objdump: dump.command,
-        disassembly: dump.disassembly,
-        symbols: dump.symbols,
-        dynamic_relocs: dump.dynamic_relocs,
+        dump,
     })
 }
 
@@ -378,39 +361,17 @@ pub fn build_all_linked(
         .filter(|p| p.linked.is_some())
         .flat_map(|p| Lto::ALL.map(|l| (p, l)))
         .collect();
-    // Missing targets first, serially, so the parallel builds never run
-    // rustup side by side.
-    let linked: Vec<Profile> = profiles
-        .iter()
-        .filter(|p| p.linked.is_some())
-        .cloned()
-        .collect();
-    if let Err(e) = build::install_targets(&linked, opts, &|e| progress(e)) {
-        return jobs
-            .iter()
-            .map(|&(p, l)| (p.name.clone(), l, Err(e.clone())))
-            .collect();
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = jobs
-            .iter()
-            .map(|&(p, l)| s.spawn(move || build_linked(p, opts, l, &|e| progress(e))))
-            .collect();
-        handles
-            .into_iter()
-            .zip(&jobs)
-            .map(|(h, &(p, l))| {
-                let r = h.join().unwrap_or_else(|_| {
-                    Err(BuildError::Cargo {
-                        profile: p.name.clone(),
-                        command: String::new(),
-                        stderr: "the build thread panicked".into(),
-                    })
-                });
-                (p.name.clone(), l, r)
-            })
-            .collect()
-    })
+    let results = build::in_parallel(
+        &jobs,
+        |&(p, _)| p,
+        opts,
+        progress,
+        |&(p, l)| build_linked(p, opts, l, &|e| progress(e)),
+    );
+    jobs.iter()
+        .zip(results)
+        .map(|(&(p, l), r)| (p.name.clone(), l, r))
+        .collect()
 }
 
 /// Every probe's linked listing: the same [`ProbeListings`] as
@@ -419,9 +380,9 @@ pub fn extract_linked(profile: &Profile, out: &LinkedOutput, probes: &[Probe]) -
     let arch = profile.arch();
     let names: Vec<&str> = probes.iter().map(|p| p.name).collect();
     let functions = objdump::parse_objdump_with(
-        &out.disassembly,
-        &out.symbols,
-        &out.dynamic_relocs,
+        &out.dump.disassembly,
+        &out.dump.symbols,
+        &out.dump.dynamic_relocs,
         &arch,
         &names,
     );

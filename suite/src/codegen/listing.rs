@@ -100,8 +100,9 @@ pub struct Listing {
     pub lines: Vec<Line>,
 }
 
-/// Counts for reports: what a fast path costs at a glance.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Counts for reports: what a fast path costs at a glance (the report's
+/// `summary` of a listing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Instructions (labels not counted).
     pub instructions: usize,
@@ -114,7 +115,8 @@ pub struct Summary {
     /// Branches within the function.
     pub branches: usize,
     /// Backward branches that close a loop (the branch is reachable again
-    /// from its target).
+    /// from its target): `loops` in the report.
+    #[serde(rename = "loops")]
     pub backward_branches: usize,
 }
 

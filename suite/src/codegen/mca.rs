@@ -62,27 +62,22 @@ pub fn indicative(cpu: &str) -> bool {
     cpu.starts_with("apple-")
 }
 
-/// One llvm-mca run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One llvm-mca run (`probes[].results[].mca[]` in the report; the
+/// triple, dispatch width and top resource are left out there and in the
+/// cache).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Mca {
     /// The CPU model.
     pub cpu: String,
-    /// The triple given to llvm-mca.
-    pub triple: String,
-    /// Instructions of the block (after dropping refused lines).
-    pub instructions: usize,
-    /// Micro-ops of the block.
-    pub uops: f64,
-    /// The model's dispatch width.
-    pub dispatch_width: u32,
     /// Block RThroughput: predicted cycles per call, resources and dispatch
     /// width only.
     pub block_rthroughput: f64,
     /// Simulated cycles per iteration (loop-carried dependencies included).
     pub cycles_per_iteration: f64,
-    /// The resource under most pressure per iteration, and that pressure
-    /// (cycles).
-    pub top_resource: Option<(String, f64)>,
+    /// Micro-ops of the block.
+    pub uops: f64,
+    /// Instructions of the block (after dropping refused lines).
+    pub instructions: usize,
     /// What bounds the block: `dispatch width`, `resource <name>`, and the
     /// bottleneck analysis's line (`resource pressure 25%`, `register
     /// dependencies 45%`) when it found one.
@@ -95,6 +90,36 @@ pub struct Mca {
     pub skipped: Vec<String>,
     /// Whether the CPU's model is indicative only (Apple).
     pub indicative: bool,
+    /// The triple given to llvm-mca.
+    #[serde(skip)]
+    pub triple: String,
+    /// The model's dispatch width.
+    #[serde(skip)]
+    pub dispatch_width: u32,
+    /// The resource under most pressure per iteration, and that pressure
+    /// (cycles).
+    #[serde(skip)]
+    pub top_resource: Option<(String, f64)>,
+}
+
+impl Mca {
+    /// `3.70 cycles/call on znver4 (resource Zn4ALU0)`.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "{:.2} cycles/call on {}{} ({})",
+            self.block_rthroughput,
+            self.cpu,
+            if self.indicative { "*" } else { "" },
+            self.bottleneck
+        );
+        if !self.skipped.is_empty() {
+            s.push_str(&format!("; skipped: {}", self.skipped.join(", ")));
+        }
+        if !self.dropped.is_empty() {
+            s.push_str(&format!("; dropped: {}", self.dropped.join(", ")));
+        }
+        s
+    }
 }
 
 /// The llvm-mca to run, as [`tools`](crate::tools) finds it: `$LLVM_MCA`,
@@ -400,15 +425,15 @@ Resource pressure per iteration:
 
     #[test]
     fn rust_paths_become_symbols() {
-        let lines = vec![
-            "bl allocasm::packed::PackedArena::alloc_slow".to_string(),
-            "call std::thread::local::LocalKey<T>::with".to_string(),
-            "bl 48d80 <__aarch64_ldadd8_relax>".to_string(),
-            "ldr x9, [x9, :gottprel_lo12:allocasm::thread_cursor::CURSORS::{constant}::{closure}::VAL]"
-                .to_string(),
-            "auipc a3, %tls_ie_pcrel_hi(allocasm::thread_cursor::CURSORS::{closure}::VAL)".to_string(),
-            "call <[T]>::to_vec".to_string(),
-        ];
+        let lines = [
+            "bl allocasm::packed::PackedArena::alloc_slow",
+            "call std::thread::local::LocalKey<T>::with",
+            "bl 48d80 <__aarch64_ldadd8_relax>",
+            "ldr x9, [x9, :gottprel_lo12:allocasm::thread_cursor::CURSORS::{constant}::{closure}::VAL]",
+            "auipc a3, %tls_ie_pcrel_hi(allocasm::thread_cursor::CURSORS::{closure}::VAL)",
+            "call <[T]>::to_vec",
+        ]
+        .map(String::from);
         assert_eq!(
             assembly(&lines, &Arch::Aarch64),
             "bl sym\ncall sym\nbl 48d80\nldr x9, [x9, :gottprel_lo12:sym]\n\
@@ -460,10 +485,7 @@ Resource pressure per iteration:
         {
             return;
         }
-        let lines = vec![
-            "ldadd x1, x2, [x0]".to_string(),
-            "add x0, x0, #1".to_string(),
-        ];
+        let lines = ["ldadd x1, x2, [x0]", "add x0, x0, #1"].map(String::from);
         let m = analyze(
             &lines,
             "aarch64-unknown-linux-gnu",

@@ -111,29 +111,12 @@ pub fn strip_generic_args(s: &str) -> String {
     let mut rest = s;
     while let Some(i) = rest.find("::<") {
         out.push_str(&rest[..i]);
-        let mut depth = 0usize;
-        let mut end = None;
-        for (j, c) in rest[i + 2..].char_indices() {
-            match c {
-                '<' => depth += 1,
-                '>' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = Some(i + 2 + j + 1);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        match end {
-            Some(e) => rest = &rest[e..],
-            None => {
-                // Unbalanced: keep the rest as it is.
-                out.push_str(&rest[i..]);
-                return out;
-            }
-        }
+        let Some(close) = super::symbols::matching_close(rest, i + 2) else {
+            // Unbalanced: keep the rest as it is.
+            out.push_str(&rest[i..]);
+            return out;
+        };
+        rest = &rest[close + 1..];
     }
     out.push_str(rest);
     out

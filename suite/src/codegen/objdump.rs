@@ -50,7 +50,6 @@ pub struct Dump {
 pub fn dump(objdump: &str, arch: &Arch, exe: &Path, cached: bool) -> Result<Dump, BuildError> {
     let run = if cached { run_cached } else { run };
     let args = disassemble_args(objdump, arch);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Ok(Dump {
         command: format!("{} {}", program_name(objdump), args.join(" ")),
         disassembly: join_prefixes(run(objdump, &args, exe)?, arch),
@@ -62,9 +61,10 @@ pub fn dump(objdump: &str, arch: &Arch, exe: &Path, cached: bool) -> Result<Dump
 /// `objdump -d` of `exe` ([`disassemble_args`]), prefixes joined
 /// ([`join_prefixes`]).
 pub fn disassemble(objdump: &str, arch: &Arch, exe: &Path) -> Result<String, BuildError> {
-    let args = disassemble_args(objdump, arch);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Ok(join_prefixes(run(objdump, &args, exe)?, arch))
+    Ok(join_prefixes(
+        run(objdump, &disassemble_args(objdump, arch), exe)?,
+        arch,
+    ))
 }
 
 /// [`run`], read back from the project's cache when the same executable
@@ -116,13 +116,7 @@ pub fn run(objdump: &str, args: &[&str], exe: &Path) -> Result<String, BuildErro
 /// `objdump`), when it is on `PATH`: the fallback where llvm-objdump
 /// cannot read a file.
 pub fn gnu_objdump(arch: &Arch) -> Option<String> {
-    let triple = match arch {
-        Arch::X86_64 => "x86_64-linux-gnu",
-        Arch::Aarch64 => "aarch64-linux-gnu",
-        Arch::Riscv64 => "riscv64-linux-gnu",
-        Arch::Arm => "arm-linux-gnueabihf",
-        Arch::Other(_) => return None,
-    };
+    let (_, triple) = crate::tools::arch_names(arch)?;
     let own = format!("{triple}-objdump");
     crate::tools::which(&own)
         .or_else(|| {
@@ -155,13 +149,13 @@ pub fn is_llvm_objdump(objdump: &str) -> bool {
 /// decimal as in the `.s` view (llvm-objdump prints them in hex by
 /// default, GNU objdump in hex on x86-64 and arm64, which
 /// [`parse_objdump_with`] spells the LLVM way).
-pub fn disassemble_args(objdump: &str, arch: &Arch) -> Vec<String> {
-    let mut args = vec!["-d".to_string(), "--no-show-raw-insn".to_string()];
+pub fn disassemble_args(objdump: &str, arch: &Arch) -> Vec<&'static str> {
+    let mut args = vec!["-d", "--no-show-raw-insn"];
     if *arch == Arch::X86_64 {
-        args.extend(["-M".to_string(), "intel".to_string()]);
+        args.extend(["-M", "intel"]);
     }
     if is_llvm_objdump(objdump) {
-        args.push("--no-print-imm-hex".to_string());
+        args.push("--no-print-imm-hex");
     }
     args
 }
@@ -224,6 +218,24 @@ pub fn join_prefixes(disassembly: String, arch: &Arch) -> String {
 
 /// Function symbols of `objdump -t`: name → (address, size).
 pub fn parse_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
+    symbols_where(symtab, |head, _| head.contains(" F "))
+}
+
+/// Function symbols of `objdump -t` (` F `) or `objdump -T` (`DF`): name →
+/// (address, size).
+pub fn function_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
+    symbols_where(symtab, |head, size| {
+        size > 0
+            && head
+                .split_whitespace()
+                .skip(1)
+                .any(|f| f == "F" || f == "DF")
+    })
+}
+
+/// The symbols of a symbol table whose flags (`head`, the line up to its
+/// section's tab) and size `keep` takes: name → (address, size).
+fn symbols_where(symtab: &str, keep: impl Fn(&str, u64) -> bool) -> BTreeMap<String, (u64, u64)> {
     let mut map = BTreeMap::new();
     for line in symtab.lines() {
         // `00000000000125e0 g     F .text	000000000000009e              probe_x`
@@ -237,41 +249,12 @@ pub fn parse_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
         else {
             continue;
         };
-        if !head.contains(" F ") {
-            continue;
-        }
-        let mut rest = tail.split_whitespace();
-        let (Some(size), Some(name)) = (rest.next(), rest.next_back()) else {
-            continue;
-        };
-        if let Ok(size) = u64::from_str_radix(size, 16) {
-            map.insert(name.to_string(), (addr, size));
-        }
-    }
-    map
-}
-
-/// Function symbols of `objdump -t` (` F `) or `objdump -T` (`DF`): name →
-/// (address, size).
-pub fn function_symbols(symtab: &str) -> BTreeMap<String, (u64, u64)> {
-    let mut map = BTreeMap::new();
-    for line in symtab.lines() {
-        let Some((head, tail)) = line.split_once('\t') else {
-            continue;
-        };
-        let mut fields = head.split_whitespace();
-        let Some(addr) = fields.next().and_then(|a| u64::from_str_radix(a, 16).ok()) else {
-            continue;
-        };
-        if !fields.any(|f| f == "F" || f == "DF") {
-            continue;
-        }
         let mut rest = tail.split_whitespace();
         let (Some(size), Some(name)) = (rest.next(), rest.next_back()) else {
             continue;
         };
         if let Ok(size) = u64::from_str_radix(size, 16)
-            && size > 0
+            && keep(head, size)
         {
             map.insert(name.to_string(), (addr, size));
         }
@@ -325,19 +308,10 @@ pub fn got_slots(relocs: &str, symtab: &str) -> BTreeMap<u64, String> {
 /// table's extents, into [`Function`]s in assembler syntax (ELF labels):
 /// branch targets inside a function become `.LBB0_<n>` labels, `addr
 /// <symbol>` operands become `symbol`, comments are dropped (on x86 a
-/// RIP-relative operand takes the symbol its comment names).
-pub fn parse_objdump(
-    disassembly: &str,
-    symtab: &str,
-    arch: &Arch,
-    names: &[&str],
-) -> Vec<Function> {
-    parse_objdump_with(disassembly, symtab, "", arch, names)
-}
-
-/// [`parse_objdump`] with the executable's dynamic relocations (`objdump
-/// -R`): a call or load through a GOT slot is written as the `.s` writes it,
-/// `[rip + callee@GOTPCREL]`, instead of `[rip + _DYNAMIC+OFF]`.
+/// RIP-relative operand takes the symbol its comment names). With the
+/// executable's dynamic relocations (`objdump -R`; `""`: none), a call or
+/// load through a GOT slot is written as the `.s` writes it, `[rip +
+/// callee@GOTPCREL]`, instead of `[rip + _DYNAMIC+OFF]`.
 pub fn parse_objdump_with(
     disassembly: &str,
     symtab: &str,
@@ -652,7 +626,7 @@ fn x86_llvm_spelling(code: &str) -> String {
             }
             rest = tail;
         }
-        let mut parts: Vec<String> = base.into_iter().chain(index).chain(other).collect();
+        let parts: Vec<String> = base.into_iter().chain(index).chain(other).collect();
         let mut s = parts.join(" + ");
         if parts.is_empty() {
             s = disp.to_string();
@@ -661,7 +635,6 @@ fn x86_llvm_spelling(code: &str) -> String {
         } else if disp < 0 {
             s.push_str(&format!(" - {}", -disp));
         }
-        parts.clear();
         format!("[{s}]")
     });
     let width = if code
@@ -947,7 +920,16 @@ fn mask_pcrel_lo<'a>(code: &str, recent: impl Iterator<Item = &'a str>) -> Strin
 #[cfg(all(test, not(miri)))]
 mod tests {
     use super::*;
-    use crate::codegen::normalize;
+    use crate::codegen::{Listing, normalize};
+
+    /// The normalized listing of `name`, cut out of `dis` by the symbol
+    /// table `syms` and the dynamic relocations `relocs`.
+    fn listing(dis: &str, syms: &str, relocs: &str, arch: Arch, name: &str) -> Listing {
+        normalize::normalize(
+            &parse_objdump_with(dis, syms, relocs, &arch, &[name])[0],
+            &arch,
+        )
+    }
 
     // Real objdump output (x86_64, fat LTO; riscv64 and armv7 releases), cut short.
     const X86: &str = "\
@@ -981,8 +963,7 @@ mod tests {
 
     #[test]
     fn objdump_functions_normalize_like_the_s_view() {
-        let f = &parse_objdump(X86, X86_SYMS, &Arch::X86_64, &["probe_thread_cursor_alloc"])[0];
-        let l = normalize::normalize(f, &Arch::X86_64);
+        let l = listing(X86, X86_SYMS, "", Arch::X86_64, "probe_thread_cursor_alloc");
         assert_eq!(
             l.text(),
             "probe_thread_cursor_alloc:
@@ -1002,8 +983,7 @@ mod tests {
         let x86 = crate::codegen::InstructionClasses::for_arch(&Arch::X86_64).unwrap();
         assert_eq!(l.summary(&x86).backward_branches, 1);
 
-        let f = &parse_objdump(RISCV, RISCV_SYMS, &Arch::Riscv64, &["probe_x"])[0];
-        let l = normalize::normalize(f, &Arch::Riscv64);
+        let l = listing(RISCV, RISCV_SYMS, "", Arch::Riscv64, "probe_x");
         assert_eq!(
             l.text(),
             "probe_x:\n  call std::thread::local::LocalKey<T>::with\n  ret\n"
@@ -1013,15 +993,13 @@ mod tests {
         let tail = RISCV
             .replace("auipc\tra,", "auipc\tt1,")
             .replace("jalr\t2000(ra)", "jr\t2000(t1)");
-        let f = &parse_objdump(&tail, RISCV_SYMS, &Arch::Riscv64, &["probe_x"])[0];
-        let l = normalize::normalize(f, &Arch::Riscv64);
+        let l = listing(&tail, RISCV_SYMS, "", Arch::Riscv64, "probe_x");
         assert_eq!(
             l.text(),
             "probe_x:\n  tail std::thread::local::LocalKey<T>::with\n  ret\n"
         );
 
-        let f = &parse_objdump(ARM, ARM_SYMS, &Arch::Arm, &["probe_y"])[0];
-        let l = normalize::normalize(f, &Arch::Arm);
+        let l = listing(ARM, ARM_SYMS, "", Arch::Arm, "probe_y");
         assert_eq!(
             l.text(),
             "probe_y:\n  ldr r0, [pc, #164]\n  bl __tls_get_addr\n  bx lr\n",
@@ -1044,8 +1022,7 @@ mod tests {
    17ebf:      \tret
 ";
         let syms = "0000000000017e90 g     F .text\t0000000000000030 probe_frame_alloc\n";
-        let f = &parse_objdump(dis, syms, &Arch::X86_64, &["probe_frame_alloc"])[0];
-        let text = normalize::normalize(f, &Arch::X86_64).text();
+        let text = listing(dis, syms, "", Arch::X86_64, "probe_frame_alloc").text();
         assert!(text.contains("jb .LBB1\n"), "{text}");
         assert_eq!(text.matches("\n  ").count(), 7, "{text}");
     }
@@ -1067,9 +1044,9 @@ OFFSET           TYPE                     VALUE
    125ed:      \tmov\tqword ptr [rdi], 16
    125f2:      \tret
 ";
-        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_got"])[0];
+        let l = listing(dis, syms, relocs, Arch::X86_64, "probe_got");
         assert_eq!(
-            normalize::normalize(f, &Arch::X86_64).text(),
+            l.text(),
             "probe_got:\n  call qword ptr [rip + __tls_get_addr@GOTPCREL]\n  \
              lea rcx, [rip + data+OFF]\n  mov qword ptr [rdi], 16\n  ret\n"
         );
@@ -1083,18 +1060,12 @@ OFFSET           TYPE                     VALUE
     5b92:      \tauipc\tt1, 0
     5b96:      \tjr\t-960(t1) <alloc_miss>
 ";
-        let f = &parse_objdump(dis, syms, &Arch::Riscv64, &["probe_t"])[0];
-        assert_eq!(
-            normalize::normalize(f, &Arch::Riscv64).text(),
-            "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n"
-        );
+        let l = listing(dis, syms, "", Arch::Riscv64, "probe_t");
+        assert_eq!(l.text(), "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n");
         // With a zero offset the jump is the short alias `jr t1 <sym>`.
         let zero = dis.replace("jr\t-960(t1)", "jr\tt1");
-        let f = &parse_objdump(&zero, syms, &Arch::Riscv64, &["probe_t"])[0];
-        assert_eq!(
-            normalize::normalize(f, &Arch::Riscv64).text(),
-            "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n"
-        );
+        let l = listing(&zero, syms, "", Arch::Riscv64, "probe_t");
+        assert_eq!(l.text(), "probe_t:\n  addi sp, sp, 48\n  tail alloc_miss\n");
         // armv7: llvm-objdump shows a literal pool's bytes even with
         // `--no-show-raw-insn`; the pool is still layout.
         assert_eq!(
@@ -1140,19 +1111,14 @@ OFFSET           TYPE              VALUE
    125e6:\tcall   QWORD PTR [rip+0x39ec]        # 15fd8 <_DYNAMIC+0xfd0>
    125ec:\tret
 ";
-        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_got"])[0];
-        let l = normalize::normalize(f, &Arch::X86_64);
+        let l = listing(dis, syms, relocs, Arch::X86_64, "probe_got");
         assert_eq!(
             l.text(),
             "probe_got:\n  call qword ptr [rip + allocasm::thread_cursor::ThreadCursorArena::refill@GOTPCREL]\n  call qword ptr [rip + __tls_get_addr@GOTPCREL]\n  ret\n"
         );
         // Without the relocations the slot stays masked.
-        let f = &parse_objdump(dis, syms, &Arch::X86_64, &["probe_got"])[0];
-        assert!(
-            normalize::normalize(f, &Arch::X86_64)
-                .text()
-                .contains("[rip + _DYNAMIC+OFF]")
-        );
+        let l = listing(dis, syms, "", Arch::X86_64, "probe_got");
+        assert!(l.text().contains("[rip + _DYNAMIC+OFF]"));
     }
 
     /// The linked view's `jmp qword ptr [rip + drained@GOTPCREL]` (x86-64
@@ -1171,8 +1137,7 @@ OFFSET           TYPE              VALUE
    125e7:\tret
    125e8:\tjmp    QWORD PTR [rip+0x2d2a]        # 15310 <_DYNAMIC+0x308>
 ";
-        let f = &parse_objdump_with(dis, syms, relocs, &Arch::X86_64, &["probe_d"])[0];
-        let l = normalize::normalize(f, &Arch::X86_64);
+        let l = listing(dis, syms, relocs, Arch::X86_64, "probe_d");
         assert!(
             l.text()
                 .contains("jmp qword ptr [rip + allocasm::packed::PackedArena::drained@GOTPCREL]"),
@@ -1234,18 +1199,16 @@ OFFSET           TYPE              VALUE
 
     #[test]
     fn aarch64_conditions_are_spelled_like_llvm() {
-        assert_eq!(
-            aarch64_conditions("b.cc\t1264b <x+0x6b>"),
-            "b.lo\t1264b <x+0x6b>"
-        );
-        assert_eq!(aarch64_conditions("b.cs\t10"), "b.hs\t10");
-        assert_eq!(
-            aarch64_conditions("csel\tx0, x1, x2, cc"),
-            "csel\tx0, x1, x2, lo"
-        );
-        assert_eq!(aarch64_conditions("cset\tw0, cs"), "cset\tw0, hs");
-        assert_eq!(aarch64_conditions("b.ne\t10"), "b.ne\t10");
-        assert_eq!(aarch64_conditions("ret"), "ret");
+        for (objdump, llvm) in [
+            ("b.cc\t1264b <x+0x6b>", "b.lo\t1264b <x+0x6b>"),
+            ("b.cs\t10", "b.hs\t10"),
+            ("csel\tx0, x1, x2, cc", "csel\tx0, x1, x2, lo"),
+            ("cset\tw0, cs", "cset\tw0, hs"),
+            ("b.ne\t10", "b.ne\t10"),
+            ("ret", "ret"),
+        ] {
+            assert_eq!(aarch64_conditions(objdump), llvm, "{objdump}");
+        }
     }
 
     fn masked_tls(arch: &Arch, code: &[&str]) -> Vec<String> {

@@ -624,14 +624,7 @@ pub const SUITE_FILE: &str = "suite.toml";
 impl Suite {
     /// Parses `targets/suite.toml`'s text.
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Suite> {
-        let raw: RawSuite = toml::from_str(text).map_err(|e| {
-            let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
-            anyhow::anyhow!(
-                "{}:{line}:{col}: {}",
-                path.display(),
-                e.message().trim_end()
-            )
-        })?;
+        let raw: RawSuite = parse_toml(text, path)?;
         let mut kind_rules = BTreeMap::new();
         for (kind, r) in &raw.kind {
             check_kind_name(kind, path)?;
@@ -660,8 +653,19 @@ impl Suite {
     }
 }
 
+/// A probe kind's name: in `[kind.<name>]`, the report and `allocasm list`.
+pub fn kind_name(kind: ProbeKind) -> &'static str {
+    match kind {
+        ProbeKind::SingleThreaded => "single-threaded",
+        ProbeKind::Concurrent => "concurrent",
+    }
+}
+
 fn check_kind_name(kind: &str, path: &Path) -> anyhow::Result<()> {
-    if matches!(kind, "single-threaded" | "concurrent") {
+    if [ProbeKind::SingleThreaded, ProbeKind::Concurrent]
+        .map(kind_name)
+        .contains(&kind)
+    {
         Ok(())
     } else {
         bail!(
@@ -726,16 +730,13 @@ fn build_rule(
     let mut rule = Rule::empty(scope, origin);
     rule.has = pats(&r.has, "has")?;
     rule.lacks = pats(&r.lacks, "lacks")?;
-    rule.forbid = r
-        .forbid
-        .iter()
-        .map(|c| parse_class(c, path, probe))
-        .collect::<Result<_, _>>()?;
-    rule.require = r
-        .require
-        .iter()
-        .map(|c| parse_class(c, path, probe))
-        .collect::<Result<_, _>>()?;
+    let classes = |v: &[String]| {
+        v.iter()
+            .map(|c| parse_class(c, path, probe))
+            .collect::<anyhow::Result<Vec<_>>>()
+    };
+    rule.forbid = classes(&r.forbid)?;
+    rule.require = classes(&r.require)?;
     for step in &r.check {
         rule.check.push(match step {
             RawStep::Check(s) => Step::Check(matcher(s, text, path, probe)?),
@@ -765,6 +766,19 @@ struct RawClasses {
     atomic_other: Option<String>,
     call: Option<String>,
     branch: Option<String>,
+}
+
+/// A TOML file's text as `T`; an error names `path:line:column` and what
+/// was expected.
+fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, path: &Path) -> anyhow::Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        anyhow::anyhow!(
+            "{}:{line}:{col}: {}",
+            path.display(),
+            e.message().trim_end()
+        )
+    })
 }
 
 /// `line:column` (1-based) of a byte offset.
@@ -801,14 +815,7 @@ impl Profile {
 
     /// [`Profile::parse`] with the suite-wide defaults.
     pub fn parse_with(text: &str, path: &Path, suite: &Suite) -> anyhow::Result<Profile> {
-        let raw: RawProfile = toml::from_str(text).map_err(|e| {
-            let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
-            anyhow::anyhow!(
-                "{}:{line}:{col}: {}",
-                path.display(),
-                e.message().trim_end()
-            )
-        })?;
+        let raw: RawProfile = parse_toml(text, path)?;
         let at = |what: &str| format!("{}: {what}", path.display());
         let pattern = |probe: &str, field: &str, s: &str| compile(s, text, path, probe, field);
         let expect_table = |probe: &str, r: &RawExpect| -> anyhow::Result<ProbeExpect> {
@@ -1018,10 +1025,7 @@ impl Profile {
     /// count and lifts the kind's `forbid = ["call"]` in that scope), then
     /// the probe's own rules.
     pub fn rules_for(&self, probe: &Probe) -> Vec<Rule> {
-        let kind = match probe.kind {
-            ProbeKind::SingleThreaded => "single-threaded",
-            ProbeKind::Concurrent => "concurrent",
-        };
+        let kind = kind_name(probe.kind);
         let own: &[Rule] = self
             .expect
             .get(probe.name)

@@ -39,7 +39,7 @@ pub fn unwrap_inherent_impl_paths(s: &str) -> String {
 }
 
 /// The index of the `>` that closes the `<` at `open`.
-fn matching_close(s: &str, open: usize) -> Option<usize> {
+pub(super) fn matching_close(s: &str, open: usize) -> Option<usize> {
     let mut depth = 0usize;
     for (i, c) in s[open..].char_indices() {
         match c {

@@ -35,7 +35,6 @@ impl Src {
 const ELF_ARMV7_PIE_TLS: Src = src!("elf-armv7-pie-tls.s", Elf, Arm);
 const ELF_X86_TLSGD: Src = src!("elf-x86_64-pic-tlsgd.s", Elf, X86_64);
 const ELF_X86: Src = src!("elf-x86_64.s", Elf, X86_64);
-const ELF_X86_V0: Src = src!("elf-x86_64-v0.s", Elf, X86_64);
 const ELF_ARM: Src = src!("elf-aarch64.s", Elf, Aarch64);
 const MACHO_ARM: Src = src!("macho-aarch64.s", MachO, Aarch64);
 const COFF_X86: Src = src!("coff-x86_64.s", Coff, X86_64);
@@ -44,16 +43,35 @@ const COFF_X86_SEH: Src = src!("coff-x86_64-seh.s", Coff, X86_64);
 const ELF_RISCV: Src = src!("elf-riscv64.s", Elf, Riscv64);
 const ELF_ARMV7: Src = src!("elf-armv7.s", Elf, Arm);
 
-const FORMATS: [(&str, Src); 8] = [
-    ("elf-x86_64", ELF_X86),
-    ("elf-x86_64-v0", ELF_X86_V0),
-    ("elf-aarch64", ELF_ARM),
-    ("macho-aarch64", MACHO_ARM),
-    ("coff-x86_64", COFF_X86),
-    ("coff-aarch64", COFF_ARM),
-    ("elf-riscv64", ELF_RISCV),
-    ("elf-armv7", ELF_ARMV7),
-];
+/// `elf-x86_64.s` as `-C symbol-mangling-version=v0` spells it (the 1.97
+/// nightly's output differs from 1.95's in these two symbols alone, and in
+/// the `.tbss` section name that loses its quotes with the legacy `$`s).
+fn elf_x86_v0() -> Src {
+    static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let slow = "_ZN4frag4slow17h29650a8c6f2662acE";
+        let cur = "_ZN4frag3CUR29_$u7b$$u7b$constant$u7d$$u7d$28_$u7b$$u7b$closure$u7d$$u7d$23__RUST_STD_INTERNAL_VAL17hbc4004cc08be1826E";
+        let cur_v0 = "_RNvNCNKNvCs8Xf2uEwxQ2F_4frag3CUR0s_023___RUST_STD_INTERNAL_VAL";
+        ELF_X86
+            .0
+            .replace(&format!("\".tbss.{cur}\""), &format!(".tbss.{cur_v0}"))
+            .replace(cur, cur_v0)
+            .replace(slow, "_RNvCs8Xf2uEwxQ2F_4frag4slow")
+    });
+    Src(&TEXT, ObjectFormat::Elf, Arch::X86_64)
+}
+
+fn formats() -> [(&'static str, Src); 8] {
+    [
+        ("elf-x86_64", ELF_X86),
+        ("elf-x86_64-v0", elf_x86_v0()),
+        ("elf-aarch64", ELF_ARM),
+        ("macho-aarch64", MACHO_ARM),
+        ("coff-x86_64", COFF_X86),
+        ("coff-aarch64", COFF_ARM),
+        ("elf-riscv64", ELF_RISCV),
+        ("elf-armv7", ELF_ARMV7),
+    ]
+}
 
 fn listing(text: &str, format: ObjectFormat, arch: &Arch, name: &str) -> Listing {
     let asm = parse::parse_asm(text, format);
@@ -61,6 +79,17 @@ fn listing(text: &str, format: ObjectFormat, arch: &Arch, name: &str) -> Listing
         .function(name)
         .unwrap_or_else(|| panic!("{name} not found in {:?}", asm.names()));
     normalize::normalize(f, arch)
+}
+
+/// The listing of an ELF function `f` whose body is `body`.
+fn elf_f(body: &str, arch: Arch) -> Listing {
+    let text = format!("\t.type\tf,@function\nf:\n{body}");
+    listing(&text, ObjectFormat::Elf, &arch, "f")
+}
+
+/// A summary's atomic read-modify-writes, calls and backward branches.
+fn rmw_calls_loops(s: &listing::Summary) -> (usize, usize, usize) {
+    (s.atomic_rmw, s.calls, s.backward_branches)
 }
 
 fn lines(l: &Listing) -> Vec<String> {
@@ -81,7 +110,7 @@ fn every_format_splits_the_same_functions() {
         "probe_rel",
         "probe_tls",
     ];
-    for (what, src) in FORMATS {
+    for (what, src) in formats() {
         let asm = src.asm();
         let names: Vec<&str> = asm.functions.iter().map(|f| f.name.as_str()).collect();
         for p in probes {
@@ -185,11 +214,7 @@ fn coff_seh_funclets_handler_data_and_one_only_sections() {
     }
     let x86 = InstructionClasses::for_arch(&Arch::X86_64).unwrap();
     let s = tls.summary(&x86);
-    assert_eq!(
-        (s.atomic_rmw, s.calls, s.backward_branches),
-        (0, 2, 0),
-        "{tls}"
-    );
+    assert_eq!(rmw_calls_loops(&s), (0, 2, 0), "{tls}");
 }
 
 #[test]
@@ -199,14 +224,11 @@ fn a_cold_block_jumping_back_to_the_epilogue_is_no_loop() {
     let x86 = InstructionClasses::for_arch(&Arch::X86_64).unwrap();
     let l = COFF_X86_SEH.listing("probe_packed_alloc_relaxed");
     let s = l.summary(&x86);
-    assert_eq!(
-        (s.atomic_rmw, s.calls, s.backward_branches),
-        (1, 2, 0),
-        "{l}"
-    );
+    assert_eq!(rmw_calls_loops(&s), (1, 2, 0), "{l}");
     // The same shape with a real cycle through the rejoin is a loop.
-    let looped = "\t.type\tf,@function\nf:\n.LBB0_1:\n\tcmp\trax, 1\n\tjne\t.LBB0_2\n\tret\n.LBB0_2:\n\tcall\tg\n\tjmp\t.LBB0_1\n";
-    let l = listing(looped, ObjectFormat::Elf, &Arch::X86_64, "f");
+    let looped =
+        ".LBB0_1:\n\tcmp\trax, 1\n\tjne\t.LBB0_2\n\tret\n.LBB0_2:\n\tcall\tg\n\tjmp\t.LBB0_1\n";
+    let l = elf_f(looped, Arch::X86_64);
     assert_eq!(l.summary(&x86).backward_branches, 1, "{l}");
 }
 
@@ -222,11 +244,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
 
     // riscv64: one `amoadd.d`, no loop; `.rl` for Release; `call` is a call.
     let (p, l) = sum(&ELF_RISCV, "probe_packed", &rv);
-    assert_eq!(
-        (p.atomic_rmw, p.calls, p.backward_branches),
-        (1, 0, 0),
-        "{l}"
-    );
+    assert_eq!(rmw_calls_loops(&p), (1, 0, 0), "{l}");
     assert!(l.text().contains("  amoadd.d a2, a1, (a0)\n"), "{l}");
     let (p, l) = sum(&ELF_RISCV, "probe_rel", &rv);
     assert_eq!(p.atomic_rmw, 1, "{l}");
@@ -253,11 +271,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
         l.text().contains("ldrexd") && l.text().contains("strexd"),
         "{l}"
     );
-    assert_eq!(
-        (p.atomic_rmw, p.calls, p.backward_branches),
-        (2, 0, 1),
-        "{l}"
-    );
+    assert_eq!(rmw_calls_loops(&p), (2, 0, 1), "{l}");
     // Default PIC: the thread-local is a `bl __tls_get_addr`.
     let (p, l) = sum(&ELF_ARMV7, "probe_tls", &arm);
     assert!(l.text().contains("  bl __tls_get_addr\n"), "{l}");
@@ -288,11 +302,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
         l.text().contains("ldxr") && l.text().contains("stxr"),
         "{l}"
     );
-    assert_eq!(
-        (p.atomic_rmw, p.calls, p.backward_branches),
-        (2, 0, 1),
-        "{l}"
-    );
+    assert_eq!(rmw_calls_loops(&p), (2, 0, 1), "{l}");
     let (p, l) = sum(&COFF_ARM, "probe_tls", &a64);
     assert!(l.text().contains("  ldr x9, [x18, #88]\n"), "{l}");
     assert!(l.text().contains(":secrel_hi12:frag::CUR::"), "{l}");
@@ -301,7 +311,7 @@ fn riscv64_armv7_and_arm64_windows_classes() {
 
 #[test]
 fn aliases_from_function_merging_resolve() {
-    for (what, src) in FORMATS {
+    for (what, src) in formats() {
         let asm = src.asm();
         assert_eq!(
             asm.aliases.get("probe_seq").map(String::as_str),
@@ -323,7 +333,7 @@ fn aliases_from_function_merging_resolve() {
 
 #[test]
 fn directives_and_comments_are_dropped() {
-    for (what, src) in FORMATS {
+    for (what, src) in formats() {
         for f in &src.asm().functions {
             let l = normalize::normalize(f, &src.2);
             for line in lines(&l) {
@@ -432,7 +442,7 @@ fn unreferenced_labels_are_dropped() {
 #[test]
 fn rust_symbols_are_demangled_without_hashes() {
     let legacy = ELF_X86.listing("probe_tls");
-    let v0 = ELF_X86_V0.listing("probe_tls");
+    let v0 = elf_x86_v0().listing("probe_tls");
     assert!(
         legacy
             .text()
@@ -441,7 +451,7 @@ fn rust_symbols_are_demangled_without_hashes() {
     );
     // Legacy (`17h…E`, `{{closure}}`) and v0 (`_RNv…`, `{closure#0}`) manglings normalize alike.
     assert_eq!(legacy, v0);
-    let call = ELF_X86_V0.listing("probe_call");
+    let call = elf_x86_v0().listing("probe_call");
     assert!(call.text().contains("call frag::slow\n"), "{call}");
     // Mach-O's extra `_`.
     let m = MACHO_ARM.listing("probe_tls");
@@ -466,19 +476,17 @@ fn rust_symbols_are_demangled_without_hashes() {
     // v0 spells a function's generic arguments (`alloc_slow::<0>`, what beta
     // 1.100 wrote for PackedArena's const-generic slow path); legacy never
     // does, so the turbofish goes and `<T as Trait>` stays.
-    assert_eq!(
-        normalize::strip_generic_args("allocasm::packed::PackedArena::alloc_slow::<0>"),
-        "allocasm::packed::PackedArena::alloc_slow"
-    );
-    assert_eq!(
-        normalize::strip_generic_args("a::f::<b::C<u8>, 4>::{closure}"),
-        "a::f::{closure}"
-    );
-    assert_eq!(
-        normalize::strip_generic_args("<a::B as c::D>::e"),
-        "<a::B as c::D>::e"
-    );
-    assert_eq!(normalize::strip_generic_args("x::<y"), "x::<y");
+    for (path, stripped) in [
+        (
+            "allocasm::packed::PackedArena::alloc_slow::<0>",
+            "allocasm::packed::PackedArena::alloc_slow",
+        ),
+        ("a::f::<b::C<u8>, 4>::{closure}", "a::f::{closure}"),
+        ("<a::B as c::D>::e", "<a::B as c::D>::e"),
+        ("x::<y", "x::<y"),
+    ] {
+        assert_eq!(normalize::strip_generic_args(path), stripped);
+    }
 }
 
 #[test]
@@ -520,8 +528,7 @@ fn classes_find_atomics_calls_and_loops() {
     assert_eq!((c.calls, c.atomics), (2, 0));
 
     // A tail call is a call; a jump table's indirect jump is not.
-    let tail = "\t.type\tf,@function\nf:\n\tjmp\tfoo\n\tjmp\trax\n";
-    let t = listing(tail, ObjectFormat::Elf, &Arch::X86_64, "f").summary(&x86);
+    let t = elf_f("\tjmp\tfoo\n\tjmp\trax\n", Arch::X86_64).summary(&x86);
     assert_eq!(t.calls, 1);
     for (text, rmw) in [
         ("stadd x1, [x0]", 1),
@@ -578,6 +585,30 @@ fn test_suite() -> profile::Suite {
 
 fn test_profile() -> Profile {
     Profile::parse_with(PROFILE, Path::new("targets/test-arm.toml"), &test_suite()).unwrap()
+}
+
+#[test]
+fn a_parallel_build_that_panics_is_its_jobs_error_and_the_others_stand() {
+    let p = test_profile();
+    let jobs = [(&p, false), (&p, true)];
+    let results = build::in_parallel(
+        &jobs,
+        |&(p, _)| p,
+        &build::BuildOptions::default(),
+        &|_| {},
+        |&(_, panics)| if panics { panic!("a build bug") } else { Ok(7) },
+    );
+    assert!(matches!(results[0], Ok(7)));
+    let Err(build::BuildError::Cargo {
+        profile, stderr, ..
+    }) = &results[1]
+    else {
+        panic!("{:?}", results[1].as_ref().err());
+    };
+    assert_eq!(
+        (profile.as_str(), stderr.as_str()),
+        ("test-arm", "the build thread panicked")
+    );
 }
 
 #[test]
@@ -708,6 +739,12 @@ const RELAXED: Probe = Probe {
     operation: "alloc",
     kind: ProbeKind::Concurrent,
     expect: "",
+};
+
+/// [`RELAXED`] as a single-threaded probe.
+const SINGLE: Probe = Probe {
+    kind: ProbeKind::SingleThreaded,
+    ..RELAXED
 };
 
 fn arm_listing(body: &str) -> Listing {
@@ -929,12 +966,16 @@ fn expected_calls_on_the_hot_path_are_checked_in_order() {
         ..RELAXED
     };
     let body = "\tadrp\tx0, _CURSOR@TLVPPAGE\n\tldr\tx0, [x0, _CURSOR@TLVPPAGEOFF]\n\tldr\tx8, [x0]\n\tblr\tx8\n\tldr\tx0, [x0]\n\tret\n";
-    let l = listing(
-        &format!("\t.section\t__TEXT,__text\n_probe_thread_cursor_alloc:\n{body}"),
-        ObjectFormat::MachO,
-        &Arch::Aarch64,
-        "probe_thread_cursor_alloc",
-    );
+    let macho = |body: &str| {
+        let text = format!("\t.section\t__TEXT,__text\n_probe_thread_cursor_alloc:\n{body}");
+        listing(
+            &text,
+            ObjectFormat::MachO,
+            &Arch::Aarch64,
+            "probe_thread_cursor_alloc",
+        )
+    };
+    let l = macho(body);
     let h = cfg::analyze(&l, &p, &BTreeSet::new()).hot_path();
     assert_eq!(h.calls, ["tlv_get_addr (TLV thunk of CURSOR, via x8)"]);
     // `calls` replaces the suite's `count call = 0`.
@@ -944,12 +985,7 @@ fn expected_calls_on_the_hot_path_are_checked_in_order() {
         expect::check(&p, &l, &tc)
     );
     let no_call = body.replace("\tblr\tx8\n", "");
-    let l = listing(
-        &format!("\t.section\t__TEXT,__text\n_probe_thread_cursor_alloc:\n{no_call}"),
-        ObjectFormat::MachO,
-        &Arch::Aarch64,
-        "probe_thread_cursor_alloc",
-    );
+    let l = macho(&no_call);
     let f = expect::check(&p, &l, &tc);
     assert_eq!(f.len(), 1, "{f:#?}");
     assert!(f[0].to_string().contains("the calls are []"), "{}", f[0]);
@@ -976,11 +1012,7 @@ fn missing_class_fails() {
 
 #[test]
 fn single_threaded_probes_forbid_atomics_and_calls_everywhere() {
-    let st = Probe {
-        name: "probe_packed_alloc_relaxed",
-        kind: ProbeKind::SingleThreaded,
-        ..RELAXED
-    };
+    let st = SINGLE;
     let mut p = test_profile();
     p.expect.clear();
     // The call is behind a branch to a block that ends in a trap: cold, off
@@ -1009,11 +1041,7 @@ fn single_threaded_probes_forbid_atomics_and_calls_everywhere() {
 /// atomics stays.
 #[test]
 fn a_probe_that_lists_its_callees_lifts_the_kinds_call_ban() {
-    let st = Probe {
-        name: "probe_packed_alloc_relaxed",
-        kind: ProbeKind::SingleThreaded,
-        ..RELAXED
-    };
+    let st = SINGLE;
     let text = PROFILE.split("[probe.").next().unwrap().to_string()
         + "[[probe.probe_packed_alloc_relaxed.rule]]\nscope = \"function\"\ncalls = ['::walk$']\n";
     let p = Profile::parse_with(&text, Path::new("targets/test-arm.toml"), &test_suite()).unwrap();
@@ -1051,9 +1079,7 @@ fn missing_probe_fails() {
     let p = test_profile();
     let listings = ProbeListings {
         profile: p.name.clone(),
-        probes: Default::default(),
         missing: vec![RELAXED.name.into()],
-        cold_functions: Default::default(),
         ..Default::default()
     };
     let f = expect::check_all(&p, &listings, &[RELAXED]);
@@ -1207,12 +1233,7 @@ fn x86_prefix_lines_join_their_instruction() {
 #[test]
 fn x86_traps_and_landing_pads_are_cold() {
     let body = "\tpush\trax\n\ttest\trdi, rdi\n\tje\t.LBB0_2\n\tmov\trax, qword ptr [rdi]\n\tpop\trcx\n\tret\n.LBB0_2:\n\tud2\n.Ltmp3:\n\tcall\t_Unwind_Resume@PLT\n";
-    let l = listing(
-        &format!("\t.type\tf,@function\nf:\n{body}"),
-        ObjectFormat::Elf,
-        &Arch::X86_64,
-        "f",
-    );
+    let l = elf_f(body, Arch::X86_64);
     let p = profile_for("x86_64-unknown-linux-gnu");
     let none = BTreeSet::new();
     let c = cfg::analyze(&l, &p, &none);
@@ -1235,12 +1256,7 @@ fn x86_traps_and_landing_pads_are_cold() {
 #[test]
 fn riscv64_hot_path_and_loops() {
     let body = "\tli\ta2, 0\n.LBB0_1:\n\tlr.d\ta3, (a0)\n\tadd\ta4, a3, a1\n\tsc.d\ta5, a4, (a0)\n\tbnez\ta5, .LBB0_1\n\tbltu\ta3, a2, .LBB0_3\n\tmv\ta0, a3\n\tret\n.LBB0_3:\n\ttail\t_ZN8allocasm6packed11PackedArena10alloc_slow17h0123456789abcdefE\n";
-    let l = listing(
-        &format!("\t.type\tf,@function\nf:\n{body}"),
-        ObjectFormat::Elf,
-        &Arch::Riscv64,
-        "f",
-    );
+    let l = elf_f(body, Arch::Riscv64);
     let p = profile_for("riscv64gc-unknown-linux-gnu");
     let h = cfg::analyze(&l, &p, &BTreeSet::new()).hot_path();
     assert_eq!(h.instructions, 8, "{h:#?}");
@@ -1254,7 +1270,7 @@ fn riscv64_hot_path_and_loops() {
 fn coff_and_macho_fragments_keep_their_instruction_counts() {
     // The statement model adds data lines but never an instruction: on the
     // real fragments every line the old normalizer counted is still one.
-    for (name, src) in FORMATS {
+    for (name, src) in formats() {
         for f in &src.asm().functions {
             let l = normalize::normalize(f, &src.2);
             let code_lines = f
@@ -1344,10 +1360,7 @@ fn the_frame_record_of_a_target_that_keeps_frame_pointers_is_counted_apart() {
     };
     let f_probe = Probe {
         name: "f",
-        allocator: "",
-        operation: "",
-        kind: ProbeKind::SingleThreaded,
-        expect: "",
+        ..SINGLE
     };
     assert!(expect::check(&rule(true), &l, &f_probe).is_empty());
     let off = expect::check(&rule(false), &l, &f_probe);

@@ -51,7 +51,12 @@ pub fn escape(s: &str) -> String {
 
 fn class(mark: Mark) -> Option<&'static str> {
     match mark {
-        Mark::Plain | Mark::Code | Mark::Ref | Mark::Strong => None,
+        Mark::Plain
+        | Mark::Code
+        | Mark::Ref
+        | Mark::Strong
+        | Mark::Badge { .. }
+        | Mark::Breakable => None,
         Mark::Changed => Some("changed"),
         Mark::Good => Some("good"),
         Mark::Bad => Some("bad"),
@@ -69,6 +74,13 @@ pub fn inline(t: &Text) -> String {
                 (Mark::Code, _) => format!("<code>{text}</code>"),
                 (Mark::Ref, _) => format!("<a href=\"#{text}\"><code>{text}</code></a>"),
                 (Mark::Strong, _) => format!("<b>{text}</b>"),
+                (Mark::Badge { class, title: "" }, _) => {
+                    format!("<span class=\"{class}\">{text}</span>")
+                }
+                (Mark::Badge { class, title }, _) => {
+                    format!("<span class=\"{class}\" title=\"{title}\">{text}</span>")
+                }
+                (Mark::Breakable, _) => text.replace('-', "-<wbr>"),
                 (_, Some(c)) => format!("<span class=\"{c}\">{text}</span>"),
                 (_, None) => text,
             }
@@ -143,12 +155,19 @@ fn table(out: &mut String, t: &Table, attrs: &str, row_attrs: &dyn Fn(usize) -> 
                 .into_iter()
                 .flatten()
                 .collect();
-            let attr = if classes.is_empty() {
+            let mut attr = if classes.is_empty() {
                 String::new()
             } else {
                 format!(" class=\"{}\"", classes.join(" "))
             };
-            out.push_str(&format!("<td{attr}>{}</td>", inline(&c.text)));
+            if !c.title.is_empty() {
+                attr += &format!(" title=\"{}\"", escape(&c.title));
+            }
+            if c.rows > 1 {
+                attr += &format!(" rowspan=\"{}\"", c.rows);
+            }
+            let (text, blocks) = (inline(&c.text), fragment(&c.blocks));
+            out.push_str(&format!("<td{attr}>{text}{blocks}</td>"));
         }
         out.push_str("</tr>\n");
     }

@@ -81,6 +81,16 @@ pub enum Mark {
     Code,
     /// Code that links to the section of the same name (a probe's).
     Ref,
+    /// A short mark in the page's own class `class`, its meaning `title`
+    /// on hover (HTML; as it is elsewhere).
+    Badge {
+        /// The HTML class.
+        class: &'static str,
+        /// The hover text; empty for none.
+        title: &'static str,
+    },
+    /// A long name that may wrap after each `-` (HTML; as it is elsewhere).
+    Breakable,
 }
 
 /// A run of text with one mark.
@@ -173,6 +183,13 @@ pub struct Cell {
     pub text: Text,
     /// The cell's verdict (its background in HTML, its colour in text).
     pub mark: Mark,
+    /// What the cell says on hover (HTML; empty for nothing).
+    pub title: String,
+    /// Blocks after its text, folded details (HTML only).
+    pub blocks: Vec<Block>,
+    /// The rows it spans, 1 and up (HTML only: the rows it covers below
+    /// it carry one cell fewer).
+    pub rows: usize,
 }
 
 impl Cell {
@@ -181,6 +198,9 @@ impl Cell {
         Cell {
             text: text.into(),
             mark,
+            title: String::new(),
+            blocks: Vec::new(),
+            rows: 1,
         }
     }
 }

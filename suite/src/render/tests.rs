@@ -111,3 +111,60 @@ fn links_rich_titles_prose_and_code_blocks() {
         "{html}"
     );
 }
+
+/// A badge, a breakable name, a cell's hover title, its folded details and
+/// its row span: markup in HTML, the text alone elsewhere.
+#[test]
+fn badges_titles_folded_details_and_row_spans() {
+    let badge = Mark::Badge {
+        class: "mk a",
+        title: "atomic instruction",
+    };
+    let mut doc = Doc::new("t");
+    doc.push(Block::Table(Table {
+        columns: vec![
+            ("setting".into(), Align::Left),
+            (
+                Text::marked(Mark::Breakable, "x86_64-linux-dylib"),
+                Align::Left,
+            ),
+        ],
+        rows: vec![
+            vec![
+                Cell {
+                    rows: 2,
+                    ..Cell::new("flags", Mark::Plain)
+                },
+                Cell {
+                    title: "whole: 14".into(),
+                    ..Cell::new(Text::plain("12").with(badge, "A"), Mark::Bad)
+                },
+            ],
+            vec![Cell {
+                blocks: vec![Block::Details {
+                    summary: "why".into(),
+                    blocks: vec![Block::Code {
+                        lang: "text",
+                        text: "a <b>".into(),
+                    }],
+                }],
+                ..Cell::new("failed", Mark::Plain)
+            }],
+        ],
+    }));
+    let html = html::render(&doc);
+    for want in [
+        "<th>x86_64-<wbr>linux-<wbr>dylib</th>",
+        "<td rowspan=\"2\">flags</td>",
+        "<td class=\"bad\" title=\"whole: 14\">12<span class=\"mk a\" \
+         title=\"atomic instruction\">A</span></td>",
+        "<tr><td>failed<details><summary>why</summary>\n<pre>a &lt;b&gt;</pre>\n</details>\n</td></tr>",
+    ] {
+        assert!(html.contains(want), "{want} in {html}");
+    }
+    assert_eq!(
+        text::render(&doc, false),
+        "  setting  x86_64-linux-dylib\n  flags    12A\n  failed\n"
+    );
+    assert!(markdown::render(&doc).contains("| flags | **12A** |\n| failed |\n"));
+}

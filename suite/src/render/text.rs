@@ -65,7 +65,7 @@ fn line(out: &mut String, indent: &str, s: &str) {
 /// The ANSI escape of a mark (`None`: shown as it is).
 fn escape(mark: Mark) -> Option<&'static str> {
     match mark {
-        Mark::Plain | Mark::Code | Mark::Ref => None,
+        Mark::Plain | Mark::Code | Mark::Ref | Mark::Badge { .. } | Mark::Breakable => None,
         Mark::Changed => Some("33"),
         Mark::Good => Some("32"),
         Mark::Bad => Some("31"),

@@ -2,10 +2,11 @@
 //! hot path, expectations and linked views, the cross-profile summary, and
 //! the git state of the checkout.
 
-use allocasm::probes::{Probe, ProbeKind};
+use allocasm::probes::Probe;
 use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::expect;
 use allocasm_suite::codegen::linked::{LinkedOutput, Lto};
+use allocasm_suite::codegen::profile::kind_name;
 use allocasm_suite::codegen::summary::{self, CrossProfile};
 use allocasm_suite::codegen::{AsmOutput, Listing, ProbeListings, Profile};
 
@@ -82,7 +83,7 @@ impl Report {
                         status: BuildStatus::Built,
                         error: None,
                         flags: out.flags.clone(),
-                        disassembler: Some(out.objdump.clone()),
+                        disassembler: Some(out.dump.command.clone()),
                     },
                     Err(e) => LinkedBuildInfo {
                         status: BuildStatus::Failed,
@@ -315,38 +316,32 @@ fn linked_outcome<'a>(
 
 /// A probe's listing from one linked build (or why there is none).
 fn linked_view(profile: &Profile, build: Option<&LinkedBuild<'_>>, probe: &Probe) -> LinkedView {
-    let empty = |status, error| LinkedView {
+    let (status, error, view) = match linked_outcome(build) {
+        Err(e) => (ProbeStatus::NotBuilt, Some(e), ListingView::default()),
+        Ok((_, listings)) => match listing_view(profile, listings, probe) {
+            Some(view) => (ProbeStatus::Found, None, view),
+            None => (ProbeStatus::Missing, None, ListingView::default()),
+        },
+    };
+    LinkedView {
         status,
         error,
-        summary: None,
-        hot_path: None,
-        tls: None,
-        lines: Vec::new(),
-        annotations: Vec::new(),
-    };
-    let listings = match linked_outcome(build) {
-        Ok((_, listings)) => listings,
-        Err(e) => return empty(ProbeStatus::NotBuilt, Some(e)),
-    };
-    match listings.listing(probe.name) {
-        Some(listing) => LinkedView {
-            status: ProbeStatus::Found,
-            error: None,
-            summary: Some(listing.summary(&profile.classes).into()),
-            hot_path: listings
-                .hot_path(profile, probe.name)
-                .as_ref()
-                .map(HotPathReport::from),
-            tls: Some(annotate::tls_access(listing)),
-            lines: listing_lines(
-                listing,
-                profile,
-                listings.hot_path(profile, probe.name).as_ref(),
-            ),
-            annotations: annotate::annotations(listing),
-        },
-        None => empty(ProbeStatus::Missing, None),
+        view,
     }
+}
+
+/// The probe's listing in `listings` with its figures; `None` when it is
+/// not there.
+fn listing_view(profile: &Profile, listings: &ProbeListings, probe: &Probe) -> Option<ListingView> {
+    let listing = listings.listing(probe.name)?;
+    let hot = listings.hot_path(profile, probe.name);
+    Some(ListingView {
+        summary: Some(listing.summary(&profile.classes)),
+        tls: Some(annotate::tls_access(listing)),
+        lines: listing_lines(listing, profile, hot.as_ref()),
+        annotations: annotate::annotations(listing),
+        hot_path: hot,
+    })
 }
 
 /// A listing's lines with their highlight tags and hot/cold marks.
@@ -374,25 +369,13 @@ fn listing_lines(listing: &Listing, profile: &Profile, hot: Option<&HotPath>) ->
         .collect()
 }
 
-/// `single-threaded` / `concurrent`.
-pub fn kind_name(kind: ProbeKind) -> &'static str {
-    match kind {
-        ProbeKind::SingleThreaded => "single-threaded",
-        ProbeKind::Concurrent => "concurrent",
-    }
-}
-
 impl ProbeResult {
     /// A result without a listing: `status` and `expectations` only.
     fn empty(profile: &str, status: ProbeStatus, expectations: Vec<ExpectationResult>) -> Self {
         ProbeResult {
             profile: profile.to_string(),
             status,
-            summary: None,
-            hot_path: None,
-            tls: None,
-            lines: Vec::new(),
-            annotations: Vec::new(),
+            view: ListingView::default(),
             passed: status != ProbeStatus::NotBuilt && expectations.iter().all(|e| e.passed),
             expectations,
             linked: None,
@@ -409,23 +392,13 @@ fn probe_result(b: &BuiltProfile<'_>, probe: &Probe) -> ProbeResult {
     let expectations = evaluate(b.profile, b.listings, probe);
     // What every result has; a found probe adds its listing's views.
     let bare = ProbeResult::empty(&b.profile.name, ProbeStatus::Missing, expectations);
-    let Some(listing) = b.listings.listing(probe.name) else {
+    let Some(view) = listing_view(b.profile, b.listings, probe) else {
         return bare;
     };
-    let hot = b.listings.hot_path(b.profile, probe.name);
-    let lines = listing_lines(listing, b.profile, hot.as_ref());
     ProbeResult {
         status: ProbeStatus::Found,
-        summary: Some(listing.summary(&b.profile.classes).into()),
-        hot_path: hot.as_ref().map(HotPathReport::from),
-        tls: Some(annotate::tls_access(listing)),
-        lines,
-        annotations: annotate::annotations(listing),
-        followed: b
-            .listings
-            .followed
-            .get(probe.name)
-            .map(FollowedReport::from),
+        view,
+        followed: b.listings.followed.get(probe.name).cloned(),
         ..bare
     }
 }

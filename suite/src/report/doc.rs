@@ -6,12 +6,13 @@
 //! linked view. The HTML page lays the same report out for a laptop screen
 //! in [`super::html`].
 
+use allocasm_suite::codegen::follow::Followed;
 use allocasm_suite::render::{Align, Block, Cell, Doc, Mark, Table, Text};
 
 use super::text::{join_or_none, side_by_side_fit};
 use super::{
-    CrossSummary, ExecutedSection, FollowedReport, LinkedViews, MUTATION_LEGEND, ProbeReport,
-    ProbeResult, ProbeStatus, Report, SummaryCell, measured::ProfileMeasurement,
+    CrossSummary, ExecutedSection, LinkedViews, MUTATION_LEGEND, ProbeReport, ProbeResult,
+    ProbeStatus, Report, SummaryCell, measured::ProfileMeasurement,
 };
 
 /// The whole report as a document.
@@ -39,7 +40,10 @@ pub fn doc(r: &Report) -> Doc {
             "Probes down, profiles across: each cell is the probe's instruction count, marked \
              where its fast path grows.",
         );
-    d.blocks.extend(summary_table(&r.summary, |v| v == "asm"));
+    let summary = |keep: fn(&str) -> bool| {
+        summary_table(&r.summary, keep, Text::code, summary_cell).map(Block::Table)
+    };
+    d.blocks.extend(summary(|v| v == "asm"));
     let mut legend = Text::default();
     for (i, l) in r.summary.legend.iter().enumerate() {
         let sep = if i == 0 { "" } else { " · " };
@@ -49,7 +53,7 @@ pub fn doc(r: &Report) -> Doc {
             .then(format!(" {}", l.meaning));
     }
     d.para(legend.then("."));
-    let linked = summary_table(&r.summary, |v| v != "asm");
+    let linked = summary(|v| v != "asm");
     if linked.is_some() {
         d.heading(3, "Linked executables").para(Text::prose(
             "The same probes disassembled from an executable linked with the release profile \
@@ -180,20 +184,25 @@ fn summary_cell(c: &SummaryCell) -> Cell {
     Cell::new(text, Mark::Plain)
 }
 
-/// The summary's columns that `keep` selects, as a table; `None` when no
-/// column is selected.
-fn summary_table(r: &CrossSummary, keep: impl Fn(&str) -> bool) -> Option<Block> {
+/// The summary's columns that `keep` selects, as a table, each title
+/// `title(…)` and each cell `cell(…)`; `None` when no column is selected.
+pub fn summary_table(
+    r: &CrossSummary,
+    keep: impl Fn(&str) -> bool,
+    title: impl Fn(String) -> Text,
+    cell: impl Fn(&SummaryCell) -> Cell,
+) -> Option<Table> {
     let cols: Vec<usize> = (0..r.columns.len())
         .filter(|&i| keep(r.columns[i].view))
         .collect();
     (!cols.is_empty()).then(|| {
-        Block::Table(probe_table(
-            cols.iter().map(|&i| Text::code(r.columns[i].title())),
+        probe_table(
+            cols.iter().map(|&i| title(r.columns[i].title())),
             r.rows.iter().map(|row| {
-                let cells = cols.iter().map(|&i| summary_cell(&row.cells[i])).collect();
+                let cells = cols.iter().map(|&i| cell(&row.cells[i])).collect();
                 (row.probe.as_str(), cells)
             }),
-        ))
+        )
     })
 }
 
@@ -291,14 +300,14 @@ fn probe_blocks(d: &mut Doc, probe: &ProbeReport) {
                 continue;
             }
         }
-        if let (Some(c), Some(tls)) = (res.summary, &res.tls) {
+        if let (Some(c), Some(tls)) = (res.view.summary, &res.view.tls) {
             d.para(
                 format!(
                     "{} instructions · {} atomic RMW · {} atomics · {} calls · {} branches · {} loops · TLS: {}",
-                    c.instructions, c.atomic_rmw, c.atomics, c.calls, c.branches, c.loops, tls.how
+                    c.instructions, c.atomic_rmw, c.atomics, c.calls, c.branches, c.backward_branches, tls.how
                 ),
             );
-            if let Some(h) = &res.hot_path {
+            if let Some(h) = &res.view.hot_path {
                 d.para(Text::prose(&h.line()));
                 let items = measured(res);
                 if !items.is_empty() {
@@ -317,13 +326,12 @@ fn probe_blocks(d: &mut Doc, probe: &ProbeReport) {
                 None => {
                     d.push(code(
                         "asm",
-                        &format!("{}:\n{}", probe.name, res.listing_text()),
+                        &format!("{}:\n{}", probe.name, res.view.listing_text()),
                     ));
                 }
             }
         }
-        let notes = res
-            .annotations
+        let notes = (res.view.annotations)
             .iter()
             .map(|a| Text::code(&a.instruction).then(": ").then_prose(&a.note));
         let expectations = res.expectations.iter().map(|e| {
@@ -372,10 +380,13 @@ fn linked_blocks(d: &mut Doc, name: &str, res: &ProbeResult, linked: &LinkedView
             .chain(text.lines().map(str::to_string))
             .collect()
     };
-    let mut columns = vec![(".s (compiler)".to_string(), listing(res.listing_text()))];
+    let mut columns = vec![(
+        ".s (compiler)".to_string(),
+        listing(res.view.listing_text()),
+    )];
     for (title, view) in linked.both() {
         let lines: Vec<String> = match view.status {
-            ProbeStatus::Found => listing(view.listing_text()),
+            ProbeStatus::Found => listing(view.view.listing_text()),
             ProbeStatus::Missing => vec!["(missing from the executable)".to_string()],
             ProbeStatus::NotBuilt => vec!["(not built: see below)".to_string()],
         };
@@ -387,10 +398,10 @@ fn linked_blocks(d: &mut Doc, name: &str, res: &ProbeResult, linked: &LinkedView
     let mut errors = Vec::new();
     for (title, view) in linked.both() {
         let t = Text::plain(format!("{title}: "));
-        items.push(match (view.summary, &view.tls, &view.error) {
+        items.push(match (view.view.summary, &view.view.tls, &view.error) {
             (Some(c), Some(tls), _) => t.then(format!(
                 "{} instructions · {} atomic RMW · {} calls · {} loops · TLS: {}",
-                c.instructions, c.atomic_rmw, c.calls, c.loops, tls.how
+                c.instructions, c.atomic_rmw, c.calls, c.backward_branches, tls.how
             )),
             (_, _, Some(e)) => {
                 errors.push(code("text", e));
@@ -408,7 +419,7 @@ fn linked_blocks(d: &mut Doc, name: &str, res: &ProbeResult, linked: &LinkedView
 /// The callees a `follow = true` probe's hot path reaches, folded: each
 /// one's hot path under its caller, what was not followed, the whole's
 /// figures.
-pub fn followed(f: &FollowedReport) -> Block {
+pub fn followed(f: &Followed) -> Block {
     let mut blocks = Vec::new();
     for c in &f.callees {
         blocks.push(Block::Para(
@@ -417,15 +428,16 @@ pub fn followed(f: &FollowedReport) -> Block {
                 .then(" (from ")
                 .with(Mark::Code, &c.caller)
                 .then("): ")
-                .then_prose(&c.hot_path.line()),
+                .then_prose(&c.hot.line()),
         ));
-        blocks.push(code("asm", &c.hot_path.lines.join("\n")));
+        blocks.push(code("asm", &c.hot.lines.join("\n")));
     }
-    let mut items: Vec<Text> = (f.not_followed.iter())
+    let mut items: Vec<Text> = (f.stops.iter())
         .map(|n| format!("not followed: {n}").into())
         .collect();
-    if !f.calls_leaving.is_empty() {
-        items.push(format!("calls leaving the build: {}", f.calls_leaving.join(", ")).into());
+    let leaving = &f.totals.calls_leaving;
+    if !leaving.is_empty() {
+        items.push(format!("calls leaving the build: {}", leaving.join(", ")).into());
     }
     if !items.is_empty() {
         blocks.push(Block::List(items));

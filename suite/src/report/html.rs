@@ -12,13 +12,16 @@
 use std::fmt::Write;
 use std::sync::OnceLock;
 
-use allocasm_suite::render;
+use allocasm_suite::codegen::Summary;
+use allocasm_suite::codegen::cfg::HotPath;
+use allocasm_suite::codegen::follow::Followed;
+use allocasm_suite::render::{self, Align, Block, Cell, Mark, Table, Text};
 use regex::Regex;
 
 use super::text::join_or_none;
 use super::{
-    Annotation, Counts, CrossSummary, ExecutedSection, HotPathReport, LinkedView, ListingLine,
-    ProbeReport, ProbeResult, ProbeStatus, Report, SummaryCell, TlsAccess,
+    Annotation, ExecutedSection, LinkedView, ListingLine, ListingView, ProbeReport, ProbeResult,
+    ProbeStatus, Report, SummaryCell, TlsAccess, doc,
 };
 
 /// Escapes text for HTML content and attributes (the renderers' escape).
@@ -91,23 +94,22 @@ ul.notes li { margin: 3px 0; color: #33404d; }
 .pass { color: var(--pass); } .fail { color: var(--fail); font-weight: 600; }
 .absent-text { color: var(--absent); }
 .status { font-weight: 700; }
-td.pass, td.fail { white-space: nowrap; }
-table.mutations td.good { color: var(--pass); } table.mutations td.bad { color: var(--fail); font-weight: 600; }
+table .good { color: var(--pass); } table .bad { color: var(--fail); font-weight: 600; }
 table.summary { font-size: 11px; }
 table.summary th, table.summary td { padding: 2px 3px; }
 table.summary th { font-weight: 600; }
 table.summary td.n { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 table.executed td.n { white-space: normal; }
-table.summary td.missing { color: var(--fail); } table.summary td.none { color: var(--muted); }
+table.summary td.missing { color: var(--fail); }
 .mk { display: inline-block; min-width: 1.3em; margin-left: 2px; text-align: center; border-radius: 3px; font-size: 11px; font-weight: 700; }
 .mk.a { background: var(--rmw); } .mk.c { background: var(--call); } .mk.l { background: var(--loop); }
 .mk.ok { color: var(--pass); } .mk.no { color: var(--fail); }
 p.legend-marks { font-size: 12.5px; margin: 2px 0; }
 table.profiles td, table.shared td { font-size: 13px; }
-table.shared td.value { max-width: 760px; overflow-wrap: anywhere; }
+table.shared td { max-width: 760px; overflow-wrap: anywhere; }
 details.linked > summary { margin: 12px 0 6px; font-size: 13px; color: var(--muted); font-weight: 600; cursor: pointer; }
 .col h4 { margin: 0; font-size: 13px; } .col h4 .muted { font-weight: 400; }
-pre.error { font-size: 11.5px; color: var(--fail); background: #fff5f5; padding: 6px; border-radius: 4px; max-height: 16em; overflow: auto; }
+pre.error, table.profiles pre { font-size: 11.5px; color: var(--fail); background: #fff5f5; padding: 6px; border-radius: 4px; max-height: 16em; overflow: auto; }
 pre.error.absent-text { color: var(--absent); background: var(--absent-bg); }
 "#;
 
@@ -155,88 +157,57 @@ const SCRIPT: &str = r#"
 })();
 "#;
 
-/// A name that may break after each `-` (`aarch64-windows-lse`), escaped.
-fn breakable(name: &str) -> String {
-    escape(name).replace('-', "-<wbr>")
-}
+/// The summary's marks as badges: the legend's mark, the badge's class,
+/// what it means on hover in a cell, its glyph.
+const BADGES: [(&str, &str, &str, &str); 5] = [
+    ("A", "mk a", "atomic instruction", "A"),
+    ("C", "mk c", "call on the hot path", "C"),
+    ("L", "mk l", "loop on the hot path", "L"),
+    ("✅", "mk ok", "every expectation held", "✔"),
+    ("❌", "mk no", "an expectation failed", "✘"),
+];
 
-/// The marks of a summary cell, as badges.
-fn marks(c: &SummaryCell) -> String {
-    let mut s = String::new();
-    for (on, class, mark, title) in [
-        (c.atomic, "a", "A", "atomic instruction"),
-        (c.call, "c", "C", "call on the hot path"),
-        (c.looped, "l", "L", "loop on the hot path"),
-    ] {
+/// A summary cell: the hot path's count (the whole function's after it
+/// where they differ), `missing` or `not built`, then its marks as badges.
+fn summary_cell(c: &SummaryCell) -> Cell {
+    let (mut text, mark) = match c.status {
+        ProbeStatus::Found => (
+            Text::plain(c.instructions.unwrap_or(0).to_string()),
+            [Mark::Plain, Mark::Bad][usize::from(c.passed == Some(false))],
+        ),
+        ProbeStatus::Missing => (Text::plain("missing"), Mark::Missing),
+        ProbeStatus::NotBuilt => (Text::plain("not built"), Mark::Muted),
+    };
+    let mut title = String::new();
+    if let (ProbeStatus::Found, Some(f)) = (c.status, c.function_instructions)
+        && Some(f) != c.instructions
+    {
+        text = text.then(" ").with(Mark::Muted, format!("({f})"));
+        title = format!("hot path; the whole function has {f} instructions");
+    }
+    let on = [c.atomic, c.call, c.looped];
+    let on = on
+        .into_iter()
+        .chain([Some(true), Some(false)].map(|p| c.passed == p));
+    for (on, (_, class, title, glyph)) in on.zip(BADGES) {
         if on {
-            let _ = write!(
-                s,
-                "<span class=\"mk {class}\" title=\"{title}\">{mark}</span>"
-            );
+            text = text.with(Mark::Badge { class, title }, glyph);
         }
     }
-    match c.passed {
-        Some(true) => s.push_str("<span class=\"mk ok\" title=\"every expectation held\">✔</span>"),
-        Some(false) => s.push_str("<span class=\"mk no\" title=\"an expectation failed\">✘</span>"),
-        None => {}
+    Cell {
+        title,
+        ..Cell::new(text, mark)
     }
-    s
 }
 
-/// The allocator of each probe, by name.
-fn allocator_of<'a>(r: &'a Report, probe: &str) -> &'a str {
-    r.probes
-        .iter()
-        .find(|p| p.name == probe)
-        .map_or("", |p| p.allocator.as_str())
-}
-
-/// The summary's columns that `keep` selects, as a table.
-fn summary_table(r: &Report, id: &str, keep: impl Fn(&str) -> bool) -> String {
-    let sum: &CrossSummary = &r.summary;
-    let cols: Vec<usize> = (0..sum.columns.len())
-        .filter(|&i| keep(sum.columns[i].view))
-        .collect();
-    if cols.is_empty() {
-        return String::new();
-    }
-    let mut s = format!("<table class=\"summary\" id=\"{id}\"><tr><th>probe</th>");
-    for &i in &cols {
-        let _ = write!(s, "<th>{}</th>", breakable(&sum.columns[i].title()));
-    }
-    s.push_str("</tr>\n");
-    for row in &sum.rows {
-        let _ = write!(
-            s,
-            "<tr data-probe=\"{0}\" data-allocator=\"{1}\"><td><a href=\"#{0}\"><code>{0}</code></a></td>",
-            escape(&row.probe),
-            escape(allocator_of(r, &row.probe))
-        );
-        for &i in &cols {
-            let c = &row.cells[i];
-            let class = match (c.status, c.passed) {
-                (ProbeStatus::Found, Some(false)) => "n fail",
-                (ProbeStatus::Found, _) => "n",
-                (ProbeStatus::Missing, _) => "n missing",
-                _ => "n none",
-            };
-            let text = match c.status {
-                ProbeStatus::Found => match c.function_instructions {
-                    Some(f) if Some(f) != c.instructions => format!(
-                        "<span title=\"hot path; the whole function has {f} instructions\">{}</span> <span class=\"muted\">({f})</span>",
-                        c.instructions.unwrap_or(0)
-                    ),
-                    _ => c.instructions.unwrap_or(0).to_string(),
-                },
-                ProbeStatus::Missing => "missing".to_string(),
-                _ => "not built".to_string(),
-            };
-            let _ = write!(s, "<td class=\"{class}\">{text}{}</td>", marks(c));
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    s
+/// The summary's columns that `keep` selects, as the table `id`, each row
+/// carrying its probe for the filter.
+fn summary_table(r: &Report, id: &str, keep: fn(&str) -> bool) -> String {
+    let breakable = |t| Text::marked(Mark::Breakable, t);
+    doc::summary_table(&r.summary, keep, breakable, summary_cell).map_or(String::new(), |t| {
+        let attrs = format!("class=\"summary\" id=\"{id}\"");
+        render::html::table_with(&t, &attrs, &|i| probe_attrs(r, &r.summary.rows[i].probe))
+    })
 }
 
 /// A Rust path of three segments or more (`allocasm::packed::PackedArena::alloc_slow`).
@@ -286,14 +257,14 @@ pub fn shorten_symbols(text: &str) -> String {
 }
 
 /// The counts of one listing, its hot path's line.
-fn counts_html(s: &mut String, c: Counts, tls: &TlsAccess, hot: Option<&HotPathReport>) {
+fn counts_html(s: &mut String, c: Summary, tls: &TlsAccess, hot: Option<&HotPath>) {
     let _ = writeln!(
         s,
         "<div class=\"counts\"><b>{}</b> instr · <b>{}</b> atomic RMW · <b>{}</b> calls · <b>{}</b> loops<br>TLS: {}</div>",
         c.instructions,
         c.atomic_rmw,
         c.calls,
-        c.loops,
+        c.backward_branches,
         escape(tls.how)
     );
     if let Some(h) = hot {
@@ -322,21 +293,14 @@ fn notes_html(s: &mut String, annotations: &[Annotation]) {
     let _ = writeln!(s, "</ul>");
 }
 
-/// Counts, TLS line, listing and notes of one view.
-fn view_html(
-    name: &str,
-    counts: Option<Counts>,
-    hot: Option<&HotPathReport>,
-    tls: Option<&TlsAccess>,
-    lines: &[ListingLine],
-    annotations: &[Annotation],
-) -> String {
+/// Counts, TLS line, listing and (with `notes`) the notes of one view.
+fn view_html(name: &str, v: &ListingView, notes: bool) -> String {
     let mut s = String::new();
-    if let (Some(c), Some(tls)) = (counts, tls) {
-        counts_html(&mut s, c, tls, hot);
+    if let (Some(c), Some(tls)) = (v.summary, &v.tls) {
+        counts_html(&mut s, c, tls, v.hot_path.as_ref());
     }
-    s.push_str(&listing_html(name, lines));
-    notes_html(&mut s, annotations);
+    s.push_str(&listing_html(name, &v.lines));
+    notes_html(&mut s, if notes { &v.annotations } else { &[] });
     s
 }
 
@@ -344,49 +308,33 @@ fn view_html(
 /// built for want of a tool (a cross linker, a disassembler) is absent, not
 /// failed: it is drawn grey, with the install line; any other failure red.
 pub fn linked_view_html(probe: &str, profile: &str, title: &str, view: &LinkedView) -> String {
-    let mut s = String::new();
-    let state = match view.status {
-        ProbeStatus::Found => "",
-        ProbeStatus::NotBuilt if view.missing_tool() => "absent",
-        _ => "failed",
+    let error = escape(view.error.as_deref().unwrap_or(""));
+    let (state, body) = match view.status {
+        ProbeStatus::Found => ("", view_html(probe, &view.view, true)),
+        ProbeStatus::Missing => (
+            "failed",
+            "<p class=\"fail status\">missing: not in the linked executable</p>\n".into(),
+        ),
+        _ if view.missing_tool() => (
+            "absent",
+            format!(
+                "<p class=\"absent-text status\">not built: missing tool</p><pre class=\"error absent-text\">{error}</pre>\n"
+            ),
+        ),
+        _ => (
+            "failed",
+            format!("<p class=\"fail status\">not built</p><pre class=\"error\">{error}</pre>\n"),
+        ),
     };
-    let _ = writeln!(
-        s,
-        "<div class=\"col {state}\"><h4>{} <span class=\"muted\">· {title}</span></h4>",
+    column(state, profile, title, &body)
+}
+
+/// One column of a linked view's row: `profile · title` over `body`.
+fn column(class: &str, profile: &str, title: &str, body: &str) -> String {
+    format!(
+        "<div class=\"col {class}\"><h4>{} <span class=\"muted\">· {title}</span></h4>\n{body}</div>\n",
         escape(profile)
-    );
-    match view.status {
-        ProbeStatus::Found => s.push_str(&view_html(
-            probe,
-            view.summary,
-            view.hot_path.as_ref(),
-            view.tls.as_ref(),
-            &view.lines,
-            &view.annotations,
-        )),
-        ProbeStatus::Missing => {
-            let _ = writeln!(
-                s,
-                "<p class=\"fail status\">missing: not in the linked executable</p>"
-            );
-        }
-        _ => {
-            let error = escape(view.error.as_deref().unwrap_or(""));
-            if view.missing_tool() {
-                let _ = writeln!(
-                    s,
-                    "<p class=\"absent-text status\">not built: missing tool</p><pre class=\"error absent-text\">{error}</pre>"
-                );
-            } else {
-                let _ = writeln!(
-                    s,
-                    "<p class=\"fail status\">not built</p><pre class=\"error\">{error}</pre>"
-                );
-            }
-        }
-    }
-    s.push_str("</div>\n");
-    s
+    )
 }
 
 /// Per profile with a linked view: the `.s` listing, the linked release
@@ -405,28 +353,17 @@ fn linked_html(probe: &ProbeReport) -> String {
         "<details class=\"linked\"><summary>Linked view: what the compiler emitted (<code>.s</code>) and what the linker made of it</summary>\n",
     );
     for (res, linked) in rows {
+        let asm = match res.status {
+            ProbeStatus::Found => view_html(&probe.name, &res.view, false),
+            ProbeStatus::Missing => "<p class=\"fail status\">missing</p>\n".into(),
+            _ => "<p class=\"muted status\">not built</p>\n".into(),
+        };
         let _ = writeln!(
             s,
-            "<div class=\"cols linked\" data-profile=\"{0}\">\n<div class=\"col asm\"><h4>{0} <span class=\"muted\">· .s (compiler)</span></h4>",
+            "<div class=\"cols linked\" data-profile=\"{}\">",
             escape(&res.profile)
         );
-        match res.status {
-            ProbeStatus::Found => s.push_str(&view_html(
-                &probe.name,
-                res.summary,
-                res.hot_path.as_ref(),
-                res.tls.as_ref(),
-                &res.lines,
-                &[],
-            )),
-            ProbeStatus::Missing => {
-                let _ = writeln!(s, "<p class=\"fail status\">missing</p>");
-            }
-            _ => {
-                let _ = writeln!(s, "<p class=\"muted status\">not built</p>");
-            }
-        }
-        s.push_str("</div>\n");
+        s.push_str(&column("asm", &res.profile, ".s (compiler)", &asm));
         for (title, view) in linked.both() {
             s.push_str(&linked_view_html(&probe.name, &res.profile, title, view));
         }
@@ -439,7 +376,7 @@ fn linked_html(probe: &ProbeReport) -> String {
 /// One listing's executed count and llvm-mca predictions, or why not:
 /// the report document's lines.
 fn measured_html(s: &mut String, res: &ProbeResult) {
-    let lines: Vec<String> = (super::doc::measured(res).iter())
+    let lines: Vec<String> = (doc::measured(res).iter())
         .map(render::html::inline)
         .collect();
     if !lines.is_empty() {
@@ -464,7 +401,7 @@ fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
         let _ = writeln!(
             s,
             "<li>{}</li>",
-            render::html::inline(&super::doc::profile_measured(p))
+            render::html::inline(&doc::profile_measured(p))
         );
     }
     let _ = writeln!(s, "</ul>");
@@ -477,7 +414,7 @@ fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
         "<p class=\"muted\">Each cell: hot-path instructions / executed instructions per call (+ in helpers) / llvm-mca cycles per call per CPU (* indicative).</p>"
     );
     s.push_str(&render::html::table_with(
-        &super::doc::executed_table(e),
+        &doc::executed_table(e),
         "class=\"summary executed\"",
         &|i| probe_attrs(r, &t.rows[i].probe),
     ));
@@ -485,10 +422,11 @@ fn executed_html(s: &mut String, r: &Report, e: &ExecutedSection) {
 
 /// The `data-probe` and `data-allocator` of a probe's row, for the filter.
 fn probe_attrs(r: &Report, probe: &str) -> String {
+    let allocator = (r.probes.iter().find(|p| p.name == probe)).map_or("", |p| &p.allocator);
     format!(
         " data-probe=\"{}\" data-allocator=\"{}\"",
         escape(probe),
-        escape(allocator_of(r, probe))
+        escape(allocator)
     )
 }
 
@@ -648,81 +586,79 @@ fn controls_html(s: &mut String, r: &Report) {
 /// The profiles: one row each, then the settings they share, each said
 /// once with the profiles that have it.
 fn profiles_html(s: &mut String, r: &Report) {
-    let _ = writeln!(
-        s,
-        "<h2 id=\"profiles\">Profiles</h2>\n<table class=\"profiles\"><tr><th>profile</th><th>what it models</th><th>triple</th><th>build</th></tr>"
-    );
-    for p in &r.profiles {
-        let build = match &p.error {
-            None => "<span class=\"pass\">built</span>".to_string(),
-            Some(e) => format!(
-                "<span class=\"fail\">failed</span><details><summary>why</summary><pre class=\"error\">{}</pre></details>",
-                escape(e)
-            ),
-        };
-        let _ = writeln!(
-            s,
-            "<tr><td><b>{}</b></td><td>{}</td><td><code>{}</code></td><td>{build}</td></tr>",
-            escape(&p.name),
-            escape(&p.description),
-            escape(&p.triple),
-        );
-    }
-    let _ = writeln!(s, "</table>");
+    let plain = |t: Text| Cell::new(t, Mark::Plain);
+    let columns = |titles: &[&str]| titles.iter().map(|&t| (t.into(), Align::Left)).collect();
+    let profiles = Table {
+        columns: columns(&["profile", "what it models", "triple", "build"]),
+        rows: (r.profiles.iter())
+            .map(|p| {
+                let build = match &p.error {
+                    None => plain(Text::marked(Mark::Good, "built")),
+                    Some(e) => Cell {
+                        blocks: vec![Block::Details {
+                            summary: "why".into(),
+                            blocks: vec![Block::Code {
+                                lang: "text",
+                                text: e.clone(),
+                            }],
+                        }],
+                        ..plain(Text::marked(Mark::Bad, "failed"))
+                    },
+                };
+                vec![
+                    plain(Text::marked(Mark::Strong, &p.name)),
+                    plain(p.description.as_str().into()),
+                    plain(Text::code(&p.triple)),
+                    build,
+                ]
+            })
+            .collect(),
+    };
     let all = r.profiles.len();
-    let settings: [(&str, Folded); 3] = [
+    let settings: [(Text, Folded); 3] = [
         (
-            "compiler",
+            "compiler".into(),
             fold(r.profiles.iter().map(|p| {
-                (
-                    p.name.as_str(),
-                    p.compiler
-                        .clone()
-                        .unwrap_or_else(|| r.compiler.release.clone()),
-                )
+                let c = p.compiler.as_ref().unwrap_or(&r.compiler.release);
+                (p.name.as_str(), c.clone())
             })),
         ),
         (
-            "flags after <code>--emit asm</code>",
-            fold(
-                r.profiles
-                    .iter()
-                    .map(|p| (p.name.as_str(), join_or_none(&p.build_flags))),
-            ),
+            Text::plain("flags after ").with(Mark::Code, "--emit asm"),
+            fold((r.profiles.iter()).map(|p| (p.name.as_str(), join_or_none(&p.build_flags)))),
         ),
         (
-            "codegen units",
-            fold(
-                r.profiles
-                    .iter()
-                    .map(|p| (p.name.as_str(), p.codegen_units.clone())),
-            ),
+            "codegen units".into(),
+            fold((r.profiles.iter()).map(|p| (p.name.as_str(), p.codegen_units.clone()))),
         ),
     ];
-    let _ = writeln!(
-        s,
-        "<table class=\"shared\"><tr><th>setting</th><th>value</th><th>profiles</th></tr>"
-    );
+    let mut shared = Table {
+        columns: columns(&["setting", "value", "profiles"]),
+        rows: Vec::new(),
+    };
     for (what, values) in settings {
         for (i, (value, profiles)) in values.iter().enumerate() {
-            let who = if profiles.len() == all {
-                format!("all {all}")
-            } else {
-                escape(&profiles.join(", "))
+            let who = match profiles.len() {
+                n if n == all => format!("all {all}"),
+                _ => profiles.join(", "),
             };
-            let head = if i == 0 {
-                format!("<td rowspan=\"{}\">{what}</td>", values.len())
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                s,
-                "<tr>{head}<td class=\"value\"><code>{}</code></td><td>{who}</td></tr>",
-                escape(value)
-            );
+            let rows = values.len();
+            let head = (i == 0).then(|| Cell {
+                rows,
+                ..plain(what.clone())
+            });
+            let cells = [plain(Text::code(value)), plain(who.into())];
+            shared.rows.push(head.into_iter().chain(cells).collect());
         }
     }
-    let _ = writeln!(s, "</table>");
+    let _ = writeln!(s, "<h2 id=\"profiles\">Profiles</h2>");
+    s.push_str(&table(&profiles, "profiles"));
+    s.push_str(&table(&shared, "shared"));
+}
+
+/// A table of class `class`.
+fn table(t: &Table, class: &str) -> String {
+    render::html::table_with(t, &format!("class=\"{class}\""), &|_| String::new())
 }
 
 /// One probe: its line, then one column per profile, then its linked view.
@@ -752,11 +688,11 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
             "<div class=\"col {state}\" data-profile=\"{0}\"><h3>{0}</h3>",
             escape(&res.profile)
         );
-        match (res.status, res.summary, &res.tls) {
+        match (res.status, res.view.summary, &res.view.tls) {
             (ProbeStatus::Found, Some(c), Some(tls)) => {
-                counts_html(s, c, tls, res.hot_path.as_ref());
+                counts_html(s, c, tls, res.view.hot_path.as_ref());
                 measured_html(s, res);
-                s.push_str(&listing_html(&probe.name, &res.lines));
+                s.push_str(&listing_html(&probe.name, &res.view.lines));
                 if let Some(f) = &res.followed {
                     followed_html(s, f);
                 }
@@ -791,7 +727,7 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
             }
             let _ = writeln!(s, "</ul>");
         }
-        notes_html(s, &res.annotations);
+        notes_html(s, &res.view.annotations);
         let _ = writeln!(s, "</div>");
     }
     let _ = writeln!(s, "</div>");
@@ -801,8 +737,8 @@ fn probe_html(s: &mut String, probe: &ProbeReport) {
 
 /// A `follow = true` probe's walk through its callees, folded: the
 /// report document's block, in the page's `followed` fold.
-fn followed_html(s: &mut String, f: &super::FollowedReport) {
-    let html = render::html::fragment(&[super::doc::followed(f)]);
+fn followed_html(s: &mut String, f: &Followed) {
+    let html = render::html::fragment(&[doc::followed(f)]);
     s.push_str(&html.replacen("<details>", "<details class=\"followed\">", 1));
 }
 
@@ -823,33 +759,18 @@ pub fn render(r: &Report) -> String {
         "<h2 id=\"summary\">Summary</h2>\n<p class=\"muted legend-marks\">Probes down, profiles across: each cell is the probe's hot-path instruction count, the whole function's in parentheses, marked where its fast path grows.</p>"
     );
     s.push_str(&summary_table(r, "summary-table", |v| v == "asm"));
-    let legend: Vec<String> = r
-        .summary
-        .legend
-        .iter()
-        .map(|l| {
-            let class = match l.mark {
-                "A" => "mk a",
-                "C" => "mk c",
-                "L" => "mk l",
-                "✅" => "mk ok",
-                _ => "mk no",
-            };
-            let mark = match l.mark {
-                "✅" => "✔",
-                "❌" => "✘",
-                m => m,
-            };
-            format!(
-                "<span class=\"{class}\">{mark}</span> {}",
-                escape(l.meaning)
-            )
-        })
-        .collect();
+    let mut legend = Text::default();
+    for (i, l) in r.summary.legend.iter().enumerate() {
+        let (class, glyph) = (BADGES.iter().find(|b| b.0 == l.mark))
+            .map_or(("mk no", l.mark), |&(_, class, _, glyph)| (class, glyph));
+        legend = (legend.then(if i == 0 { "" } else { " · " }))
+            .with(Mark::Badge { class, title: "" }, glyph)
+            .then(format!(" {}", l.meaning));
+    }
     let _ = writeln!(
         s,
         "<p class=\"muted legend-marks\">{}</p>",
-        legend.join(" · ")
+        render::html::inline(&legend)
     );
     profiles_html(&mut s, r);
     if let Some(m) = &r.mutations {
@@ -859,11 +780,7 @@ pub fn render(r: &Report) -> String {
             escape(&m.commit[..m.commit.len().min(12)]),
             escape(super::MUTATION_LEGEND),
         );
-        s.push_str(&render::html::table_with(
-            &m.table(),
-            "class=\"summary mutations\"",
-            &|_| String::new(),
-        ));
+        s.push_str(&table(&m.table(), "summary mutations"));
     }
     if let Some(e) = &r.executed {
         executed_html(&mut s, r, e);
@@ -920,11 +837,7 @@ mod tests {
         LinkedView {
             status: ProbeStatus::NotBuilt,
             error: Some(error.to_string()),
-            summary: None,
-            hot_path: None,
-            tls: None,
-            lines: Vec::new(),
-            annotations: Vec::new(),
+            view: ListingView::default(),
         }
     }
 

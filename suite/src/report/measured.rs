@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use allocasm_suite::codegen::executed::{Executed, ExecutedSet};
+use allocasm_suite::codegen::executed::{Executed, ExecutedSet, HelperCount};
 use allocasm_suite::codegen::mca::Mca;
 use serde::Serialize;
 
@@ -148,7 +148,7 @@ pub struct ExecutedReport {
     /// Of those, in helpers.
     pub helper_instructions: u64,
     /// Each helper's share, in call order.
-    pub helpers: Vec<HelperReport>,
+    pub helpers: Vec<HelperCount>,
     /// Fewest and most instructions of a measured call.
     pub min: u64,
     /// The most.
@@ -162,15 +162,6 @@ pub struct ExecutedReport {
     pub path: Vec<String>,
 }
 
-/// One helper's instructions per call.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct HelperReport {
-    /// The helper (`__aarch64_ldadd8_relax`).
-    pub function: String,
-    /// Its instructions per call.
-    pub instructions: u64,
-}
-
 impl From<&Executed> for ExecutedReport {
     fn from(e: &Executed) -> ExecutedReport {
         ExecutedReport {
@@ -178,14 +169,7 @@ impl From<&Executed> for ExecutedReport {
             instructions: e.instructions,
             in_probe: e.in_probe,
             helper_instructions: e.helper_instructions(),
-            helpers: e
-                .helpers
-                .iter()
-                .map(|h| HelperReport {
-                    function: h.function.clone(),
-                    instructions: h.instructions,
-                })
-                .collect(),
+            helpers: e.helpers.clone(),
             min: e.min,
             max: e.max,
             calls: e.calls,
@@ -221,65 +205,6 @@ impl ExecutedReport {
             ));
         }
         s.push_str(&format!(" ({} calls, {})", self.calls, self.build));
-        s
-    }
-}
-
-/// One CPU's llvm-mca prediction (`probes[].results[].mca[]`).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct McaReport {
-    /// The CPU model.
-    pub cpu: String,
-    /// Block RThroughput: predicted cycles per call.
-    pub block_rthroughput: f64,
-    /// Simulated cycles per iteration (loop-carried dependencies included).
-    pub cycles_per_iteration: f64,
-    /// Micro-ops of the block.
-    pub uops: f64,
-    /// Instructions llvm-mca analyzed.
-    pub instructions: usize,
-    /// What bounds the block.
-    pub bottleneck: String,
-    /// Lines llvm-mca could not assemble (left out).
-    pub dropped: Vec<String>,
-    /// Instructions the model has no scheduling for (left out).
-    pub skipped: Vec<String>,
-    /// The model is indicative only (Apple: schedules like Cyclone).
-    pub indicative: bool,
-}
-
-impl From<&Mca> for McaReport {
-    fn from(m: &Mca) -> McaReport {
-        McaReport {
-            cpu: m.cpu.clone(),
-            block_rthroughput: m.block_rthroughput,
-            cycles_per_iteration: m.cycles_per_iteration,
-            uops: m.uops,
-            instructions: m.instructions,
-            bottleneck: m.bottleneck.clone(),
-            dropped: m.dropped.clone(),
-            skipped: m.skipped.clone(),
-            indicative: m.indicative,
-        }
-    }
-}
-
-impl McaReport {
-    /// `3.70 cycles (znver4; resource Zn4ALU0)`.
-    pub fn line(&self) -> String {
-        let mut s = format!(
-            "{:.2} cycles/call on {}{} ({})",
-            self.block_rthroughput,
-            self.cpu,
-            if self.indicative { "*" } else { "" },
-            self.bottleneck
-        );
-        if !self.skipped.is_empty() {
-            s.push_str(&format!("; skipped: {}", self.skipped.join(", ")));
-        }
-        if !self.dropped.is_empty() {
-            s.push_str(&format!("; dropped: {}", self.dropped.join(", ")));
-        }
         s
     }
 }
@@ -393,10 +318,12 @@ impl Report {
                     .iter()
                     .map(|c| {
                         let r = probe.results.iter().find(|r| &r.profile == c);
-                        let hot = r.and_then(|r| r.hot_path.as_ref()).map(|h| h.instructions);
+                        let hot = r
+                            .and_then(|r| r.view.hot_path.as_ref())
+                            .map(|h| h.instructions);
                         let linked = r
                             .and_then(|r| r.linked.as_ref())
-                            .and_then(|l| l.release.hot_path.as_ref())
+                            .and_then(|l| l.release.view.hot_path.as_ref())
                             .map(|h| h.instructions)
                             .or_else(|| {
                                 of(c).and_then(|m| m.library_hot_paths.get(&probe.name).copied())
@@ -455,7 +382,7 @@ fn attach_probe<'a>(probe: &mut ProbeReport, of: &dyn Fn(&str) -> Option<&'a Mea
         }
         match &m.mca {
             Ok(per_probe) => match per_probe.get(&probe.name) {
-                Some(Ok(ms)) => r.mca = Some(ms.iter().map(McaReport::from).collect()),
+                Some(Ok(ms)) => r.mca = Some(ms.clone()),
                 Some(Err(why)) => r.mca_reason = Some(why.clone()),
                 None => {
                     r.mca_reason = Some(format!(

@@ -14,7 +14,7 @@ pub mod text;
 use allocasm_suite::render;
 pub use annotate::{Annotation, Tag, TlsAccess};
 pub use builder::*;
-pub use measured::{ExecutedReport, ExecutedSection, McaReport, Measurement};
+pub use measured::{ExecutedReport, ExecutedSection, Measurement};
 pub use model::*;
 
 /// The schema identifier written into every JSON report. Bumped only on an

@@ -3,7 +3,9 @@
 //! accessors; `builder.rs` fills it, the writers read it.
 
 use allocasm_suite::codegen::cfg::HotPath;
+use allocasm_suite::codegen::follow::Followed;
 use allocasm_suite::codegen::linked::{LinkedOutput, Lto};
+use allocasm_suite::codegen::mca::Mca;
 use allocasm_suite::codegen::{ProbeListings, Profile, Summary};
 use allocasm_suite::render::{Align, Cell, Mark, Table};
 use serde::Serialize;
@@ -296,24 +298,40 @@ pub struct LinkedView {
     pub status: ProbeStatus,
     /// Why there is no listing (not-built only), with the fix.
     pub error: Option<String>,
+    /// The listing and its figures (found only).
+    #[serde(flatten)]
+    pub view: ListingView,
+}
+
+/// A probe's listing in one view (the `.s`, a linked executable) with its
+/// figures: what a result and a linked view have when the probe is found.
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+pub struct ListingView {
     /// Counts (found only).
-    pub summary: Option<Counts>,
-    /// The hot path (found only).
-    pub hot_path: Option<HotPathReport>,
+    pub summary: Option<Summary>,
+    /// The hot path (found only): entry to return through non-cold blocks.
+    pub hot_path: Option<HotPath>,
     /// How thread-local storage is reached (found only).
     pub tls: Option<TlsAccess>,
-    /// The normalized listing.
+    /// The normalized listing, one entry per label or instruction.
     pub lines: Vec<ListingLine>,
     /// Notes on the key instructions.
     pub annotations: Vec<Annotation>,
 }
 
-impl LinkedView {
-    /// The listing as text, like [`ProbeResult::listing_text`].
+impl ListingView {
+    /// The listing as text (labels unindented, instructions indented by two).
     pub fn listing_text(&self) -> String {
-        lines_text(&self.lines)
+        (self.lines.iter())
+            .map(|l| match l.kind {
+                "label" => format!("{}:\n", l.text),
+                _ => format!("  {}\n", l.text),
+            })
+            .collect()
     }
+}
 
+impl LinkedView {
     /// Not built for want of a tool this host lacks (a cross linker, a
     /// disassembler): its error names the `apt-get install` line that
     /// brings it ([`allocasm_suite::codegen::linked::install_command`]).
@@ -438,16 +456,9 @@ pub struct ProbeResult {
     /// `found`, `missing` (not in the assembly) or `not-built` (the profile's
     /// build failed).
     pub status: ProbeStatus,
-    /// Counts (found only).
-    pub summary: Option<Counts>,
-    /// The hot path (found only): entry to return through non-cold blocks.
-    pub hot_path: Option<HotPathReport>,
-    /// How thread-local storage is reached (found only).
-    pub tls: Option<TlsAccess>,
-    /// The normalized listing, one entry per label or instruction.
-    pub lines: Vec<ListingLine>,
-    /// Notes on the key instructions.
-    pub annotations: Vec<Annotation>,
+    /// The listing and its figures (found only).
+    #[serde(flatten)]
+    pub view: ListingView,
     /// Every expectation with its result (a missing probe fails one).
     pub expectations: Vec<ExpectationResult>,
     /// Whether every expectation held.
@@ -463,203 +474,14 @@ pub struct ProbeResult {
     pub executed_reason: Option<String>,
     /// llvm-mca's prediction of the hot path per CPU of the profile;
     /// `null` where not predicted (see `mca_reason`).
-    pub mca: Option<Vec<McaReport>>,
+    pub mca: Option<Vec<Mca>>,
     /// Why `mca` is `null`.
     pub mca_reason: Option<String>,
     /// With the profile's `follow = true` for the probe: the callees its
     /// hot path reaches in the build ([`allocasm_suite::codegen::follow`]);
     /// absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub followed: Option<FollowedReport>,
-}
-
-/// The walk through a probe's calls, as reports carry it.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct FollowedReport {
-    /// The depth limit.
-    pub depth: usize,
-    /// Each callee followed, in walk order.
-    pub callees: Vec<FollowedCallee>,
-    /// The calls not followed, with why (cold, recursive, indirect, ...).
-    pub not_followed: Vec<String>,
-    /// Instructions on the whole walk's hot paths.
-    pub instructions: usize,
-    /// Atomic instructions on them.
-    pub atomics: usize,
-    /// Atomic read-modify-writes on them.
-    pub atomic_rmw: usize,
-    /// Loops on them.
-    pub loops: usize,
-    /// Stack accesses on them.
-    pub stack_accesses: usize,
-    /// Calls on them whose callee has no body in the build.
-    pub calls_leaving: Vec<String>,
-}
-
-impl FollowedReport {
-    /// The walk's figures in one line, as both reports head it.
-    pub fn summary(&self) -> String {
-        format!(
-            "followed through {} callee(s): {} instructions · {} atomic(s) · {} loop(s) · {} stack access(es)",
-            self.callees.len(),
-            self.instructions,
-            self.atomics,
-            self.loops,
-            self.stack_accesses
-        )
-    }
-}
-
-/// One callee of a [`FollowedReport`].
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct FollowedCallee {
-    /// 1 for a callee of the probe, 2 for its callees, ...
-    pub depth: usize,
-    /// The caller's name.
-    pub caller: String,
-    /// The callee's demangled path, generic arguments kept.
-    pub path: String,
-    /// Its own hot path.
-    pub hot_path: HotPathReport,
-}
-
-impl From<&allocasm_suite::codegen::follow::Followed> for FollowedReport {
-    fn from(f: &allocasm_suite::codegen::follow::Followed) -> FollowedReport {
-        FollowedReport {
-            depth: f.depth,
-            callees: f
-                .callees
-                .iter()
-                .map(|c| FollowedCallee {
-                    depth: c.depth,
-                    caller: c.caller.clone(),
-                    path: c.path.clone(),
-                    hot_path: HotPathReport::from(&c.hot),
-                })
-                .collect(),
-            not_followed: f.stops.iter().map(|s| s.to_string()).collect(),
-            instructions: f.totals.instructions,
-            atomics: f.totals.atomics,
-            atomic_rmw: f.totals.atomic_rmw,
-            loops: f.totals.loops,
-            stack_accesses: f.totals.stack_accesses,
-            calls_leaving: f.totals.calls_leaving.clone(),
-        }
-    }
-}
-
-/// The counts of a listing.
-#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
-pub struct Counts {
-    /// Instructions.
-    pub instructions: usize,
-    /// Atomic read-modify-writes (outline-atomics calls included).
-    pub atomic_rmw: usize,
-    /// All atomic instructions.
-    pub atomics: usize,
-    /// Calls (tail calls and outline-atomics calls included).
-    pub calls: usize,
-    /// Branches.
-    pub branches: usize,
-    /// Backward branches (loops).
-    pub loops: usize,
-}
-
-impl From<Summary> for Counts {
-    fn from(s: Summary) -> Counts {
-        Counts {
-            instructions: s.instructions,
-            atomic_rmw: s.atomic_rmw,
-            atomics: s.atomics,
-            calls: s.calls,
-            branches: s.branches,
-            loops: s.backward_branches,
-        }
-    }
-}
-
-/// The hot path of one listing ([`allocasm_suite::codegen::cfg::HotPath`]).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct HotPathReport {
-    /// Instructions on the hot path, entry to return (a loop's body once).
-    pub instructions: usize,
-    /// Instructions from the entry through the first conditional branch after
-    /// the first atomic read-modify-write; `null` without one.
-    pub to_fit_check: Option<usize>,
-    /// Atomic instructions on it.
-    pub atomics: usize,
-    /// Atomic read-modify-writes on it (outline-atomics calls included).
-    pub atomic_rmw: usize,
-    /// Callees on it, in order (TLS thunks, outline-atomics helpers).
-    pub calls: Vec<String>,
-    /// Loads and stores relative to the stack or frame pointer on it.
-    pub stack_accesses: usize,
-    /// The frame record's save and restore on a target that keeps frame
-    /// pointers (x86_64 macOS), apart from `stack_accesses`.
-    pub frame_accesses: usize,
-    /// Loops on it.
-    pub loops: usize,
-    /// Its instructions.
-    pub lines: Vec<String>,
-    /// Instructions of the whole function, for comparison.
-    pub function_instructions: usize,
-    /// No return is reachable through non-cold blocks (the path is the
-    /// longest to any exit).
-    pub no_hot_return: bool,
-}
-
-impl From<&HotPath> for HotPathReport {
-    fn from(h: &HotPath) -> HotPathReport {
-        HotPathReport {
-            instructions: h.instructions,
-            to_fit_check: h.to_fit_check,
-            atomics: h.atomics,
-            atomic_rmw: h.atomic_rmw,
-            calls: h.calls.clone(),
-            stack_accesses: h.stack_accesses,
-            frame_accesses: h.frame_accesses,
-            loops: h.loops,
-            lines: h.lines.clone(),
-            function_instructions: h.function_instructions,
-            no_hot_return: h.no_hot_return,
-        }
-    }
-}
-
-impl HotPathReport {
-    /// `32 of 44 instructions, 20 to the fit check, 1 atomic, calls: none,
-    /// 0 stack accesses`.
-    pub fn line(&self) -> String {
-        let fit = self.to_fit_check.map_or("no fit check".to_string(), |n| {
-            format!("{n} to the fit check")
-        });
-        let calls = if self.calls.is_empty() {
-            "none".to_string()
-        } else {
-            self.calls.join(", ")
-        };
-        format!(
-            "hot path: {} of {} instructions, {fit}, {} atomic(s), {} loop(s), {} stack access(es){}, calls: {calls}{}",
-            self.instructions,
-            self.function_instructions,
-            self.atomics,
-            self.loops,
-            self.stack_accesses,
-            if self.frame_accesses > 0 {
-                format!(
-                    " (+ {} for the frame record the target keeps in every function)",
-                    self.frame_accesses
-                )
-            } else {
-                String::new()
-            },
-            if self.no_hot_return {
-                " (no return is hot: longest path shown)"
-            } else {
-                ""
-            }
-        )
-    }
+    pub followed: Option<Followed>,
 }
 
 /// One line of a listing.
@@ -721,29 +543,6 @@ impl Compiler {
             rustc_vv: rustc_vv.to_string(),
         }
     }
-}
-
-impl ProbeResult {
-    /// The listing as text (labels unindented, instructions indented by two).
-    pub fn listing_text(&self) -> String {
-        lines_text(&self.lines)
-    }
-}
-
-/// Lines as text (labels unindented, instructions indented by two).
-fn lines_text(lines: &[ListingLine]) -> String {
-    let mut s = String::new();
-    for l in lines {
-        if l.kind == "label" {
-            s.push_str(&l.text);
-            s.push_str(":\n");
-        } else {
-            s.push_str("  ");
-            s.push_str(&l.text);
-            s.push('\n');
-        }
-    }
-    s
 }
 
 impl Report {

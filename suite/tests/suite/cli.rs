@@ -675,7 +675,7 @@ fn report_writes_markdown_json_and_self_contained_html() {
         html.contains("<span class=\"mk a\" title=\"atomic instruction\">A</span>"),
         "atomic mark"
     );
-    assert!(html.contains("<th>x86_64-<wbr>linux linked+LTO</th>"));
+    assert!(html.contains("<th class=\"n\">x86_64-<wbr>linux linked+LTO</th>"));
     assert!(
         html.contains("<div class=\"cols linked\" data-profile=\"x86_64-linux\">"),
         "linked columns"

@@ -149,11 +149,12 @@ fn linked_listings_match_the_snapshots() {
         return;
     }
     for b in &builds().0 {
-        if !codegen::objdump::is_llvm_objdump(b.output.objdump.split(' ').next().unwrap_or("")) {
+        if !codegen::objdump::is_llvm_objdump(b.output.dump.command.split(' ').next().unwrap_or(""))
+        {
             eprintln!(
                 "skipped: linked_listings_match_the_snapshots ({}, {}): disassembled by `{}`, \
                  the snapshots are llvm-objdump's",
-                b.profile.name, b.output.lto, b.output.objdump
+                b.profile.name, b.output.lto, b.output.dump.command
             );
             continue;
         }
@@ -175,7 +176,7 @@ fn linked_listings_match_the_snapshots() {
                 "triple": b.profile.triple,
                 "lto": b.output.lto.name(),
                 "rustc": b.output.rustc_version.lines().next(),
-                "disassembler": b.output.objdump,
+                "disassembler": b.output.dump.command,
                 "expect": probe.expect,
             }));
             settings.bind(|| insta::assert_snapshot!(probe.name, listing.text()));
