@@ -177,8 +177,47 @@ fn allocate_large(size: usize, align: usize, zeroed: bool) -> *mut c_void {
     if block.is_null() {
         return enomem();
     }
+    if zeroed && layout.size() <= POPULATE_MAX {
+        populate(block, layout.size());
+    }
     // SAFETY: a fresh block of `layout`; `size + align > align`.
     unsafe { finish(block, layout) }
+}
+
+/// The largest `calloc` block whose pages [`populate`] makes resident at
+/// once: 32 MiB. Above it a block stays lazy, so that a sparse giant table
+/// costs only the pages the program touches.
+const POPULATE_MAX: usize = 32 << 20;
+
+/// Makes the whole pages of a large `calloc` block resident and writable
+/// now (`MADV_POPULATE_WRITE`, Linux 5.14 and later; an older kernel
+/// refuses it and the block stays lazy, as correct as before).
+///
+/// A fresh mapping reads as zero without being written, and programs read
+/// a `calloc`ed table before they write it (liblzma's match finder reads
+/// each hash slot of its 16 MiB table first): the first read of a page maps
+/// the kernel's shared zero page, and the first write copies it, two faults
+/// per page where a written page takes one. In a process of several threads
+/// the copy also flushes the zero page's entry from the other CPUs' TLBs.
+/// Populating the block first makes it one fault per page, in one call:
+/// `xz -T2` took 15% less CPU time (docs/program-bench.md).
+fn populate(block: *mut u8, len: usize) {
+    const PAGE: usize = 4096;
+    let start = block.addr().next_multiple_of(PAGE);
+    let end = (block.addr() + len) & !(PAGE - 1);
+    if end > start {
+        // SAFETY: `start .. end` lies in the block, a live mapping of ours,
+        // read and writable; populating it changes no byte (they are zero).
+        // The result is ignored: where the kernel refuses, the pages are
+        // faulted in on first use, as without this call.
+        unsafe {
+            libc::madvise(
+                block.with_addr(start).cast(),
+                end - start,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+    }
 }
 
 /// What a pointer given back to `free`, `realloc` or

@@ -415,3 +415,45 @@ fn the_lines_name_the_library() {
         "allocasm-malloc: free(): invalid pointer 0x",
     );
 }
+
+/// A large `calloc` block up to 32 MiB comes resident (one fault per page
+/// in one `madvise`, where a program that reads the zeroed table before it
+/// writes it would take two: docs/program-bench.md); a larger one stays
+/// lazy, so a sparse giant table costs only what is touched. Every byte
+/// reads as zero either way. On a kernel without `MADV_POPULATE_WRITE`
+/// (before 5.14) nothing is populated.
+#[test]
+fn calloc_populates_large_blocks_up_to_32_mib() {
+    let dir = scratch("calloc-resident");
+    let exe = compile("calloc_resident.c", &dir);
+    let r = run(Command::new(&exe), true, Duration::from_secs(60));
+    assert_eq!(r.status, Some(0), "{}{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("FAILED"), "{}", r.stdout);
+    let populate = r.stdout.contains("populate yes\n");
+    let mut seen = 0;
+    for line in r.stdout.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let ["resident", n, resident, pages, zero] = words.as_slice() {
+            let (n, resident, pages): (usize, usize, usize) = (
+                n.parse().unwrap(),
+                resident.parse().unwrap(),
+                pages.parse().unwrap(),
+            );
+            assert_eq!(*zero, "zero", "calloc({n}) read a non-zero byte");
+            let populated = populate && n <= 32 << 20;
+            if populated {
+                assert_eq!(resident, pages, "calloc({n}): every page resident");
+            } else {
+                // The header's page and the zero checks' reads (which map the
+                // shared zero page) are all a lazy block may show.
+                assert!(
+                    resident <= pages / 128 + 1,
+                    "calloc({n}): {resident} of {pages} pages resident, expected it lazy"
+                );
+            }
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 3, "{}", r.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}
