@@ -200,7 +200,8 @@ const POPULATE_MAX: usize = 32 << 20;
 /// per page where a written page takes one. In a process of several threads
 /// the copy also flushes the zero page's entry from the other CPUs' TLBs.
 /// Populating the block first makes it one fault per page, in one call:
-/// `xz -T2` took 15% less CPU time (docs/program-bench.md).
+/// `xz -T2`'s system time fell from 95 to 20 ms (docs/program-bench.md,
+/// fourth pass).
 fn populate(block: *mut u8, len: usize) {
     const PAGE: usize = 4096;
     let start = block.addr().next_multiple_of(PAGE);
