@@ -614,7 +614,7 @@ def main():
         # family, judged only on a machine of that family.
         *[family_goal(fam, f"PackedArena alloc / bare `fetch_add` loop, 1 thread, **inlined**, {fam}",
                       pk, target, absent)
-          for fam, target in (("AMD (EPYC, Zen 4)", 1.05), ("Intel (Xeon)", 1.15))],
+          for fam, target in (("AMD (EPYC, Zen 4 and 5)", 1.05), ("Intel (Xeon)", 1.15))],
         goal("ThreadCursorArena alloc / bumpalo `alloc_layout`, 1 thread, **inlined**", tc, "≤ 0.8x", 0.8, "x", absent),
         goal("ThreadCursorArena `local()` handle's alloc / bumpalo `alloc_layout`, 1 thread, **inlined**", tcl, "≤ 0.8x",
              0.8, "x", absent),
