@@ -177,7 +177,7 @@ fn allocate_large(size: usize, align: usize, zeroed: bool) -> *mut c_void {
     if block.is_null() {
         return enomem();
     }
-    if zeroed && layout.size() <= POPULATE_MAX {
+    if zeroed && size <= POPULATE_MAX {
         populate(block, layout.size());
     }
     // SAFETY: a fresh block of `layout`; `size + align > align`.
