@@ -203,9 +203,9 @@ const POPULATE_MAX: usize = 32 << 20;
 /// `xz -T2`'s system time fell from 95 to 20 ms (docs/program-bench.md,
 /// fourth pass).
 fn populate(block: *mut u8, len: usize) {
-    const PAGE: usize = 4096;
-    let start = block.addr().next_multiple_of(PAGE);
-    let end = (block.addr() + len) & !(PAGE - 1);
+    let page = page_size();
+    let start = block.addr().next_multiple_of(page);
+    let end = (block.addr() + len) & !(page - 1);
     if end > start {
         // SAFETY: `start .. end` lies in the block, a live mapping of ours,
         // read and writable; populating it changes no byte (they are zero).
@@ -404,12 +404,24 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
 #[cold]
 #[inline(never)]
 unsafe fn free_other(p: *mut c_void) {
-    // SAFETY: the caller's: not null.
-    let block = unsafe { ptr::NonNull::new_unchecked(p.cast::<u8>()) };
-    match owned(p, "free()") {
-        // SAFETY: the start of a block of `class` (checked); a double free
-        // of it aborts in SegregatedFit (the `hardened` feature).
-        Owned::Class(class) => unsafe { HEAP.dealloc_in(block, class) },
+    // `free` found no class block at `p`: only the large check is left.
+    // SAFETY: what `owned_large` found `p` to be.
+    unsafe { release(p, owned_large(p, "free()")) }
+}
+
+/// Gives back `p`, which [`owned`] (or [`owned_large`]) found to be `what`.
+///
+/// # Safety
+///
+/// `what` is what the check found for `p`, and `p` was not given back
+/// since.
+unsafe fn release(p: *mut c_void, what: Owned) {
+    match what {
+        // SAFETY: the start of a live block of `class` (checked), so not
+        // null; a double free of it aborts in SegregatedFit (`hardened`).
+        Owned::Class(class) => unsafe {
+            HEAP.dealloc_in(ptr::NonNull::new_unchecked(p.cast::<u8>()), class)
+        },
         Owned::Large(block, layout) => {
             remember_freed(p);
             // SAFETY: a live large block of ours with this layout (checked
@@ -502,20 +514,9 @@ unsafe fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
     // SAFETY: both are live and distinct; `old` and `size` bytes are theirs.
     unsafe { ptr::copy_nonoverlapping(p.cast::<u8>(), fresh.cast::<u8>(), old.min(size)) };
     // The old block goes back as `free` would, without looking it up
-    // again: `found` is what it is.
-    match found {
-        // SAFETY: the start of a live block of `class` (checked above), not
-        // null; a double free of it aborts in SegregatedFit (`hardened`).
-        Owned::Class(class) => unsafe {
-            HEAP.dealloc_in(ptr::NonNull::new_unchecked(p.cast::<u8>()), class)
-        },
-        Owned::Large(block, layout) => {
-            remember_freed(p);
-            // SAFETY: a live large block of ours with this layout (checked
-            // above against the allocator's record of its mapping).
-            unsafe { GlobalAlloc::dealloc(&HEAP, block, layout) }
-        }
-    }
+    // again.
+    // SAFETY: `found` is what the check above found for `p`, still live.
+    unsafe { release(p, found) };
     fresh
 }
 

@@ -59,6 +59,18 @@ fn compile(source: &str, dir: &Path) -> PathBuf {
     exe
 }
 
+/// Compiles `source` of `tests/c/`, runs it under the library, checks that
+/// it exited 0 and printed no `FAILED`, and returns what it printed.
+fn stdout_under_library(source: &str, limit: Duration) -> String {
+    let dir = scratch(source.trim_end_matches(".c"));
+    let exe = compile(source, &dir);
+    let r = run(Command::new(&exe), true, limit);
+    assert_eq!(r.status, Some(0), "{source}: {}{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("FAILED"), "{source}: {}", r.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    r.stdout
+}
+
 /// What a process printed and how it ended.
 struct Run {
     status: Option<i32>,
@@ -188,13 +200,9 @@ fn a_child_forked_beside_allocating_threads_can_allocate() {
 #[test]
 fn class_blocks_carry_no_header() {
     use allocasm::SegregatedFit;
-    let dir = scratch("footprint");
-    let exe = compile("footprint.c", &dir);
-    let r = run(Command::new(&exe), true, Duration::from_secs(120));
-    assert_eq!(r.status, Some(0), "{}{}", r.stdout, r.stderr);
-    assert!(!r.stdout.contains("FAILED"), "{}", r.stdout);
+    let stdout = stdout_under_library("footprint.c", Duration::from_secs(120));
     let mut usable = 0;
-    for line in r.stdout.lines() {
+    for line in stdout.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["usable", n, u] => {
@@ -216,10 +224,9 @@ fn class_blocks_carry_no_header() {
             _ => {}
         }
     }
-    assert_eq!(usable, 11, "every size reported:\n{}", r.stdout);
-    assert_eq!(r.stdout.matches(" ok\n").count(), 7, "{}", r.stdout);
-    assert!(r.stdout.contains("per-block"), "{}", r.stdout);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(usable, 11, "every size reported:\n{stdout}");
+    assert_eq!(stdout.matches(" ok\n").count(), 7, "{stdout}");
+    assert!(stdout.contains("per-block"), "{stdout}");
 }
 
 /// Python allocates millions of objects of every size through malloc
@@ -424,14 +431,10 @@ fn the_lines_name_the_library() {
 /// (before 5.14) nothing is populated.
 #[test]
 fn calloc_populates_large_blocks_up_to_32_mib() {
-    let dir = scratch("calloc-resident");
-    let exe = compile("calloc_resident.c", &dir);
-    let r = run(Command::new(&exe), true, Duration::from_secs(60));
-    assert_eq!(r.status, Some(0), "{}{}", r.stdout, r.stderr);
-    assert!(!r.stdout.contains("FAILED"), "{}", r.stdout);
-    let populate = r.stdout.contains("populate yes\n");
+    let stdout = stdout_under_library("calloc_resident.c", Duration::from_secs(60));
+    let populate = stdout.contains("populate yes\n");
     let mut seen = 0;
-    for line in r.stdout.lines() {
+    for line in stdout.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         if let ["resident", n, resident, pages, zero] = words.as_slice() {
             let (n, resident, pages): (usize, usize, usize) = (
@@ -455,6 +458,5 @@ fn calloc_populates_large_blocks_up_to_32_mib() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 3, "{}", r.stdout);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(seen, 3, "{stdout}");
 }

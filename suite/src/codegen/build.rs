@@ -342,7 +342,7 @@ impl AsmOutput {
 }
 
 /// Flags as a header shows them: `(none)` for none.
-pub(crate) fn flags_or_none(flags: &[String]) -> String {
+pub fn flags_or_none(flags: &[String]) -> String {
     if flags.is_empty() {
         "(none)".to_string()
     } else {
@@ -675,8 +675,7 @@ pub fn in_parallel<J: Sync, T: Send>(
     progress: &(dyn Fn(BuildEvent) + Sync),
     build: impl Fn(&J) -> Result<T, BuildError> + Sync,
 ) -> Vec<Result<T, BuildError>> {
-    let mut profiles: Vec<Profile> = jobs.iter().map(|j| profile_of(j).clone()).collect();
-    profiles.dedup_by(|a, b| a.name == b.name);
+    let profiles: Vec<Profile> = jobs.iter().map(|j| profile_of(j).clone()).collect();
     if let Err(e) = install_targets(&profiles, opts, &|e| progress(e)) {
         return jobs.iter().map(|_| Err(e.clone())).collect();
     }

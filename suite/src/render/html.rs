@@ -49,6 +49,15 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// ` title="…"` (escaped) for a hover text; nothing for an empty one.
+fn title_attr(title: &str) -> String {
+    if title.is_empty() {
+        String::new()
+    } else {
+        format!(" title=\"{}\"", escape(title))
+    }
+}
+
 fn class(mark: Mark) -> Option<&'static str> {
     match mark {
         Mark::Plain
@@ -74,11 +83,8 @@ pub fn inline(t: &Text) -> String {
                 (Mark::Code, _) => format!("<code>{text}</code>"),
                 (Mark::Ref, _) => format!("<a href=\"#{text}\"><code>{text}</code></a>"),
                 (Mark::Strong, _) => format!("<b>{text}</b>"),
-                (Mark::Badge { class, title: "" }, _) => {
-                    format!("<span class=\"{class}\">{text}</span>")
-                }
                 (Mark::Badge { class, title }, _) => {
-                    format!("<span class=\"{class}\" title=\"{title}\">{text}</span>")
+                    format!("<span class=\"{class}\"{}>{text}</span>", title_attr(title))
                 }
                 (Mark::Breakable, _) => text.replace('-', "-<wbr>"),
                 (_, Some(c)) => format!("<span class=\"{c}\">{text}</span>"),
@@ -160,9 +166,7 @@ fn table(out: &mut String, t: &Table, attrs: &str, row_attrs: &dyn Fn(usize) -> 
             } else {
                 format!(" class=\"{}\"", classes.join(" "))
             };
-            if !c.title.is_empty() {
-                attr += &format!(" title=\"{}\"", escape(&c.title));
-            }
+            attr += &title_attr(&c.title);
             if c.rows > 1 {
                 attr += &format!(" rowspan=\"{}\"", c.rows);
             }

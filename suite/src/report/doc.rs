@@ -6,10 +6,11 @@
 //! linked view. The HTML page lays the same report out for a laptop screen
 //! in [`super::html`].
 
+use allocasm_suite::codegen::build::flags_or_none;
 use allocasm_suite::codegen::follow::Followed;
 use allocasm_suite::render::{Align, Block, Cell, Doc, Mark, Table, Text};
 
-use super::text::{join_or_none, side_by_side_fit};
+use super::text::side_by_side_fit;
 use super::{
     CrossSummary, ExecutedSection, LinkedViews, MUTATION_LEGEND, ProbeReport, ProbeResult,
     ProbeStatus, Report, SummaryCell, measured::ProfileMeasurement,
@@ -159,7 +160,7 @@ fn profiles_table(r: &Report) -> Table {
                 vec![
                     plain(Text::code(&p.name)),
                     plain(triple),
-                    plain(Text::code(join_or_none(&p.build_flags))),
+                    plain(Text::code(flags_or_none(&p.build_flags))),
                     plain(p.codegen_units.as_str().into()),
                     plain(build),
                 ]

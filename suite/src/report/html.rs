@@ -13,12 +13,12 @@ use std::fmt::Write;
 use std::sync::OnceLock;
 
 use allocasm_suite::codegen::Summary;
+use allocasm_suite::codegen::build::flags_or_none;
 use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::follow::Followed;
 use allocasm_suite::render::{self, Align, Block, Cell, Mark, Table, Text};
 use regex::Regex;
 
-use super::text::join_or_none;
 use super::{
     Annotation, ExecutedSection, LinkedView, ListingLine, ListingView, ProbeReport, ProbeResult,
     ProbeStatus, Report, SummaryCell, TlsAccess, doc,
@@ -625,7 +625,7 @@ fn profiles_html(s: &mut String, r: &Report) {
         ),
         (
             Text::plain("flags after ").with(Mark::Code, "--emit asm"),
-            fold((r.profiles.iter()).map(|p| (p.name.as_str(), join_or_none(&p.build_flags)))),
+            fold((r.profiles.iter()).map(|p| (p.name.as_str(), flags_or_none(&p.build_flags)))),
         ),
         (
             "codegen units".into(),

@@ -1,15 +1,6 @@
 //! The column layout of `show --side-by-side` and of the report's linked
 //! listings: listings side by side, cut or fitted to a width.
 
-/// "(none)" or the flags joined by spaces.
-pub fn join_or_none(flags: &[String]) -> String {
-    if flags.is_empty() {
-        "(none)".to_string()
-    } else {
-        flags.join(" ")
-    }
-}
-
 /// Lays `columns` (header, lines) out side by side, each `width` characters
 /// wide (longer lines are cut with `…`), separated by ` │ `.
 pub fn side_by_side(columns: &[(String, Vec<String>)], width: usize) -> String {
