@@ -198,7 +198,9 @@ const POPULATE_MAX: usize = 32 << 20;
 /// each hash slot of its 16 MiB table first): the first read of a page maps
 /// the kernel's shared zero page, and the first write copies it, two faults
 /// per page where a written page takes one. In a process of several threads
-/// the copy also flushes the zero page's entry from the other CPUs' TLBs.
+/// the copy costs more, likely because the zero page's entry must also be
+/// flushed from the other CPUs' TLBs (inferred from the system time, not
+/// counted).
 /// Populating the block first makes it one fault per page, in one call:
 /// `xz -T2`'s system time fell from 95 to 20 ms (docs/program-bench.md,
 /// fourth pass).
