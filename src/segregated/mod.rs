@@ -211,33 +211,44 @@ pub(crate) struct Heap {
 
 /// A class's span shape as [`SegregatedFit::locate`] tests a pointer
 /// against it without a division.
+///
+/// The test is the exact divisibility test by a multiplicative inverse
+/// (Granlund and Montgomery): write the block size as `odd << shift`; for
+/// an offset `o`, `(o * odd⁻¹ mod 2^64).rotate_right(shift)` is `o / size`
+/// when `size` divides `o`, and above `u64::MAX / size` otherwise. So one
+/// compare against the block count tells both that `o` is a block's start
+/// and that the block lies in the span: a multiply, a rotate and a compare.
 #[derive(Debug, Clone, Copy)]
 struct Shape {
     /// The span length minus one (spans are aligned to their length).
     mask: usize,
+    /// The inverse of the block size's odd part, modulo 2^64.
+    inverse: u64,
     /// Blocks per span.
     blocks: u32,
-    /// The block size (beside the rest: no second table to read).
-    size: u32,
-    /// `ceil(2^42 / block_size)`: for an offset `o` below 2^21 in the
-    /// span, `(o * recip) >> 42` is `o / block_size` exactly when `o` is a
-    /// multiple of it (the error `o * e / 2^42`, `e < block_size`, stays
-    /// below one), and a multiple of the block size times it gives `o`
-    /// back only then.
-    recip: u64,
+    /// How many times 2 divides the block size.
+    shift: u32,
 }
 
 impl Shape {
-    const ZERO: u32 = 42;
-
     fn of(class: SizeClass) -> Shape {
         let g = span::geometry(class.block_size());
         let bs = class.block_size() as u64;
+        let shift = bs.trailing_zeros();
+        let odd = bs >> shift;
+        // Newton's iteration: `x = odd` is right in its low 3 bits (odd
+        // squares are 1 mod 8), and each step doubles that: 6, 12, 24,
+        // 48, 96.
+        let mut inverse = odd;
+        for _ in 0..5 {
+            inverse = inverse.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inverse)));
+        }
+        debug_assert_eq!(odd.wrapping_mul(inverse), 1);
         Shape {
             mask: g.len - 1,
+            inverse,
             blocks: g.blocks as u32,
-            size: bs as u32,
-            recip: (1u64 << Self::ZERO).div_ceil(bs),
+            shift,
         }
     }
 
@@ -245,8 +256,7 @@ impl Shape {
     #[inline(always)]
     fn is_block(&self, addr: usize) -> bool {
         let off = (addr & self.mask) as u64;
-        let q = (off * self.recip) >> Self::ZERO;
-        q * u64::from(self.size) == off && q < u64::from(self.blocks)
+        off.wrapping_mul(self.inverse).rotate_right(self.shift) < u64::from(self.blocks)
     }
 }
 
@@ -2210,7 +2220,7 @@ mod locate_tests {
         }
     }
 
-    /// The reciprocal test is exact: over whole spans of every class, an
+    /// The inverse test is exact: over whole spans of every class, an
     /// offset is a block's start exactly when it is a multiple of the
     /// block size below the span's blocks.
     #[test]
