@@ -467,6 +467,10 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
 /// allocation of programs that allocate only through `realloc` (Lua), stays
 /// as short as `malloc`, with no stack frame for this part's registers.
 ///
+/// A class block resized to a request of at most 1 KiB, the common case
+/// (Lua's arrays grow 16 to 32 bytes), is a fresh block, a copy and a
+/// cache push here; the rest goes to [`realloc_other`].
+///
 /// # Safety
 ///
 /// As for [`realloc`]; `p` is not null.
@@ -477,12 +481,77 @@ unsafe fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
         unsafe { free(p) };
         return ptr::null_mut();
     }
-    let found = owned(p, "realloc()");
+    let Some(class) = HEAP.block_at(p.cast::<u8>().cast_const()) else {
+        // SAFETY: forwarded contract.
+        return unsafe { realloc_other(p, size, owned_large(p, "realloc()")) };
+    };
+    let Some(new) = SizeClass::small(size, MIN_ALIGN) else {
+        // SAFETY: forwarded contract; `class` is what `block_at` found.
+        return unsafe { realloc_other(p, size, Owned::Class(class)) };
+    };
+    debug_assert!(class.block_size().is_multiple_of(16) && new.block_size().is_multiple_of(16));
+    if new == class {
+        // The block already holds `size` bytes (glibc also resizes in place
+        // where it can).
+        return p;
+    }
+    // SAFETY: `size` (at most 1 KiB, non-zero) and malloc's alignment make a
+    // valid layout of a class.
+    let fresh =
+        unsafe { GlobalAlloc::alloc(&HEAP, Layout::from_size_align_unchecked(size, MIN_ALIGN)) };
+    if fresh.is_null() {
+        return enomem();
+    }
+    // SAFETY: both blocks are live and distinct, and both hold the copied
+    // length rounded up to 16 (`copy_blocks`).
+    unsafe { copy_blocks(p.cast::<u8>(), fresh, class.block_size().min(size)) };
+    // SAFETY: `p` is the start of a live block of `class` (`block_at`); a
+    // double free of it aborts in SegregatedFit (`hardened`).
+    unsafe { HEAP.dealloc_in(ptr::NonNull::new_unchecked(p.cast::<u8>()), class) };
+    fresh.cast()
+}
+
+/// Copies `n` bytes from one class block of malloc's to another, in 16-byte
+/// pieces up to 32 bytes (no call to `memcpy` for Lua's small arrays).
+///
+/// # Safety
+///
+/// `src` and `dst` are distinct class blocks of requests aligned to 16,
+/// each at least `n` rounded up to 16 bytes long (every such class's block
+/// size is a multiple of 16, and the copy is at most the smaller one's).
+#[inline(always)]
+unsafe fn copy_blocks(src: *const u8, dst: *mut u8, n: usize) {
+    if n <= 32 {
+        // The first and the last 16 bytes of `n` rounded up to 16: one
+        // piece twice for up to 16 bytes, two for up to 32.
+        let last = n.next_multiple_of(16).max(16) - 16;
+        // SAFETY: both pieces lie in the first `n` rounded up to 16 bytes of
+        // both blocks (the contract), and the blocks do not overlap.
+        unsafe {
+            let a = src.cast::<[u64; 2]>().read_unaligned();
+            let b = src.add(last).cast::<[u64; 2]>().read_unaligned();
+            dst.cast::<[u64; 2]>().write_unaligned(a);
+            dst.add(last).cast::<[u64; 2]>().write_unaligned(b);
+        }
+    } else {
+        // SAFETY: `n` bytes of each block (the contract).
+        unsafe { ptr::copy_nonoverlapping(src, dst, n) };
+    }
+}
+
+/// [`realloc_block`] beyond a class block to a small request: a large
+/// block, or a class block to a request above 1 KiB.
+///
+/// # Safety
+///
+/// As for [`realloc`]; `p` is not null, not of size 0, and `found` is what
+/// the ownership check found for it.
+#[cold]
+#[inline(never)]
+unsafe fn realloc_other(p: *mut c_void, size: usize, found: Owned) -> *mut c_void {
     let old = match found {
         Owned::Class(class) => {
             if SegregatedFit::size_class(size, MIN_ALIGN) == Some(class) {
-                // The block already holds `size` bytes (glibc also resizes
-                // in place where it can).
                 return p;
             }
             class.block_size()

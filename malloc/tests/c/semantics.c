@@ -115,6 +115,35 @@ int main(void) {
   errno = 0; r = posix_memalign(&p, 64, big);
   printf("posix_memalign(64, SIZE_MAX): %d\n", r);
 
+  /* realloc between every pair of small sizes (the class-to-class path):
+     the old bytes survive, the new block is usable to its end, and the
+     blocks around it (filled with 0x5a) are untouched. */
+  {
+    size_t sizes[] = {1, 7, 8, 15, 16, 17, 24, 31, 32, 33, 48, 56, 63, 64, 65,
+                      100, 127, 128, 129, 500, 1000, 1024, 1025, 5000, 70000};
+    size_t ns = sizeof sizes / sizeof *sizes, bad = 0;
+    for (size_t a = 0; a < ns; a++) {
+      for (size_t b = 0; b < ns; b++) {
+        unsigned char *before = malloc(sizes[b]), *after;
+        unsigned char *x = malloc(sizes[a]);
+        after = malloc(sizes[b]);
+        memset(before, 0x5a, sizes[b]);
+        memset(after, 0x5a, sizes[b]);
+        for (size_t k = 0; k < sizes[a]; k++) x[k] = (unsigned char)(k * 31 + 7);
+        unsigned char *y = realloc(x, sizes[b]);
+        size_t keep = sizes[a] < sizes[b] ? sizes[a] : sizes[b];
+        for (size_t k = 0; y && k < keep; k++)
+          if (y[k] != (unsigned char)(k * 31 + 7)) { bad++; break; }
+        if (y) memset(y, 0xc3, sizes[b]);
+        for (size_t k = 0; k < sizes[b]; k++)
+          if (before[k] != 0x5a || after[k] != 0x5a) { bad++; break; }
+        if (!y) bad++;
+        free(before); free(after); free(y);
+      }
+    }
+    printf("realloc across 25 sizes (1..70000 both ways): %zu bad\n", bad);
+  }
+
   errno = 0; p = aligned_alloc(64, 10);
   printf("aligned_alloc(64, 10): aligned %d, errno %d\n", aligned(p, 64), errno);
   free(p);
