@@ -35,7 +35,9 @@
 //! most [`CACHE_SLOTS`] mappings and a quarter of the live large bytes,
 //! clamped to 8..64 MiB; the oldest go back to the OS first), and an
 //! allocation takes the shortest cached mapping that fits it with at most a
-//! quarter more than it needs. A cached mapping is not live: `contains`,
+//! quarter more than it needs. Failing that, on Unix, it takes the head of
+//! the shortest longer one, whose tail stays cached: its pages are resident,
+//! where a fresh mapping faults every page in again. A cached mapping is not live: `contains`,
 //! `containing` and a free of it treat it as no block of ours. A reused
 //! mapping holds the previous block's bytes, so `alloc_zeroed` clears the
 //! requested size (a fresh mapping needs nothing). `trim` and drop unmap
@@ -169,21 +171,38 @@ pub(crate) struct LargeCache {
 
 impl LargeCache {
     /// Takes the shortest cached mapping of at least `len` bytes and at
-    /// most a quarter more, out of the cache (the caller holds the large list's lock).
+    /// most a quarter more, out of the cache (the caller holds the large
+    /// list's lock). Where none is that short and mappings split
+    /// ([`sys::SPLITS`]), the shortest longer one gives its first `len`
+    /// bytes and keeps the rest in its slot: those pages are resident
+    /// already, where a fresh mapping faults each page in again.
     fn take_cached_locked(&self, len: usize) -> Option<(*mut u8, usize)> {
         let n = self.cached.load(Ordering::Relaxed);
         let most = len.saturating_add(len / 4);
         let mut best: Option<(usize, usize)> = None;
         for (i, c) in self.cache[..n].iter().enumerate() {
             let l = c.len.load(Ordering::Relaxed);
-            if (len..=most).contains(&l) && best.is_none_or(|(_, b)| l < b) {
+            if l >= len && best.is_none_or(|(_, b)| l < b) {
                 best = Some((i, l));
             }
         }
         let (i, l) = best?;
         let base = self.cache[i].base.load(Ordering::Relaxed);
-        self.remove_cached_locked(i);
-        Some((base, l))
+        if l <= most {
+            self.remove_cached_locked(i);
+            return Some((base, l));
+        }
+        if !sys::SPLITS {
+            return None;
+        }
+        // `len` and `l` are multiples of the granularity: the tail is a
+        // whole range of pages of the mapping, released on its own later.
+        self.cache[i]
+            .base
+            .store(base.wrapping_add(len), Ordering::Relaxed);
+        self.cache[i].len.store(l - len, Ordering::Relaxed);
+        self.cached_bytes.fetch_sub(len, Ordering::Relaxed);
+        Some((base, len))
     }
 
     /// Removes slot `i` of the cache, keeping the order (under the large list's lock).
@@ -705,6 +724,52 @@ mod tests {
         }
     }
 
+    /// A request shorter than every cached mapping by more than a quarter
+    /// takes the head of the shortest one, and the rest stays cached for
+    /// the next: three blocks out of one freed mapping, no new mapping.
+    /// Before, each was a fresh mapping whose pages faulted in again
+    /// (CPython's `test_pickle`: 90,019 page faults against glibc's 49,633).
+    #[test]
+    fn a_longer_cached_mapping_is_split() {
+        let a = SegregatedFit::new();
+        let big = 1 << 20;
+        let p = a.alloc(l(big)).unwrap();
+        // SAFETY: ours, `big` bytes, freed once.
+        unsafe {
+            p.as_ptr().write_bytes(0x5a, big);
+            a.dealloc(p, l(big));
+        }
+        let cached = a.stats().large_cached_bytes;
+        let n = 200_000;
+        let qs: Vec<_> = (0..3).map(|_| a.alloc(l(n)).unwrap()).collect();
+        let s = a.stats();
+        assert_eq!(qs[0], p, "the head of the freed mapping");
+        assert_eq!(s.large_blocks, 3);
+        assert_eq!(s.large_cached, 1, "one tail left");
+        assert_eq!(
+            s.large_cached_bytes + s.large_bytes,
+            cached,
+            "no new mapping"
+        );
+        for w in qs.windows(2) {
+            assert_eq!(
+                w[1].as_ptr().addr() - w[0].as_ptr().addr(),
+                s.large_bytes / 3
+            );
+        }
+        for &q in &qs {
+            // SAFETY: ours, `n` bytes; freed once with its layout.
+            unsafe {
+                q.as_ptr().write_bytes(0x11, n);
+                a.dealloc(q, l(n));
+            }
+        }
+        let s = a.stats();
+        assert_eq!((s.large_blocks, s.large_cached), (0, 4));
+        assert_eq!(s.large_cached_bytes, cached);
+        assert_eq!(a.trim(), cached, "each piece is released on its own");
+    }
+
     /// `alloc_zeroed` on a reused (dirty) mapping clears it.
     #[test]
     fn a_reused_mapping_is_zeroed_for_alloc_zeroed() {
@@ -726,8 +791,8 @@ mod tests {
     }
 
     /// The cache holds at most `CACHE_SLOTS` mappings and its byte bound,
-    /// never a mapping longer than that bound, never serves a request far
-    /// smaller than a mapping, and `trim` empties it.
+    /// never a mapping longer than that bound, serves a request far smaller
+    /// than a mapping from the mapping's head, and `trim` empties it.
     #[test]
     fn the_cache_is_bounded_and_trimmed() {
         let a = SegregatedFit::new();
@@ -756,9 +821,16 @@ mod tests {
         // SAFETY: ours, freed once.
         unsafe { a.dealloc(huge, l(CACHE_MIN_BYTES + 1)) };
         assert_eq!(a.stats().large_cached_bytes, before);
-        // A 4 MiB mapping does not serve a 100 KB request (too much waste).
+        // A 4 MiB mapping serves a 70 KB request with its head; its tail
+        // stays cached (Unix splits mappings), so nothing is held idle
+        // behind the small block.
+        let s = a.stats();
         let small = a.alloc(l(70_000)).unwrap();
-        assert!(!bs.contains(&small));
+        assert!(bs.contains(&small), "the head of a cached mapping");
+        let t = a.stats();
+        assert_eq!(t.large_cached, s.large_cached, "the tail keeps its slot");
+        assert_eq!(s.large_cached_bytes - t.large_cached_bytes, t.large_bytes);
+        assert!(t.large_bytes < 80_000, "{t:?}: only the head is live");
         // SAFETY: ours, freed once.
         unsafe { a.dealloc(small, l(70_000)) };
         let cached = a.stats().large_cached_bytes;

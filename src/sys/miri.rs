@@ -17,6 +17,8 @@ pub(super) fn page_size() -> usize {
 /// `mmap` would return ENOMEM.
 const MAX_RESERVATION: usize = 1 << 30;
 
+pub(super) const SPLITS: bool = false;
+
 pub(super) fn granularity() -> usize {
     PAGE
 }

@@ -109,6 +109,11 @@ pub unsafe fn shrink(ptr: NonNull<u8>, old: usize, new: usize) -> bool {
     unsafe { imp::shrink(ptr, old, new) }
 }
 
+/// Whether a [`map`] range may be released in parts, each with its own
+/// [`release`] (Unix: `munmap` of any page range; not Windows, which
+/// releases a reservation whole, nor Miri).
+pub const SPLITS: bool = imp::SPLITS;
+
 /// Reserves `len` bytes of address space (a multiple of [`page_size`]) with
 /// no access.
 pub fn reserve(len: usize) -> Result<NonNull<u8>, AllocError> {

@@ -17,6 +17,8 @@ pub(super) fn page_size() -> usize {
     rustix::param::page_size()
 }
 
+pub(super) const SPLITS: bool = true;
+
 pub(super) fn granularity() -> usize {
     page_size()
 }

@@ -27,6 +27,8 @@ pub(super) fn page_size() -> usize {
     info.dwPageSize as usize
 }
 
+pub(super) const SPLITS: bool = false;
+
 pub(super) fn granularity() -> usize {
     // SAFETY: SYSTEM_INFO is plain data; GetSystemInfo fills it in.
     let mut info: SYSTEM_INFO = unsafe { core::mem::zeroed() };
