@@ -523,8 +523,10 @@ unsafe fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
 unsafe fn copy_blocks(src: *const u8, dst: *mut u8, n: usize) {
     if n <= 32 {
         // The first and the last 16 bytes of `n` rounded up to 16: one
-        // piece twice for up to 16 bytes, two for up to 32.
-        let last = n.next_multiple_of(16).max(16) - 16;
+        // piece twice for up to 16 bytes, two for up to 32 (`n` is at
+        // least 1: a request's and a block's size).
+        debug_assert!(n >= 1);
+        let last = (n - 1) & !15;
         // SAFETY: both pieces lie in the first `n` rounded up to 16 bytes of
         // both blocks (the contract), and the blocks do not overlap.
         unsafe {

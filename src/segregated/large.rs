@@ -37,8 +37,9 @@
 //! allocation takes the shortest cached mapping that fits it with at most a
 //! quarter more than it needs. Failing that, on Unix, it takes the head of
 //! the shortest longer one, whose tail stays cached: its pages are resident,
-//! where a fresh mapping faults every page in again. A cached mapping is not live: `contains`,
-//! `containing` and a free of it treat it as no block of ours. A reused
+//! where a fresh mapping faults every page in again. A cached mapping is
+//! not live: `contains`, `containing` and a free of it treat it as no block
+//! of ours. A reused
 //! mapping holds the previous block's bytes, so `alloc_zeroed` clears the
 //! requested size (a fresh mapping needs nothing). `trim` and drop unmap
 //! the cache.
