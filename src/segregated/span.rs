@@ -115,19 +115,30 @@ pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanH
 
 /// Links the blocks of the span at `base` through their first words (the
 /// links [`code`]d with `key`, as the queue stores them) and marks them all
-/// free in the debug bitmap.
+/// free in the debug bitmap. `colour`: start the chain at the class's
+/// colour ([`first_block`]); else at block 0, in address order.
 ///
 /// # Safety
 ///
 /// The span is ours alone (fresh, or trimmed under the growth lock).
-unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize, key: usize) -> Grown {
+unsafe fn link_all(
+    base: NonNull<u8>,
+    g: Geometry,
+    block_size: usize,
+    key: usize,
+    colour: bool,
+) -> Grown {
     // SAFETY: `blocks * block_size <= len - HEADER - bitmap`, so every block
     // lies in the span; blocks are multiples of 8 bytes from an aligned base.
     let block = |i: usize| unsafe { base.add(i * block_size) };
     // The chain starts at block `r` and wraps: r, r+1, .., n-1, 0, .., r-1
     // (see `first_block`).
     let n = g.blocks;
-    let r = first_block(block_size, n);
+    let r = if colour {
+        first_block(block_size, n)
+    } else {
+        0
+    };
     // `r + k < 2n`: a compare and a subtraction wrap it, not a division per
     // block (a span of 16-byte blocks has about a thousand of them).
     let at = |k: usize| {
@@ -165,6 +176,14 @@ unsafe fn link_all(base: NonNull<u8>, g: Geometry, block_size: usize, key: usize
 /// (cache colouring, at no cost in blocks: the chain only starts later and
 /// wraps). The colour is one of the 64 cache lines of a 4 KiB page, picked
 /// by the block size (23 is odd, so consecutive sizes land 23 lines apart).
+///
+/// Only a class's first span is coloured: a small heap's hottest blocks are
+/// there. Later spans are linked in address order, so that spans carved one
+/// after the other hand out one ascending run of addresses. The wrap cost
+/// a jump back and a jump forward per span, and a program that builds large
+/// structures walks them in that order: `lua5.4`'s binary trees at depth 16
+/// ran 1.05 s with every span coloured, 1.02 s with none (AMD EPYC family
+/// 26, docs/program-bench.md).
 const fn first_block(block_size: usize, blocks: usize) -> usize {
     let line = ((block_size / 8) * 23) % 64;
     let r = (line * 64).div_ceil(block_size);
@@ -200,14 +219,16 @@ pub(crate) fn grow(
                 let base = NonNull::new(span.base).expect("span base");
                 // SAFETY: a trimmed span's blocks are in no queue and no
                 // cache: ours alone under the lock.
-                return Ok(unsafe { link_all(base, g, block_size, key) });
+                return Ok(unsafe { link_all(base, g, block_size, key, false) });
             }
             h = span.next;
         }
     }
     let base = region.carve(g.len, tag)?;
+    // The class's first span is the one coloured (see `first_block`).
+    let first = spans.load(Ordering::Relaxed).is_null();
     // SAFETY: a fresh span, which only we can see.
-    let grown = unsafe { link_all(base, g, block_size, key) };
+    let grown = unsafe { link_all(base, g, block_size, key, first) };
     // SAFETY: the header's slot is the last HEADER bytes of the span: in
     // bounds, 8-aligned (len is a page multiple, the header a multiple of 8),
     // and beyond the last block and the bitmap.
