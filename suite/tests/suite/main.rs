@@ -15,4 +15,5 @@ mod pipe;
 mod probes;
 mod report_html;
 mod rustup;
+mod setup_script;
 mod snapshots;
