@@ -132,7 +132,7 @@ mod linux {
         a
     }
 
-    #[library_benchmark(config = counting("probe_packed_alloc_relaxed", 23))]
+    #[library_benchmark(config = counting("probe_packed_alloc_relaxed", 18))]
     #[bench::warm(setup = packed)]
     fn packed_alloc_relaxed(a: PackedArena) -> PackedArena {
         // SAFETY: one thread and no recycled block: nothing to order.

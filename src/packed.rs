@@ -16,11 +16,21 @@
 //! the write-up's `Relaxed`), a decode of the word it returned
 //! (block index in bits 63..57, size factor in 56..55, position in 54..0,
 //! see [`PackedArena::POSITION_BITS`] and friends), a fit check
-//! `position + size <= block_size << factor`, and
+//! `position + size <= stride`, and
 //! `base + (block << stride_log2) + position`. No loop, no other shared
-//! mutable state: `base`, `block_size`, `M` and `stride_log2` are read-only
+//! mutable state: `base`, the stride, `M` and `stride_log2` are read-only
 //! after construction and sit together on the cache line after the
-//! cursor's. One atomic read-modify-write per allocation (`lock xadd` on
+//! cursor's.
+//!
+//! **Blocks end at their slot's end.** Slot `i` of the reservation is
+//! `stride` bytes at `base + (i << stride_log2)`; a block of size factor
+//! `f` holds `block_size << f` bytes and is the *last* bytes of its slot, so
+//! its positions start at `stride - (block_size << f)` and the fit check's
+//! bound is the stride for every factor. The fast path never decodes the
+//! factor: on an Intel Xeon the variable shift by it, dependent on the
+//! locked add's result, cost about a tenth of the allocation
+//! (docs/packed-x86.md). [`snapshot`](PackedArena::snapshot) reports
+//! positions from the block's first byte. One atomic read-modify-write per allocation (`lock xadd` on
 //! x86-64 for every ordering; `ldadda` / `ldadd` / `ldaddal` for Acquire /
 //! Relaxed / SeqCst with LSE or on Apple silicon; `__aarch64_ldadd8_acq`
 //! etc. with outline atomics; on 32-bit Arm, which has no atomic add, an
@@ -74,7 +84,7 @@
 //! line) and one line of read-only state; per block one padded counter and
 //! one capacity word; one reservation of `max_blocks * stride` bytes of
 //! address space (`stride = max(block_size << f, page)`, `f` the smallest
-//! factor whose block holds `M`), committed block by block. Oversized requests strand the tail of
+//! factor whose block holds `M`), committed block by block from the slot's end. Oversized requests strand the tail of
 //! the block they rotate away from; realloc only shrinks in place;
 //! [`owns`](PackedArena::owns) is O(blocks). Failure modes:
 //! [`AllocError::ZeroSize`], [`AllocError::TooLarge`] (`size > M`),
@@ -146,7 +156,9 @@ pub struct CursorSnapshot {
     pub block: usize,
     /// Size factor (bits 56..55).
     pub factor: u32,
-    /// Position (bits 54..0); past the block's capacity once it is full.
+    /// Position, counted from the block's first byte (the word's bits
+    /// 54..0 count from its slot's: a block ends where its slot ends); past
+    /// the block's capacity once it is full.
     pub position: u64,
 }
 
@@ -297,8 +309,12 @@ impl<T> core::ops::Deref for HotLine<T> {
 struct Hot {
     /// Start of the reservation: slot `i` begins at `base + (i << stride_log2)`.
     base: NonNull<u8>,
-    /// Capacity of a factor-0 block (power of two).
-    block_size: u64,
+    /// The stride (`1 << stride_log2`): the fit check's bound. A block sits
+    /// at the end of its slot, its first byte at position `stride -
+    /// capacity`, so every block of every size factor ends where the slot
+    /// ends and the fit check is `position + size <= stride`, with no
+    /// factor in it.
+    end: usize,
     /// `M`, a multiple of 16.
     max_request: usize,
     /// Per slot: allocated bytes minus freed bytes, wrapping. Before the
@@ -324,13 +340,6 @@ struct Hot {
     /// shift, so the slot index is computed only for a pointer in range (on
     /// ARMv7 the check on the index held a sixth value).
     reserved: usize,
-    /// 32-bit targets: `block_size << f` for each factor `f` up to the
-    /// largest a request up to `M` needs, 0 above it (no cursor names those).
-    /// The fit check loads its capacity from here, indexed by the cursor's
-    /// factor: one register, where the shift needs two (the block size and
-    /// the factor) beside the four armv7's check already holds.
-    #[cfg(not(target_pointer_width = "64"))]
-    caps: [usize; 4],
 }
 
 /// Why an allocation was refused, in one word. With the pointer it makes an
@@ -441,33 +450,27 @@ const fn decode(word: u64) -> CursorSnapshot {
     }
 }
 
-/// The fast path's fit check: `position + size <= block_size << factor`
-/// for the word `seen` a `fetch_add` of `size` (a multiple of 16, at most
-/// `M`) returned.
+/// The fast path's fit check: `position + size <= stride` for the word
+/// `seen` a `fetch_add` of `size` (a multiple of 16, at most `M`) returned.
+/// Blocks sit at the end of their slots (a block of capacity `c` starts at
+/// position `stride - c`), so the bound is the same for every size factor:
+/// no decode of the factor, no shift by it.
 #[inline(always)]
 fn fits(hot: &Hot, seen: u64, size: usize) -> bool {
     #[cfg(target_pointer_width = "64")]
     {
-        let w = decode(seen);
-        w.position + size as u64 <= hot.block_size << w.factor
+        (seen & POSITION_MASK) + size as u64 <= hot.end as u64
     }
-    // 32-bit targets: the same test in 32-bit halves. A valid cursor's
-    // capacity `block_size << factor` is at most the stride, which fits a
-    // word (the reservation does), so the block fits exactly when the
-    // position's high bits are zero, the capacity holds the size (a block of
-    // a smaller factor than `M` needs may not) and the position's low word
-    // is at most the capacity minus the size. No 64-bit shift, no 64-bit
-    // add: armv7 keeps the word's halves, `self` and the size in its five
-    // scratch registers.
+    // 32-bit targets: the same test in 32-bit halves. The stride fits a word
+    // (the reservation does), so the block fits exactly when the position's
+    // high bits are zero and its low word is at most the stride minus the
+    // size (`size <= M <= stride`: no underflow). No 64-bit add: armv7 keeps
+    // the word's halves, `self` and the size in its five scratch registers.
     #[cfg(not(target_pointer_width = "64"))]
     {
         let hi = (seen >> 32) as u32;
         let lo = seen as u32 as usize;
-        let factor = (hi >> (FACTOR_SHIFT - 32)) & MAX_FACTOR;
-        hi << (64 - FACTOR_SHIFT) == 0
-            && hot.caps[factor as usize]
-                .checked_sub(size)
-                .is_some_and(|room| lo <= room)
+        hi << (64 - FACTOR_SHIFT) == 0 && lo <= hot.end - size
     }
 }
 
@@ -598,21 +601,13 @@ impl PackedArena {
             cursor: CachePadded::new(AtomicU64::new(0)),
             hot: HotLine::new(Hot {
                 base,
-                block_size: block_size as u64,
+                end: stride,
                 max_request,
                 counters: (0..max_blocks)
                     .map(|_| CachePadded::new(AtomicUsize::new(0)))
                     .collect(),
                 stride_log2: stride.trailing_zeros(),
                 reserved: reservation_len,
-                #[cfg(not(target_pointer_width = "64"))]
-                caps: core::array::from_fn(|f| {
-                    if f as u32 <= max_factor {
-                        block_size << f
-                    } else {
-                        0
-                    }
-                }),
             }),
             caps: (0..max_blocks).map(|_| AtomicU64::new(0)).collect(),
             capacity: Mutex::new(Capacity {
@@ -640,7 +635,7 @@ impl PackedArena {
                 .expect("a new arena has a free slot");
             arena
                 .cursor
-                .store(encode(slot, factor, 0), Ordering::Release);
+                .store(encode(slot, factor, arena.start(factor)), Ordering::Release);
         }
         Ok(arena)
     }
@@ -662,9 +657,14 @@ impl PackedArena {
         self.limit
     }
 
-    /// The cursor word, decoded (a racy snapshot under concurrency).
+    /// The cursor word, decoded (a racy snapshot under concurrency), with
+    /// the position counted from the block's first byte.
     pub fn snapshot(&self) -> CursorSnapshot {
-        decode(self.cursor.load(Ordering::Relaxed))
+        let w = decode(self.cursor.load(Ordering::Relaxed));
+        CursorSnapshot {
+            position: w.position.wrapping_sub(self.start(w.factor)),
+            ..w
+        }
     }
 
     /// Counters of the capacity side.
@@ -800,7 +800,7 @@ impl PackedArena {
                 "position {:#x} is not a multiple of 16",
                 w.position
             );
-            // `position + size` is within the block (<= stride), so both
+            // `position + size` is within the slot (<= stride), so both
             // fit a word: `usize` arithmetic, no 64-bit shift on 32-bit
             // targets.
             let offset = (w.block << hot.stride_log2) + w.position as usize;
@@ -846,25 +846,31 @@ impl PackedArena {
                 let failed = decode(seen);
                 return match self.take_slot(&mut cap, self.factor_for(size)) {
                     Ok(Some((slot, factor))) => {
-                        // Install with our bytes already reserved at 0.
+                        // Install with our bytes already reserved at the
+                        // block's first byte.
+                        let start = self.start(factor);
                         // ORDERING: AcqRel. Release publishes the block
                         // (taken under the lock, after its drain) to every
                         // Acquire add that reads this value; Acquire orders
                         // the old block's final position before the settle.
                         let old = self
                             .cursor
-                            .swap(encode(slot, factor, size), Ordering::AcqRel);
+                            .swap(encode(slot, factor, start + size), Ordering::AcqRel);
                         debug_assert_eq!(block_bits(old), block_bits(seen));
-                        // The old position counts our own failed `size` and
-                        // the failures settled while the block was current,
-                        // which we unwind in the same add.
+                        // The old position, net of where its block started,
+                        // counts our own failed `size` and the failures
+                        // settled while the block was current, which we
+                        // unwind in the same add.
+                        let old = decode(old);
                         let unwound = size + core::mem::take(&mut cap.failed);
                         self.settle(
                             &mut cap,
                             failed.block,
-                            decode(old).position.wrapping_sub(unwound),
+                            old.position
+                                .wrapping_sub(self.start(old.factor))
+                                .wrapping_sub(unwound),
                         );
-                        Attempt::ok(self.block_start(slot))
+                        Attempt::ok(self.block_start(slot, factor))
                     }
                     Ok(None) => {
                         if failed.position + size >= self.limit {
@@ -889,7 +895,7 @@ impl PackedArena {
             drop(cap);
             seen = self.cursor.fetch_add(size, ordering(ORDER));
             let w = decode(seen);
-            if w.position + size <= self.hot.block_size << w.factor {
+            if fits(&self.hot, seen, size as usize) {
                 let offset = ((w.block as u64) << self.hot.stride_log2) + w.position;
                 // SAFETY: as in the fast path: an installed block, in range.
                 return Attempt::ok(unsafe {
@@ -942,17 +948,35 @@ impl PackedArena {
     /// Smallest factor whose block holds `size`.
     fn factor_for(&self, size: u64) -> u32 {
         let mut f = 0;
-        while self.hot.block_size << f < size {
+        while ((self.config.block_size as u64) << f) < size {
             f += 1;
         }
         debug_assert!(f <= MAX_FACTOR);
         f
     }
 
-    fn block_start(&self, slot: usize) -> NonNull<u8> {
+    /// The capacity of a block of size factor `factor`.
+    fn capacity_of(&self, factor: u32) -> usize {
+        self.config.block_size << factor
+    }
+
+    /// Where a block of size factor `factor` starts in its slot: blocks end
+    /// where their slot ends (see [`fits`]), so at `stride - capacity`.
+    fn start(&self, factor: u32) -> u64 {
+        (self.hot.end - self.capacity_of(factor)) as u64
+    }
+
+    fn slot_start(&self, slot: usize) -> NonNull<u8> {
         // SAFETY: `slot < max_blocks`, so the slot's start lies inside the
         // reservation (non-null).
         unsafe { NonNull::new_unchecked(self.hot.base.as_ptr().add(slot << self.hot.stride_log2)) }
+    }
+
+    /// The first byte of the block of size factor `factor` in `slot`.
+    fn block_start(&self, slot: usize, factor: u32) -> NonNull<u8> {
+        // SAFETY: the block lies inside its slot (its capacity is at most the
+        // stride), so its start is in the reservation (non-null).
+        unsafe { self.slot_start(slot).add(self.start(factor) as usize) }
     }
 
     /// Takes a free slot and commits it for at least `need` factor.
@@ -968,18 +992,19 @@ impl PackedArena {
         let page = sys::page_size();
         // Use what is already committed if it is larger than needed.
         let mut factor = need;
-        while factor < MAX_FACTOR
-            && (self.hot.block_size << (factor + 1)) as usize <= cap.committed[slot]
-        {
+        while factor < MAX_FACTOR && self.capacity_of(factor + 1) <= cap.committed[slot] {
             factor += 1;
         }
-        let capacity = (self.hot.block_size << factor) as usize;
+        let capacity = self.capacity_of(factor);
+        // Committed bytes count from the slot's end, where blocks end.
         let want = align_up(capacity, page);
         if cap.committed[slot] < want {
             let have = cap.committed[slot];
+            let end = self.hot.end;
             // SAFETY: `have` and `want` are page multiples no larger than the
-            // stride, so the range lies inside this slot of the reservation.
-            let r = unsafe { sys::commit(self.block_start(slot).add(have), want - have) };
+            // stride (a page multiple), so `end - want .. end - have` lies
+            // inside this slot of the reservation.
+            let r = unsafe { sys::commit(self.slot_start(slot).add(end - want), want - have) };
             if let Err(e) = r {
                 cap.free.push(slot);
                 return Err(e);
@@ -1013,9 +1038,11 @@ impl PackedArena {
             DrainPolicy::Recycle => cap.recycled += 1,
             DrainPolicy::Evict => {
                 let len = cap.committed[block];
-                // SAFETY: exactly the committed part of this slot, and no
-                // allocation in it is live (its counter reached zero).
-                let r = unsafe { sys::decommit(self.block_start(block), len) };
+                // SAFETY: exactly the committed part of this slot (its last
+                // `len` bytes), and no allocation in it is live (its counter
+                // reached zero).
+                let r =
+                    unsafe { sys::decommit(self.slot_start(block).add(self.hot.end - len), len) };
                 debug_assert!(r.is_ok(), "decommit failed: {r:?}");
                 if r.is_ok() {
                     cap.committed[block] = 0;
@@ -1135,8 +1162,10 @@ impl PackedArena {
         if cap == 0 {
             return Err(AllocError::DoubleFree);
         }
-        let within = (offset & ((1 << self.hot.stride_log2) - 1)) as u64;
-        if within + align_up(size, GRAIN) as u64 > cap {
+        // The block is the slot's last `cap` bytes.
+        let within = (offset & (self.hot.end - 1)) as u64;
+        let end = self.hot.end as u64;
+        if within < end - cap || within + align_up(size, GRAIN) as u64 > end {
             return Err(AllocError::ForeignPointer);
         }
         // SAFETY: checked above as far as possible; the caller guarantees the rest.
@@ -1188,9 +1217,10 @@ impl PackedArena {
         let addr = ptr.addr();
         let base = self.hot.base.as_ptr().addr();
         self.caps.iter().enumerate().any(|(slot, cap)| {
-            let start = base + (slot << self.hot.stride_log2);
+            // A block is its slot's last `cap` bytes.
+            let end = base + ((slot + 1) << self.hot.stride_log2);
             let cap = cap.load(Ordering::Relaxed) as usize;
-            cap != 0 && addr >= start && addr < start + cap
+            cap != 0 && addr >= end - cap && addr < end
         })
     }
 
@@ -1216,7 +1246,7 @@ impl PackedArena {
             .expect("recommit after reset")
             .expect("a free slot after reset");
         self.cursor
-            .store(encode(slot, factor, 0), Ordering::Release);
+            .store(encode(slot, factor, self.start(factor)), Ordering::Release);
     }
 
     /// Bytes a [`Layout`] takes from the cursor: the size rounded to 16, plus
@@ -1359,7 +1389,8 @@ mod tests {
         };
         let mut a = PackedArena::with_config(config).unwrap();
         assert_eq!(a.limit, P - 4 * 32);
-        a.limit = 96;
+        // 96 bytes into the block (positions count from the slot's start).
+        a.limit = a.start(0) + 96;
         a
     }
 
@@ -1398,8 +1429,7 @@ mod tests {
         let line = size_of::<CachePadded<u8>>();
         assert!(line >= 32);
         // `Hot`'s own padding: CachePadded's on 64-bit targets, 64 bytes on
-        // 32-bit ones (where CachePadded is 32 and `Hot` carries the
-        // capacities by factor).
+        // 32-bit ones (where CachePadded is 32).
         let hot_line = align_of::<HotLine<Hot>>();
         assert_eq!(size_of::<HotLine<Hot>>(), hot_line);
         assert!(hot_line >= line);
@@ -1408,13 +1438,11 @@ mod tests {
         assert_eq!(hot, hot_line, "hot state right after the cursor's line");
         let fields = [
             offset_of!(Hot, base),
-            offset_of!(Hot, block_size),
+            offset_of!(Hot, end),
             offset_of!(Hot, max_request),
             offset_of!(Hot, counters),
             offset_of!(Hot, stride_log2),
             offset_of!(Hot, reserved),
-            #[cfg(not(target_pointer_width = "64"))]
-            offset_of!(Hot, caps),
         ];
         // One real cache line: 64 bytes (CachePadded pads to 128 where the
         // prefetcher pulls pairs of lines).
@@ -1451,19 +1479,61 @@ mod tests {
         );
     }
 
-    /// 32-bit targets: the fit check's capacity per factor is `block_size <<
-    /// f` up to the largest factor `M` needs, and 0 above it.
-    #[cfg(not(target_pointer_width = "64"))]
+    /// Every block ends where its slot ends, whatever its size factor, so
+    /// the fit check's bound is the stride: a block of each factor takes
+    /// exactly its capacity, its first allocation at `stride - capacity`,
+    /// and the next one past the capacity goes to a new block.
     #[test]
-    fn the_capacities_by_factor_are_the_shifted_block_size() {
+    fn blocks_of_every_factor_end_at_their_slot_end() {
+        let page = sys::page_size();
+        let block_size = page;
         let a = PackedArena::with_config(PackedConfig {
-            max_request: 3 << 10,
-            ..PackedConfig::new(1 << 10)
+            max_request: 3 * block_size,
+            max_blocks: 8,
+            ..PackedConfig::new(block_size)
         })
         .unwrap();
-        assert_eq!(a.hot.caps, [1 << 10, 2 << 10, 4 << 10, 0]);
-        let b = PackedArena::new(4096).unwrap();
-        assert_eq!(b.hot.caps, [4096, 0, 0, 0]);
+        let stride = 4 * block_size;
+        assert_eq!(a.hot.end, stride);
+        let slot = |p: NonNull<u8>| (p.as_ptr().addr() - a.hot.base.as_ptr().addr()) / stride;
+        let within = |p: NonNull<u8>| (p.as_ptr().addr() - a.hot.base.as_ptr().addr()) % stride;
+        // Factor 0 (the first block): starts three block sizes in.
+        let p = a.alloc(16).unwrap();
+        assert_eq!((slot(p), within(p)), (0, stride - block_size));
+        let rest = a.alloc(block_size - 16).unwrap();
+        assert_eq!(
+            within(rest) + block_size - 16,
+            stride,
+            "fills to the slot's end"
+        );
+        assert_eq!(a.snapshot().position, block_size as u64);
+        // The 16 bytes below the block are in the slot, not in the block.
+        assert!(a.owns(p.as_ptr()) && !a.owns(p.as_ptr().wrapping_sub(16)));
+        // A request of 3 block sizes installs a factor-2 block (4 sizes).
+        let big = a.alloc(3 * block_size).unwrap();
+        let s = a.snapshot();
+        assert_eq!(
+            (s.block, s.factor, s.position),
+            (1, 2, 3 * block_size as u64)
+        );
+        assert_eq!((slot(big), within(big)), (1, 0));
+        let last = a.alloc(block_size).unwrap();
+        assert_eq!(within(last), 3 * block_size);
+        // SAFETY: a live allocation of `block_size` bytes, the block's last.
+        unsafe { last.as_ptr().write_bytes(1, block_size) };
+        // Full: the next request rotates to a factor-0 block.
+        let next = a.alloc(16).unwrap();
+        assert_eq!((slot(next), within(next)), (2, stride - block_size));
+        // SAFETY: each freed once with its size.
+        unsafe {
+            assert_eq!(a.try_dealloc(p, 16), Ok(()));
+            assert_eq!(
+                a.try_dealloc(next.sub(16), 16),
+                Err(AllocError::ForeignPointer)
+            );
+            a.dealloc(rest, block_size - 16);
+        }
+        assert_eq!(a.stats().recycled, 1, "block 0 drained");
     }
 
     #[test]
@@ -1634,7 +1704,8 @@ mod tests {
         // request's 32): the rotation into block 0 settles 96 less the two
         // failures, its live bytes, and clears them.
         let y = a.alloc(32).unwrap();
-        assert_eq!(y, a.block_start(0));
+        // (Reinstalled with the largest factor its committed page holds.)
+        assert_eq!(y, a.block_start(0, a.snapshot().factor));
         assert_eq!((a.counter(1), a.failed()), (32, 0));
     }
 }
@@ -1677,8 +1748,9 @@ mod loom_tests {
         loom::model(move || {
             let a = Arc::new(tiny(2));
             let cells = Arc::new([UnsafeCell::new(0u8), UnsafeCell::new(0u8)]);
-            let slot =
-                move |a: &PackedArena, p: usize| (p - addr(a.block_start(0))) >> a.hot.stride_log2;
+            let slot = move |a: &PackedArena, p: usize| {
+                (p - addr(a.block_start(0, 0))) >> a.hot.stride_log2
+            };
             let x = addr(alloc(&a, 32).unwrap()); // block 0, full
             alloc(&a, 32).unwrap(); // rotates: block 1, full
             let owner = {
@@ -1767,7 +1839,7 @@ mod loom_tests {
             let results: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
             let ok: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
             assert_eq!(ok.len(), 1, "{results:?}");
-            assert_eq!(*ok[0], addr(a.block_start(1)));
+            assert_eq!(*ok[0], addr(a.block_start(1, 0)));
             assert_eq!(a.snapshot().block, 1);
             assert_eq!(a.counter(0), 16);
             assert_eq!((a.counter(1), a.failed()), (0, 32));
@@ -1795,7 +1867,7 @@ mod loom_tests {
             let a = Arc::new(a);
             let x = addr(a.alloc(32).unwrap()); // block 0, full
             let y = a.alloc(32).unwrap(); // rotates: block 1, position 32
-            assert_eq!(y, a.block_start(1));
+            assert_eq!(y, a.block_start(1, 0));
             let free = {
                 let a = a.clone();
                 // SAFETY: `x` is live with 32 bytes, freed once.
@@ -1810,7 +1882,11 @@ mod loom_tests {
             let s = a.snapshot();
             match got {
                 Ok(p) => {
-                    assert_eq!(p, addr(a.block_start(0)), "rotated into the drained block");
+                    assert_eq!(
+                        p,
+                        addr(a.block_start(0, 0)),
+                        "rotated into the drained block"
+                    );
                     assert_eq!((s.block, s.position), (0, 32));
                     assert_eq!(a.counter(1), 32, "y is block 1's live bytes");
                     ROTATED.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -1855,7 +1931,7 @@ mod loom_tests {
             for h in frees {
                 h.join().unwrap();
             }
-            assert_eq!(rotate.join().unwrap(), Ok(addr(a.block_start(1))));
+            assert_eq!(rotate.join().unwrap(), Ok(addr(a.block_start(1, 0))));
             let s = a.stats();
             assert_eq!((s.recycled, s.blocks_in_use), (1, 1), "{s:?}");
             assert_eq!(a.counter(0), 0);
