@@ -1748,9 +1748,8 @@ mod loom_tests {
         loom::model(move || {
             let a = Arc::new(tiny(2));
             let cells = Arc::new([UnsafeCell::new(0u8), UnsafeCell::new(0u8)]);
-            let slot = move |a: &PackedArena, p: usize| {
-                (p - addr(a.block_start(0, 0))) >> a.hot.stride_log2
-            };
+            let slot =
+                move |a: &PackedArena, p: usize| (p - addr(a.slot_start(0))) >> a.hot.stride_log2;
             let x = addr(alloc(&a, 32).unwrap()); // block 0, full
             alloc(&a, 32).unwrap(); // rotates: block 1, full
             let owner = {
@@ -1801,7 +1800,8 @@ mod loom_tests {
     fn loom_overshoot_past_the_limit_is_undone() {
         loom::model(|| {
             let mut a = tiny(1);
-            a.limit = 96;
+            // 96 bytes into the block (positions count from the slot's start).
+            a.limit = a.start(0) + 96;
             let a = Arc::new(a);
             a.alloc(32).unwrap();
             assert!(a.alloc(32).is_err()); // position 64, 32 failed
@@ -1863,7 +1863,7 @@ mod loom_tests {
         static UNDONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
         loom::model(|| {
             let mut a = tiny(2);
-            a.limit = 64;
+            a.limit = a.start(0) + 64; // (positions count from the slot's start)
             let a = Arc::new(a);
             let x = addr(a.alloc(32).unwrap()); // block 0, full
             let y = a.alloc(32).unwrap(); // rotates: block 1, position 32
@@ -1884,7 +1884,7 @@ mod loom_tests {
                 Ok(p) => {
                     assert_eq!(
                         p,
-                        addr(a.block_start(0, 0)),
+                        addr(a.block_start(0, s.factor)),
                         "rotated into the drained block"
                     );
                     assert_eq!((s.block, s.position), (0, 32));
