@@ -704,9 +704,11 @@ def main():
             f"call costs {sysaf:.2f} ns. The goals compare at the call and the global boundary; the inlined "
             f"ratio is what an allocator-api user gets.")
     if pk and pk > {"AMD": 1.05, "Intel": 1.15}.get(family, 1.05):
-        notes.append("PackedArena's fast path adds the request check, the decode and the fit check to the "
-                     "`fetch_add` (about 13 register instructions beside the locked add); see the codegen "
-                     "suite's listing of `probe_packed_alloc_acquire` for what else is there.")
+        notes.append("PackedArena's fast path adds the request check, the position mask, the fit check "
+                     "against the stride and the address (block index shifted by the stride) to the "
+                     "`fetch_add` (14 instructions on x86_64-linux beside the locked add and the branches); docs/packed-x86.md "
+                     "measures each piece on Intel, and the codegen suite's listing of "
+                     "`probe_packed_alloc_acquire` shows them.")
     bare2 = div(get("pair", "shared: raw fetch_add", 2), get("pair", "private: raw bump", 2))
     if bare2:
         grows.append(["(for reference) the same with the bare loops, 2 threads", f"{bare2:.2f}x", "≥ 5x",
