@@ -948,7 +948,7 @@ impl PackedArena {
     /// Smallest factor whose block holds `size`.
     fn factor_for(&self, size: u64) -> u32 {
         let mut f = 0;
-        while ((self.config.block_size as u64) << f) < size {
+        while (self.capacity_of(f) as u64) < size {
             f += 1;
         }
         debug_assert!(f <= MAX_FACTOR);

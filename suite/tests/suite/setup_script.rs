@@ -2,15 +2,8 @@
 //! program bench runs Debian's own programs (on `/usr/bin:/bin`), so setup
 //! must ask those, not whatever a user's PATH puts first.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// A `python3` of a pyenv or home directory first on the PATH, one whose
 /// own build has CPython's test suite, does not hide that Debian's lacks
@@ -55,7 +48,7 @@ fn setup_asks_the_system_python_for_its_test_suite() {
         std::env::var("PATH").unwrap_or_default()
     );
     let out = Command::new("bash")
-        .arg(repo_root().join("scripts/setup"))
+        .arg(allocasm_suite::codegen::manifest_dir().join("scripts/setup"))
         .args(["--no-apt", "--no-nightly", "--steps", "programs"])
         .env("PATH", path)
         .output()
