@@ -137,20 +137,6 @@ impl Executed {
     pub fn helper_instructions(&self) -> u64 {
         self.helpers.iter().map(|h| h.instructions).sum()
     }
-
-    /// The report cell: `36` or `36 (12 in __aarch64_ldadd8_relax)`.
-    pub fn cell(&self) -> String {
-        if self.helpers.is_empty() {
-            self.instructions.to_string()
-        } else {
-            let names: Vec<String> = self
-                .helpers
-                .iter()
-                .map(|h| format!("{} in {}", h.instructions, h.function))
-                .collect();
-            format!("{} ({})", self.instructions, names.join(", "))
-        }
-    }
 }
 
 /// Every probe's measurement on one profile and build.
@@ -449,24 +435,6 @@ fn is_call(arch: &Arch, text: &str) -> bool {
     }
 }
 
-/// An unconditional return.
-fn is_return(arch: &Arch, text: &str) -> bool {
-    static ARM: OnceLock<Regex> = OnceLock::new();
-    let t = text.trim();
-    match arch {
-        Arch::X86_64 => t.starts_with("ret"),
-        Arch::Aarch64 => t == "ret" || t.starts_with("ret\t") || t.starts_with("ret "),
-        Arch::Riscv64 => t == "ret" || t.starts_with("jr\tra") || t.starts_with("jr ra"),
-        Arch::Arm => ARM
-            .get_or_init(|| {
-                Regex::new(r"^(bx\s+lr\b|pop\s+\{.*\bpc\}|ldm(ia|fd)?\s+sp!.*\bpc\})")
-                    .expect("regex")
-            })
-            .is_match(t),
-        Arch::Other(_) => false,
-    }
-}
-
 impl CodeMap {
     /// The code of `objects` as the run loaded them.
     pub fn new(objects: &[Object<'_>], arch: &Arch) -> CodeMap {
@@ -593,6 +561,7 @@ pub fn parse_trace(log: &str) -> Vec<u64> {
 /// lr`): whether it was taken shows in the next executed address.
 fn is_return_like(arch: &Arch, text: &str) -> bool {
     static ARM: OnceLock<Regex> = OnceLock::new();
+    let t = text.trim();
     match arch {
         Arch::Arm => ARM
             .get_or_init(|| {
@@ -601,8 +570,11 @@ fn is_return_like(arch: &Arch, text: &str) -> bool {
                 )
                 .expect("regex")
             })
-            .is_match(text.trim()),
-        _ => is_return(arch, text),
+            .is_match(t),
+        Arch::X86_64 => t.starts_with("ret"),
+        Arch::Aarch64 => t == "ret" || t.starts_with("ret\t") || t.starts_with("ret "),
+        Arch::Riscv64 => t == "ret" || t.starts_with("jr\tra") || t.starts_with("jr ra"),
+        Arch::Other(_) => false,
     }
 }
 
@@ -1205,7 +1177,6 @@ mod tests {
         );
         assert_eq!(e.sequence[2], "__aarch64_ldadd8_relax: ldadd x0, x0, [x1]");
         assert_eq!(e.sequence[1], "bl <__aarch64_ldadd8_relax>");
-        assert_eq!(e.cell(), "7 (2 in __aarch64_ldadd8_relax)");
     }
 
     #[test]

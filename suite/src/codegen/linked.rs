@@ -20,9 +20,6 @@
 //! the `.s` parser does, so the one normalizer ([`normalize::normalize`])
 //! makes its listing: snapshots, expectations and summaries work on both
 //! views alike. The disassembler is found by [`objdump_for`].
-//!
-//! For reports: [`side_by_side`] puts a probe's `.s` listing and linked
-//! listing in two columns.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -32,7 +29,6 @@ use std::time::Instant;
 
 use super::artifacts::Artifacts;
 use super::build::{self, BuildError, BuildEvent, BuildOptions};
-use super::listing::Listing;
 use super::profile::{Arch, Profile};
 use super::{ProbeListing, ProbeListings, normalize, objdump};
 use allocasm::probes::Probe;
@@ -404,39 +400,6 @@ pub fn extract_linked(profile: &Profile, out: &LinkedOutput, probes: &[Probe]) -
     }
 }
 
-/// A probe's `.s` listing and linked listing in two columns, each headed by
-/// its title (`.s (pie)`, `linked, release-lto`, ...), for text and Markdown
-/// reports (inside a code block).
-pub fn side_by_side(
-    left_title: &str,
-    left: &Listing,
-    right_title: &str,
-    right: &Listing,
-) -> String {
-    let l: Vec<String> = left.text().lines().map(str::to_string).collect();
-    let r: Vec<String> = right.text().lines().map(str::to_string).collect();
-    let width = l
-        .iter()
-        .map(|s| s.chars().count())
-        .chain([left_title.chars().count()])
-        .max()
-        .unwrap_or(0)
-        + 2;
-    let mut out = format!("{left_title:<width$}| {right_title}\n");
-    out.push_str(&format!(
-        "{}+{}\n",
-        "-".repeat(width),
-        "-".repeat(right_title.len() + 1)
-    ));
-    for i in 0..l.len().max(r.len()) {
-        let a = l.get(i).map_or("", String::as_str);
-        let b = r.get(i).map_or("", String::as_str);
-        out.push_str(format!("{a:<width$}| {b}").trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(all(test, not(miri)))]
 mod tests {
     use super::*;
@@ -452,15 +415,5 @@ mod tests {
             "arm-linux-gnueabihf"
         );
         assert_eq!(gnu_triple("aarch64-unknown-linux-gnu"), "aarch64-linux-gnu");
-    }
-
-    #[test]
-    fn side_by_side_pads_the_left_column() {
-        let a = Listing {
-            name: "f".into(),
-            lines: vec![],
-        };
-        let s = side_by_side(".s", &a, "linked", &a);
-        assert_eq!(s, ".s  | linked\n----+-------\nf:  | f:\n");
     }
 }

@@ -48,9 +48,8 @@
 //!   [`linked::build_all_linked`] link `suite/probe-bins/linked_probes.rs` for every
 //!   profile with a `[linked]` table, release and fat LTO ([`linked::Lto`]);
 //!   [`linked::extract_linked`] gives the same [`ProbeListings`] as
-//!   [`extract_probes`]; [`linked::side_by_side`] puts a `.s` listing and a
-//!   linked one in two columns. [`objdump`] runs the disassembler and reads
-//!   its output for it and for [`executed`].
+//!   [`extract_probes`]. [`objdump`] runs the disassembler and reads its
+//!   output for it and for [`executed`].
 //!
 //! What the report should show with them (md/json/html): the cross-profile
 //! table of the `.s` view first (and of the linked view under it); per

@@ -257,16 +257,3 @@ fn the_linker_relaxes_thread_locals_and_lto_goes_further() {
         "{rv}"
     );
 }
-
-#[test]
-#[cfg_attr(miri, ignore)]
-fn side_by_side_shows_both_views() {
-    let l = allocasm_suite::codegen::Listing {
-        name: "f".into(),
-        lines: vec![],
-    };
-    let text = linked::side_by_side(".s (pie)", &l, "linked, release", &l);
-    assert!(text.starts_with(".s (pie)"), "{text}");
-    assert!(text.contains("| linked, release"), "{text}");
-    assert!(text.contains("f:"), "{text}");
-}
