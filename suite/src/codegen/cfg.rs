@@ -26,9 +26,10 @@ use super::normalize::base_mnemonic;
 use super::profile::{Arch, Class, InstructionClasses, Profile};
 
 /// How a block ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Exit {
     /// Falls through or branches to other blocks of the function.
+    #[default]
     Flow,
     /// Returns (unconditionally).
     Return,
@@ -42,7 +43,7 @@ pub enum Exit {
 }
 
 /// One basic block.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Block {
     /// Index of its first line in [`Listing::lines`] (a label or an
     /// instruction).
@@ -383,6 +384,13 @@ fn is_stack_access(arch: &Arch, i: &Instruction) -> bool {
     }
 }
 
+/// `mnemonic operands` without the mnemonic's padding prefixes: what the
+/// class patterns are matched against.
+pub(super) fn class_text(i: &Instruction) -> String {
+    let text = format!("{} {}", base_mnemonic(&i.mnemonic), i.operands);
+    text.trim_end().to_string()
+}
+
 /// The symbol a call or tail call names, without `@PLT` and the like.
 fn callee_symbol(target: &str) -> String {
     let t = target.trim();
@@ -447,12 +455,7 @@ impl<'a> Cfg<'a> {
                         start: s,
                         end,
                         instructions: std::mem::take(instrs),
-                        succs: Vec::new(),
-                        exit: Exit::Flow,
-                        returns: false,
-                        cold_call: false,
-                        cold: false,
-                        reachable: false,
+                        ..Block::default()
                     });
                 }
             };
@@ -484,15 +487,10 @@ impl<'a> Cfg<'a> {
         close(&mut blocks, &mut start, lines.len(), &mut instrs);
         if blocks.is_empty() {
             blocks.push(Block {
-                start: 0,
-                end: 0,
-                instructions: Vec::new(),
-                succs: Vec::new(),
                 exit: Exit::Return,
                 returns: true,
-                cold_call: false,
-                cold: false,
                 reachable: true,
+                ..Block::default()
             });
         }
         self.blocks = blocks;
@@ -506,8 +504,7 @@ impl<'a> Cfg<'a> {
     }
 
     fn is_branch(&self, i: &Instruction) -> bool {
-        let text = format!("{} {}", base_mnemonic(&i.mnemonic), i.operands);
-        self.classes.branch.is_match(text.trim_end())
+        self.classes.branch.is_match(&class_text(i))
     }
 
     fn ends_block(&self, i: &Instruction) -> bool {
@@ -573,7 +570,6 @@ impl<'a> Cfg<'a> {
                 match self.branch_target(i, &labels) {
                     Some(t) => succs.extend(block_at(t)),
                     None => {
-                        let target = i.last_operand().unwrap_or("");
                         let tail = self.listing.is_tail_call(i, self.classes, &labels);
                         if !conditional {
                             exit = if tail { Exit::TailCall } else { Exit::Indirect };
@@ -582,7 +578,6 @@ impl<'a> Cfg<'a> {
                             // is the other way out.
                             returns = true;
                         }
-                        let _ = target;
                     }
                 }
                 if conditional || !ends_flow(&text) && exit == Exit::Flow && succs.is_empty() {
@@ -618,8 +613,7 @@ impl<'a> Cfg<'a> {
         let Line::Instruction(i) = &self.listing.lines[n] else {
             return false;
         };
-        let text = format!("{} {}", base_mnemonic(&i.mnemonic), i.operands);
-        let text = text.trim_end();
+        let text = &class_text(i);
         match class {
             Class::AtomicRmw => self.classes.atomic_rmw.is_match(text),
             Class::Atomic => {
@@ -638,6 +632,19 @@ impl<'a> Cfg<'a> {
                 .iter()
                 .any(|&(k, _)| k == n),
         }
+    }
+
+    /// Instructions from the first of `lines` up to and including the first
+    /// conditional branch after the first atomic read-modify-write among
+    /// them (see [`HotPath::to_fit_check`]).
+    pub fn to_fit_check(&self, lines: &[usize]) -> Option<usize> {
+        let a = lines
+            .iter()
+            .position(|&n| self.in_class(n, Class::AtomicRmw))?;
+        lines[a + 1..]
+            .iter()
+            .position(|&n| self.in_class(n, Class::CondBranch))
+            .map(|b| a + 1 + b + 1)
     }
 
     /// Whether a callee is a cold slow path or a panic.
@@ -676,8 +683,7 @@ impl<'a> Cfg<'a> {
         let i = self.instruction(index);
         let labels = self.listing.label_index();
         let base = base_mnemonic(&i.mnemonic);
-        let text = format!("{base} {}", i.operands);
-        let is_call = self.classes.call.is_match(text.trim_end());
+        let is_call = self.classes.call.is_match(&class_text(i));
         let tail = !is_call && self.listing.is_tail_call(i, self.classes, &labels);
         // A tail call through the GOT (`jmp qword ptr [rip + f@GOTPCREL]`:
         // x86-64 without PLT, the linked view and the dylib profile) leaves
@@ -917,22 +923,12 @@ impl<'a> Cfg<'a> {
             .flat_map(|&b| self.blocks[b].instructions.iter().copied())
             .collect();
         let instrs: Vec<&Instruction> = line_indices.iter().map(|&n| self.instruction(n)).collect();
-        let class_text = |i: &Instruction| {
-            let t = format!("{} {}", base_mnemonic(&i.mnemonic), i.operands);
-            t.trim_end().to_string()
-        };
-        let is_rmw = |i: &Instruction| self.classes.atomic_rmw.is_match(&class_text(i));
-        let is_atomic =
-            |i: &Instruction| is_rmw(i) || self.classes.atomic_other.is_match(&class_text(i));
-        let to_fit_check = instrs.iter().position(|i| is_rmw(i)).and_then(|a| {
-            instrs[a + 1..]
+        let count = |class| {
+            line_indices
                 .iter()
-                .position(|i| {
-                    (self.is_branch(i) && is_conditional(&self.arch, &i.mnemonic))
-                        || return_kind(&self.arch, i) == Some(true)
-                })
-                .map(|b| a + 1 + b + 1)
-        });
+                .filter(|&&n| self.in_class(n, class))
+                .count()
+        };
         let calls = line_indices
             .iter()
             .filter_map(|&n| self.hot_callee(n))
@@ -945,9 +941,9 @@ impl<'a> Cfg<'a> {
             .collect();
         HotPath {
             instructions: instrs.len(),
-            to_fit_check,
-            atomics: instrs.iter().filter(|i| is_atomic(i)).count(),
-            atomic_rmw: instrs.iter().filter(|i| is_rmw(i)).count(),
+            to_fit_check: self.to_fit_check(&line_indices),
+            atomics: count(Class::Atomic),
+            atomic_rmw: count(Class::AtomicRmw),
             calls,
             stack_accesses: instrs
                 .iter()

@@ -293,8 +293,7 @@ impl Scoped<'_, '_> {
         }
         match &self.cfg.listing.lines[n] {
             Line::Instruction(i) if base_mnemonic(&i.mnemonic) != i.mnemonic => {
-                let base = format!("{} {}", base_mnemonic(&i.mnemonic), i.operands);
-                p.is_match(base.trim_end())
+                p.is_match(&super::cfg::class_text(i))
             }
             _ => false,
         }

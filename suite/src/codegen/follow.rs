@@ -20,7 +20,7 @@ use std::fmt;
 use super::cfg::{self, HotPath};
 use super::functions::{Entry, FunctionIndex};
 use super::listing::{Line, Listing};
-use super::profile::{Class, Profile};
+use super::profile::Profile;
 
 /// The default depth of `--follow` (a callee of the probe is depth 1).
 pub const DEFAULT_DEPTH: usize = 3;
@@ -440,16 +440,7 @@ impl Followed {
         // the first atomic read-modify-write, wherever they are.
         let no_cold = BTreeSet::new();
         let cfg = cfg::analyze(&listing, profile, &no_cold);
-        let rmw = hot
-            .line_indices
-            .iter()
-            .position(|&n| cfg.in_class(n, Class::AtomicRmw));
-        hot.to_fit_check = rmw.and_then(|a| {
-            hot.line_indices[a + 1..]
-                .iter()
-                .position(|&n| cfg.in_class(n, Class::CondBranch))
-                .map(|b| a + 1 + b + 1)
-        });
+        hot.to_fit_check = cfg.to_fit_check(&hot.line_indices);
         (listing, hot)
     }
 
