@@ -661,13 +661,8 @@ pub fn check_all(profile: &Profile, listings: &ProbeListings, registry: &[Probe]
 /// The failure for a probe that no `.s` of the profile defines.
 pub fn missing_probe(profile: &Profile, probe: &Probe) -> Failure {
     Failure {
-        probe: probe.name.to_string(),
-        profile: profile.name.clone(),
-        kind: FailureKind::MissingProbe,
         rule: "every probe of the registry is found on every profile".to_string(),
-        pattern: probe.name.to_string(),
-        offending: None,
         why: None,
-        listing: String::new(),
+        ..missing_function(profile, probe.name, "")
     }
 }
