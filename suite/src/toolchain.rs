@@ -18,7 +18,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use crate::codegen::build::{BuildError, BuildEvent, BuildOptions, command_line};
 use crate::codegen::profile::Profile;
 
-fn output_of(cmd: &mut Command) -> Result<std::process::Output, BuildError> {
+/// `cmd`'s output; a program that cannot be started is [`BuildError::ToolMissing`].
+pub(crate) fn output_of(cmd: &mut Command) -> Result<std::process::Output, BuildError> {
     cmd.output().map_err(|e| BuildError::ToolMissing {
         program: cmd.get_program().to_string_lossy().into_owned(),
         error: e.to_string(),

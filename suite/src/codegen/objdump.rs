@@ -90,14 +90,7 @@ pub fn run_cached(objdump: &str, args: &[&str], exe: &Path) -> Result<String, Bu
 
 /// `objdump ARGS EXE`'s output.
 pub fn run(objdump: &str, args: &[&str], exe: &Path) -> Result<String, BuildError> {
-    let out = Command::new(objdump)
-        .args(args)
-        .arg(exe)
-        .output()
-        .map_err(|e| BuildError::ToolMissing {
-            program: objdump.to_string(),
-            error: e.to_string(),
-        })?;
+    let out = crate::toolchain::output_of(Command::new(objdump).args(args).arg(exe))?;
     if !out.status.success() {
         return Err(BuildError::Command {
             command: format!(
