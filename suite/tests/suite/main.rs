@@ -3,6 +3,7 @@
 //! linked view and the `allocasm` command itself.
 
 mod any_crate;
+mod bench_programs_script;
 mod cli;
 mod cli_output;
 mod codegen;
