@@ -512,8 +512,8 @@ def summarize(progs, results, allocs, quick, rounds, lib):
     # their spread says whether the medians' gap is larger than the noise.
     if "SegregatedFit" in summary and "mimalloc" in summary:
         by_round = []
+        pairs = [(results[p]["SegregatedFit"], results[p]["mimalloc"]) for p in table]
         for r in range(rounds):
-            pairs = [(results[p]["SegregatedFit"], results[p]["mimalloc"]) for p in table]
             if all(len(o) > r and len(m) > r and o[r]["status"] == m[r]["status"] == "ok"
                    and o[r]["seconds"] > 0 and m[r]["seconds"] > 0 for o, m in pairs):
                 by_round.append(geomean([o[r]["seconds"] / m[r]["seconds"] for o, m in pairs]))
