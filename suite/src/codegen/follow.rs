@@ -7,7 +7,7 @@
 //! too), finds the callee in the build's [`FunctionIndex`] and walks its
 //! hot path in turn. A callee's cold blocks stay cold: only its hot path
 //! counts. A call that lies only in a cold block of its caller is not
-//! followed, and said so ([`Stop::Cold`]); so are a recursive call, an
+//! followed, and said so ([`Why::Cold`]); so are a recursive call, an
 //! indirect one, a callee of several instances that the listing cannot tell
 //! apart, and the depth limit. Calls to functions without a body in the
 //! build (libc, another crate's non-generic code) are the calls that leave
@@ -42,76 +42,52 @@ pub struct Callee {
     pub hot: HotPath,
 }
 
-/// Why the walk did not go into a call.
+/// A call the walk did not go into, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stop {
+pub struct Stop {
+    /// The caller.
+    pub caller: String,
+    /// The callee (for an indirect call, the call as the hot path names it).
+    pub callee: String,
+    /// Why it was not followed.
+    pub why: Why,
+}
+
+/// Why the walk did not go into a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
     /// The call is only in cold blocks of its caller.
-    Cold {
-        /// The caller.
-        caller: String,
-        /// The callee.
-        callee: String,
-    },
+    Cold,
     /// The callee is already on the walk (recursion).
-    Recursive {
-        /// The caller.
-        caller: String,
-        /// The callee.
-        callee: String,
-    },
+    Recursive,
     /// An indirect call (through a register or memory the listing does not
     /// name): its target is unknown.
-    Indirect {
-        /// The caller.
-        caller: String,
-        /// The call as the hot path names it.
-        callee: String,
-    },
+    Indirect,
     /// Several functions of the build print this name (instances of one
     /// generic under legacy mangling) and the caller's code names none of
-    /// them alone.
-    Ambiguous {
-        /// The caller.
-        caller: String,
-        /// The callee's name.
-        callee: String,
-        /// How many functions print it.
-        candidates: usize,
-    },
+    /// them alone: how many print it.
+    Ambiguous(usize),
     /// The depth limit.
-    Depth {
-        /// The caller.
-        caller: String,
-        /// The callee.
-        callee: String,
-    },
+    Depth,
 }
 
 impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Stop::Cold { caller, callee } => write!(
+        let Stop {
+            caller,
+            callee,
+            why,
+        } = self;
+        write!(f, "{caller} → {callee}: ")?;
+        match why {
+            Why::Cold => write!(f, "the call is cold (only in cold blocks), not followed"),
+            Why::Recursive => write!(f, "recursive call, the walk ends here"),
+            Why::Indirect => write!(f, "indirect call, the walk ends here"),
+            Why::Ambiguous(candidates) => write!(
                 f,
-                "{caller} → {callee}: the call is cold (only in cold blocks), not followed"
+                "{candidates} functions of the build print this name, not followed"
             ),
-            Stop::Recursive { caller, callee } => {
-                write!(f, "{caller} → {callee}: recursive call, the walk ends here")
-            }
-            Stop::Indirect { caller, callee } => {
-                write!(f, "{caller} → {callee}: indirect call, the walk ends here")
-            }
-            Stop::Ambiguous {
-                caller,
-                callee,
-                candidates,
-            } => write!(
-                f,
-                "{caller} → {callee}: {candidates} functions of the build print this name, \
-                 not followed"
-            ),
-            Stop::Depth { caller, callee } => {
-                write!(f, "{caller} → {callee}: depth limit, not followed")
-            }
+            Why::Depth => write!(f, "depth limit, not followed"),
         }
     }
 }
@@ -213,12 +189,14 @@ impl Walk<'_> {
         let depth = chain.len() - 1;
         let cfg = cfg::analyze(listing, self.profile, self.cold);
         let mut seen = BTreeSet::new();
+        let stop = |callee: &String, why| Stop {
+            caller: listing.name.clone(),
+            callee: callee.clone(),
+            why,
+        };
         for callee in &hot.calls {
             if is_indirect(callee) {
-                self.out.stops.push(Stop::Indirect {
-                    caller: listing.name.clone(),
-                    callee: callee.clone(),
-                });
+                self.out.stops.push(stop(callee, Why::Indirect));
                 continue;
             }
             let entry = match resolve(self.index, caller, callee) {
@@ -228,19 +206,14 @@ impl Walk<'_> {
                     continue;
                 }
                 Err(candidates) => {
-                    self.out.stops.push(Stop::Ambiguous {
-                        caller: listing.name.clone(),
-                        callee: callee.clone(),
-                        candidates,
-                    });
+                    self.out
+                        .stops
+                        .push(stop(callee, Why::Ambiguous(candidates)));
                     continue;
                 }
             };
             if chain.contains(&entry.symbol) {
-                self.out.stops.push(Stop::Recursive {
-                    caller: listing.name.clone(),
-                    callee: callee.clone(),
-                });
+                self.out.stops.push(stop(callee, Why::Recursive));
                 continue;
             }
             if !seen.insert(entry.symbol.clone()) {
@@ -248,10 +221,7 @@ impl Walk<'_> {
                 continue;
             }
             if depth + 1 > self.max_depth {
-                self.out.stops.push(Stop::Depth {
-                    caller: listing.name.clone(),
-                    callee: callee.clone(),
-                });
+                self.out.stops.push(stop(callee, Why::Depth));
                 continue;
             }
             let callee_listing = entry.listing(self.profile);
@@ -283,10 +253,7 @@ impl Walk<'_> {
                 continue;
             }
             if !self.index.by_name(&callee).is_empty() {
-                self.out.stops.push(Stop::Cold {
-                    caller: listing.name.clone(),
-                    callee,
-                });
+                self.out.stops.push(stop(&callee, Why::Cold));
             }
         }
     }
@@ -583,9 +550,10 @@ rec:
         assert_eq!(f.totals.calls_leaving, vec!["memcpy".to_string()]);
         assert_eq!(
             f.stops,
-            vec![Stop::Cold {
+            vec![Stop {
                 caller: "queue::Queue::push".into(),
-                callee: "queue::Queue::grow".into()
+                callee: "queue::Queue::grow".into(),
+                why: Why::Cold,
             }]
         );
         let text = f.report_lines().join("\n");
@@ -619,12 +587,12 @@ rec:
         let f = walk("rec");
         assert!(f.callees.is_empty());
         assert!(
-            f.stops.iter().any(|s| matches!(s, Stop::Recursive { .. })),
+            f.stops.iter().any(|s| s.why == Why::Recursive),
             "{:?}",
             f.stops
         );
         assert!(
-            f.stops.iter().any(|s| matches!(s, Stop::Indirect { .. })),
+            f.stops.iter().any(|s| s.why == Why::Indirect),
             "{:?}",
             f.stops
         );
@@ -638,7 +606,7 @@ rec:
         };
         let f = follow(&profile, &index, root, &root.listing(&profile), &cold, 0);
         assert!(f.callees.is_empty());
-        assert!(matches!(f.stops[0], Stop::Depth { .. }), "{:?}", f.stops);
+        assert!(f.stops[0].why == Why::Depth, "{:?}", f.stops);
     }
 
     fn failures_with(tables: &str) -> Vec<crate::codegen::Failure> {
