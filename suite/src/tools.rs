@@ -12,6 +12,7 @@
 //! and how to install it on this OS. Tests that need a tool ask [`need`]:
 //! without it they skip with one line, unless `ALLOCASM_REQUIRE` names it.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -346,30 +347,41 @@ pub fn which(program: &str) -> Option<PathBuf> {
 /// The first line of `program --version` (memoized), `None` when it does
 /// not run.
 pub fn version(program: &Path) -> Option<String> {
-    static SEEN: OnceLock<Mutex<std::collections::BTreeMap<PathBuf, Option<String>>>> =
-        OnceLock::new();
-    let seen = SEEN.get_or_init(Default::default);
-    if let Some(v) = seen.lock().expect("version lock").get(program) {
+    static SEEN: Mutex<BTreeMap<PathBuf, Option<String>>> = Mutex::new(BTreeMap::new());
+    memoized(&SEEN, program, || {
+        Command::new(program)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| {
+                let text = String::from_utf8_lossy(&o.stdout);
+                // llvm tools print "LLVM (http://llvm.org/):" first.
+                text.lines()
+                    .map(str::trim)
+                    .find(|l| l.contains("version") || l.chars().any(|c| c.is_ascii_digit()))
+                    .unwrap_or("")
+                    .to_string()
+            })
+    })
+}
+
+/// `key`'s answer in `memo`: `f()`, computed without the lock held and
+/// kept the first time.
+pub(crate) fn memoized<Q, K, V>(memo: &Mutex<BTreeMap<K, V>>, key: &Q, f: impl FnOnce() -> V) -> V
+where
+    Q: Ord + ToOwned<Owned = K> + ?Sized,
+    K: Ord + std::borrow::Borrow<Q>,
+    V: Clone,
+{
+    if let Some(v) = memo.lock().expect("memo lock").get(key) {
         return v.clone();
     }
-    let v = Command::new(program)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| {
-            let text = String::from_utf8_lossy(&o.stdout);
-            // llvm tools print "LLVM (http://llvm.org/):" first.
-            text.lines()
-                .map(str::trim)
-                .find(|l| l.contains("version") || l.chars().any(|c| c.is_ascii_digit()))
-                .unwrap_or("")
-                .to_string()
-        });
-    seen.lock()
-        .expect("version lock")
-        .insert(program.to_path_buf(), v.clone());
+    let v = f();
+    memo.lock()
+        .expect("memo lock")
+        .insert(key.to_owned(), v.clone());
     v
 }
 
@@ -486,17 +498,8 @@ pub fn toolchain_llvm_objdump() -> bool {
 
 /// Looks `tool` up (memoized per tool: the answer of one process).
 pub fn find(tool: &Tool) -> Result<Found, Missing> {
-    static SEEN: OnceLock<Mutex<std::collections::BTreeMap<Tool, Result<Found, Missing>>>> =
-        OnceLock::new();
-    let seen = SEEN.get_or_init(Default::default);
-    if let Some(r) = seen.lock().expect("tools lock").get(tool) {
-        return r.clone();
-    }
-    let r = find_uncached(tool);
-    seen.lock()
-        .expect("tools lock")
-        .insert(tool.clone(), r.clone());
-    r
+    static SEEN: Mutex<BTreeMap<Tool, Result<Found, Missing>>> = Mutex::new(BTreeMap::new());
+    memoized(&SEEN, tool, || find_uncached(tool))
 }
 
 fn found(tool: &Tool, program: PathBuf, fallback: bool) -> Result<Found, Missing> {

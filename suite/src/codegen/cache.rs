@@ -16,10 +16,11 @@
 //! and is rewritten. `ALLOCASM_NO_CACHE=1` (the CLI's `--no-cache`) skips
 //! reading, so everything is measured again and the entries rewritten.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -169,20 +170,14 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// `program --version`'s output (memoized per program): a tool's version
 /// as a key part.
 pub fn tool_version(program: &str) -> String {
-    static SEEN: OnceLock<Mutex<std::collections::BTreeMap<String, String>>> = OnceLock::new();
-    let seen = SEEN.get_or_init(Default::default);
-    if let Some(v) = seen.lock().expect("version lock").get(program) {
-        return v.clone();
-    }
-    let v = Command::new(program)
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_else(|e| format!("(--version failed: {e})"));
-    seen.lock()
-        .expect("version lock")
-        .insert(program.to_string(), v.clone());
-    v
+    static SEEN: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+    crate::tools::memoized(&SEEN, program, || {
+        Command::new(program)
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_else(|e| format!("(--version failed: {e})"))
+    })
 }
 
 #[cfg(test)]
