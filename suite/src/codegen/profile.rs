@@ -861,8 +861,21 @@ impl Profile {
             cold_calls.push(pattern("cold_calls", "cold_calls", s)?);
         }
         let arch = Arch::from_triple(&raw.triple);
-        let mut classes = match (InstructionClasses::for_arch(&arch), &raw.instructions) {
-            (Some(c), _) => c,
+        let classes = match (InstructionClasses::for_arch(&arch), &raw.instructions) {
+            (Some(c), None) => c,
+            (Some(mut c), Some(o)) => {
+                for (field, s, class) in [
+                    ("atomic_rmw", &o.atomic_rmw, &mut c.atomic_rmw),
+                    ("atomic_other", &o.atomic_other, &mut c.atomic_other),
+                    ("call", &o.call, &mut c.call),
+                    ("branch", &o.branch, &mut c.branch),
+                ] {
+                    if let Some(s) = s {
+                        *class = pattern("[instructions]", field, s)?;
+                    }
+                }
+                c
+            }
             (
                 None,
                 Some(RawClasses {
@@ -885,20 +898,6 @@ impl Profile {
                 ))
             ),
         };
-        if let Some(o) = &raw.instructions {
-            if let Some(s) = &o.atomic_rmw {
-                classes.atomic_rmw = pattern("[instructions]", "atomic_rmw", s)?;
-            }
-            if let Some(s) = &o.atomic_other {
-                classes.atomic_other = pattern("[instructions]", "atomic_other", s)?;
-            }
-            if let Some(s) = &o.call {
-                classes.call = pattern("[instructions]", "call", s)?;
-            }
-            if let Some(s) = &o.branch {
-                classes.branch = pattern("[instructions]", "branch", s)?;
-            }
-        }
         Ok(Profile {
             name: raw.name,
             rustflags: raw
