@@ -12,13 +12,13 @@ use std::sync::Mutex;
 
 use allocasm_suite::codegen::build::{BuildError, BuildEvent, BuildOptions};
 use allocasm_suite::codegen::executed::{self, MeasureOptions};
-use allocasm_suite::codegen::linked::{self, Lto};
+use allocasm_suite::codegen::linked::Lto;
 use allocasm_suite::codegen::project::{self, probes};
 use allocasm_suite::codegen::{ProbeListings, Profile, cache, mca};
 use allocasm_suite::tools;
 
 use super::Ui;
-use super::session::build_error_message;
+use super::session::{build_error_message, install_hint};
 use crate::report::Measurement;
 
 /// Why a project other than allocasm has no executed counts: they come
@@ -194,15 +194,7 @@ fn measure_one(
         }
     };
     let describe = |e: BuildError| {
-        let fix = if linked::missing_tools(&e) {
-            format!(
-                "; install the cross tools with `{}`{}",
-                linked::install_command(&[profile]),
-                tools::or_setup()
-            )
-        } else {
-            String::new()
-        };
+        let fix = install_hint(profile, &e, "; install the cross tools with");
         let what = match &e {
             // The disassembler or a cross tool, not rustup's.
             BuildError::ToolMissing { program, error }

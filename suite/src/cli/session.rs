@@ -119,15 +119,7 @@ pub fn linked_error_message(profile: &Profile, lto: Lto, error: &BuildError) -> 
         BuildError::Cargo {
             command, stderr, ..
         } => {
-            let hint = if linked::missing_tools(error) {
-                format!(
-                    "\nfix: install the cross linker with `{}`{}",
-                    linked::install_command(&[profile]),
-                    allocasm_suite::tools::or_setup()
-                )
-            } else {
-                String::new()
-            };
+            let hint = install_hint(profile, error, "\nfix: install the cross linker with");
             format!(
                 "the linked build ({lto}) of profile {} failed: `{command}`\n{stderr}{hint}",
                 profile.name
@@ -162,6 +154,19 @@ pub fn linked_error_message(profile: &Profile, lto: Lto, error: &BuildError) -> 
     format!(
         "{}\n  (the linked view only: --no-linked leaves it out)",
         what.trim_end()
+    )
+}
+
+/// `lead`, then the command that installs `profile`'s cross tools, when
+/// `error` is for want of them ([`linked::missing_tools`]); else nothing.
+pub fn install_hint(profile: &Profile, error: &BuildError, lead: &str) -> String {
+    if !linked::missing_tools(error) {
+        return String::new();
+    }
+    format!(
+        "{lead} `{}`{}",
+        linked::install_command(&[profile]),
+        allocasm_suite::tools::or_setup()
     )
 }
 
