@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use allocasm::probes::Probe;
 use allocasm_suite::codegen::cfg::HotPath;
 use allocasm_suite::codegen::project::probes;
-use allocasm_suite::render::{self, Align, Block, Cell, Doc, Mark, Span, Text};
+use allocasm_suite::render::{self, Block, Cell, Doc, Mark, Span, Text};
 use clap::Args;
 
 use crate::report::{self, ExpectationResult};
@@ -264,26 +264,21 @@ fn compared(r: &DiffReport) -> Vec<&ProfileDiff> {
         .collect()
 }
 
-/// The summary table's rows: a probe, then one cell per compared profile.
-fn summary_rows(r: &DiffReport) -> (Vec<&str>, Vec<(String, Vec<String>)>) {
+/// The summary table: a probe per row, then its [`delta_cell`] per
+/// compared profile; `None` when no profile was compared.
+fn summary_table(r: &DiffReport) -> Option<render::Table> {
     let cols = compared(r);
-    let header = cols.iter().map(|p| p.profile.as_str()).collect();
-    let rows = probes()
-        .iter()
-        .map(|probe| {
-            let cells = cols
-                .iter()
-                .map(|p| {
-                    p.probes
-                        .iter()
-                        .find(|d| d.probe == probe.name)
-                        .map_or_else(|| "-".into(), delta_cell)
-                })
-                .collect();
-            (probe.name.to_string(), cells)
-        })
-        .collect();
-    (header, rows)
+    let rows = probes().iter().map(|probe| {
+        let cells = cols.iter().map(|p| {
+            let c = (p.probes.iter().find(|d| d.probe == probe.name))
+                .map_or_else(|| "-".into(), delta_cell);
+            let mark = if c == "=" { Mark::Muted } else { Mark::Changed };
+            Cell::new(c, mark)
+        });
+        (Text::code(probe.name), cells.collect())
+    });
+    let columns = cols.iter().map(|p| Text::plain(&p.profile));
+    (!cols.is_empty()).then(|| render::Table::probes_down(columns, rows))
 }
 
 /// The document: the totals, the profiles not compared, the summary table
@@ -320,26 +315,9 @@ pub fn document(r: &DiffReport, summary: bool) -> Doc {
     if !skipped.is_empty() {
         doc.push(Block::List(skipped));
     }
-    let (header, rows) = summary_rows(r);
-    if !header.is_empty() {
-        let mut columns = vec![("probe".into(), Align::Left)];
-        columns.extend(header.iter().map(|h| (h.to_string().into(), Align::Right)));
-        let rows = rows
-            .into_iter()
-            .map(|(name, cells)| {
-                let mut row = vec![Cell::new(Text::code(name), Mark::Plain)];
-                row.extend(cells.into_iter().map(|c| {
-                    let mark = if c == "=" { Mark::Muted } else { Mark::Changed };
-                    Cell::new(c, mark)
-                }));
-                row
-            })
-            .collect();
-        doc.push(Block::Heading(
-            2,
-            Text::plain("hot path, instructions (= unchanged)"),
-        ))
-        .push(Block::Table(render::Table { columns, rows }));
+    if let Some(table) = summary_table(r) {
+        doc.heading(2, "hot path, instructions (= unchanged)")
+            .push(Block::Table(table));
     }
     for p in compared(r) {
         for d in p.probes.iter().filter(|d| d.state != ProbeState::Unchanged) {

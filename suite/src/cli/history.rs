@@ -26,7 +26,7 @@ use clap::Args;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use allocasm_suite::render::{self, Align, Block, Doc, Mark, Text};
+use allocasm_suite::render::{self, Block, Doc, Mark, Text};
 
 use super::session::{self, build_error_message};
 use super::{Backend, CliError, OutputArgs, Status, TargetArgs, Ui};
@@ -95,36 +95,26 @@ pub fn document(h: &History) -> Doc {
                 .collect(),
         ));
     for table in &h.tables {
-        let mut columns = vec![("probe".into(), Align::Left)];
-        columns.extend(
-            h.toolchains
-                .iter()
-                .map(|t| (t.toolchain.clone().into(), Align::Right)),
-        );
-        let rows = table
-            .rows
-            .iter()
-            .map(|row| {
-                let mut cells = vec![render::Cell::new(Text::code(&row.probe), Mark::Plain)];
-                cells.extend(row.cells.iter().enumerate().map(|(i, c)| {
-                    let mark = match c {
-                        _ if row.changed(i) => Mark::Changed,
-                        Cell::NotBuilt => Mark::Muted,
-                        Cell::Missing => Mark::Missing,
-                        Cell::Count(_) => Mark::Plain,
-                    };
-                    render::Cell::new(cell_text(*c), mark)
-                }));
-                cells
-            })
-            .collect();
+        let columns = h.toolchains.iter().map(|t| Text::plain(&t.toolchain));
+        let rows = table.rows.iter().map(|row| {
+            let cells = row.cells.iter().enumerate().map(|(i, c)| {
+                let mark = match c {
+                    _ if row.changed(i) => Mark::Changed,
+                    Cell::NotBuilt => Mark::Muted,
+                    Cell::Missing => Mark::Missing,
+                    Cell::Count(_) => Mark::Plain,
+                };
+                render::Cell::new(cell_text(*c), mark)
+            });
+            (Text::code(&row.probe), cells.collect())
+        });
         doc.push(Block::Heading(
             2,
             Text::plain(format!("{} (", table.profile))
                 .with(Mark::Code, &table.triple)
                 .then(")"),
         ))
-        .push(Block::Table(render::Table { columns, rows }));
+        .push(Block::Table(render::Table::probes_down(columns, rows)));
         let notes: Vec<Text> = h
             .toolchains
             .iter()

@@ -214,6 +214,29 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
 }
 
+impl Table {
+    /// A probes-down table: a left-aligned `probe` column (each row's
+    /// first half), then `columns`, right-aligned.
+    pub fn probes_down(
+        columns: impl IntoIterator<Item = Text>,
+        rows: impl IntoIterator<Item = (Text, Vec<Cell>)>,
+    ) -> Table {
+        Table {
+            columns: std::iter::once(("probe".into(), Align::Left))
+                .chain(columns.into_iter().map(|c| (c, Align::Right)))
+                .collect(),
+            rows: rows
+                .into_iter()
+                .map(|(probe, cells)| {
+                    std::iter::once(Cell::new(probe, Mark::Plain))
+                        .chain(cells)
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+}
+
 /// One block of a document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Block {

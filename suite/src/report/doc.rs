@@ -111,27 +111,6 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-/// A probes-down table: the probe column (each name linking to its
-/// listings), then `columns`, right-aligned.
-fn probe_table<'a>(
-    columns: impl IntoIterator<Item = Text>,
-    rows: impl IntoIterator<Item = (&'a str, Vec<Cell>)>,
-) -> Table {
-    Table {
-        columns: std::iter::once(("probe".into(), Align::Left))
-            .chain(columns.into_iter().map(|c| (c, Align::Right)))
-            .collect(),
-        rows: rows
-            .into_iter()
-            .map(|(probe, cells)| {
-                std::iter::once(Cell::new(Text::marked(Mark::Ref, probe), Mark::Plain))
-                    .chain(cells)
-                    .collect()
-            })
-            .collect(),
-    }
-}
-
 /// One profile per row: triple, flags, codegen units, whether it built.
 fn profiles_table(r: &Report) -> Table {
     let plain = |t: Text| Cell::new(t, Mark::Plain);
@@ -197,11 +176,11 @@ pub fn summary_table(
         .filter(|&i| keep(r.columns[i].view))
         .collect();
     (!cols.is_empty()).then(|| {
-        probe_table(
+        Table::probes_down(
             cols.iter().map(|&i| title(r.columns[i].title())),
             r.rows.iter().map(|row| {
                 let cells = cols.iter().map(|&i| cell(&row.cells[i])).collect();
-                (row.probe.as_str(), cells)
+                (Text::marked(Mark::Ref, &row.probe), cells)
             }),
         )
     })
@@ -260,14 +239,14 @@ pub fn executed_table(e: &ExecutedSection) -> Table {
             .unwrap_or_default();
         Text::code(c).then(format!(" ({cpus})"))
     };
-    probe_table(
+    Table::probes_down(
         t.columns.iter().map(title),
         t.rows.iter().map(|row| {
             let cells = row
                 .cells
                 .iter()
                 .map(|c| Cell::new(c.text.as_str(), Mark::Plain));
-            (row.probe.as_str(), cells.collect())
+            (Text::marked(Mark::Ref, &row.probe), cells.collect())
         }),
     )
 }
