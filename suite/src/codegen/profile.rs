@@ -413,20 +413,6 @@ pub struct Rule {
 }
 
 impl Rule {
-    fn empty(scope: Scope, origin: &str) -> Rule {
-        Rule {
-            scope,
-            origin: origin.to_string(),
-            has: Vec::new(),
-            lacks: Vec::new(),
-            forbid: Vec::new(),
-            require: Vec::new(),
-            check: Vec::new(),
-            count: BTreeMap::new(),
-            calls: None,
-        }
-    }
-
     fn is_empty(&self) -> bool {
         self.has.is_empty()
             && self.lacks.is_empty()
@@ -727,36 +713,42 @@ fn build_rule(
             .map(|s| compile(s, text, path, probe, field))
             .collect::<anyhow::Result<Vec<_>>>()
     };
-    let mut rule = Rule::empty(scope, origin);
-    rule.has = pats(&r.has, "has")?;
-    rule.lacks = pats(&r.lacks, "lacks")?;
     let classes = |v: &[String]| {
         v.iter()
             .map(|c| parse_class(c, path, probe))
             .collect::<anyhow::Result<Vec<_>>>()
     };
-    rule.forbid = classes(&r.forbid)?;
-    rule.require = classes(&r.require)?;
-    for step in &r.check {
-        rule.check.push(match step {
+    let step = |step: &RawStep| {
+        Ok(match step {
             RawStep::Check(s) => Step::Check(matcher(s, text, path, probe)?),
-            RawStep::Table(RawStepTable { next: Some(s), not: None }) => {
-                Step::Next(matcher(s, text, path, probe)?)
-            }
-            RawStep::Table(RawStepTable { next: None, not: Some(s) }) => {
-                Step::Not(matcher(s, text, path, probe)?)
-            }
+            RawStep::Table(RawStepTable {
+                next: Some(s),
+                not: None,
+            }) => Step::Next(matcher(s, text, path, probe)?),
+            RawStep::Table(RawStepTable {
+                next: None,
+                not: Some(s),
+            }) => Step::Not(matcher(s, text, path, probe)?),
             RawStep::Table(_) => bail!(
                 "{}: probe {probe}: a check step is a pattern, {{ next = \"…\" }} or {{ not = \"…\" }}",
                 path.display()
             ),
-        });
-    }
-    for (c, &n) in &r.count {
-        rule.count.insert(parse_class(c, path, probe)?, n);
-    }
-    rule.calls = r.calls.as_deref().map(|v| pats(v, "calls")).transpose()?;
-    Ok(rule)
+        })
+    };
+    // Fields in the order the file's errors are looked for.
+    Ok(Rule {
+        scope,
+        origin: origin.to_string(),
+        has: pats(&r.has, "has")?,
+        lacks: pats(&r.lacks, "lacks")?,
+        forbid: classes(&r.forbid)?,
+        require: classes(&r.require)?,
+        check: r.check.iter().map(step).collect::<anyhow::Result<_>>()?,
+        count: (r.count.iter())
+            .map(|(c, &n)| Ok((parse_class(c, path, probe)?, n)))
+            .collect::<anyhow::Result<_>>()?,
+        calls: r.calls.as_deref().map(|v| pats(v, "calls")).transpose()?,
+    })
 }
 
 #[derive(Deserialize)]
