@@ -27,7 +27,7 @@ use super::{CliError, OutputArgs, Status, Ui};
 #[cfg(test)]
 use allocasm_suite::bisect::Found;
 use allocasm_suite::bisect::{BisectError, Bisector, Outcome, Sample, Sampled, Step, Verdict};
-use allocasm_suite::history::{failure_reason, unavailable};
+use allocasm_suite::history::failure_reason;
 use allocasm_suite::toolchain::nightly_date;
 
 /// `bisect` arguments.
@@ -125,11 +125,7 @@ impl Builder<'_> {
             Err(e @ BuildError::TargetMissing { .. }) => {
                 return Err(CliError::environment(session::build_error_message(&e)));
             }
-            Err(e) => {
-                return Ok(Sampled::Unavailable(
-                    unavailable(&e).unwrap_or_else(|| failure_reason(&e)),
-                ));
-            }
+            Err(e) => return Ok(Sampled::Unavailable(failure_reason(&e))),
         }
         let mut opts = self.opts.clone();
         opts.toolchain = Some(tc.to_string());
