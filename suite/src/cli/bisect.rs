@@ -415,12 +415,11 @@ pub fn run(ui: &Ui, args: &BisectArgs) -> Result<Status, CliError> {
         }
         BisectError::Window(why) => CliError::environment(why),
     })?;
-    let text = args.output.render(
+    args.output.write(
         ui,
         || document(args, probe.name, &verdict, &cache),
         || json(args, probe.name, &verdict, &cache),
-    );
-    args.output.write(ui, &text)?;
+    )?;
     Ok(match verdict {
         Verdict::Found(_) => Status::Ok,
         Verdict::NoChange => Status::Failed,

@@ -399,12 +399,11 @@ pub fn run(ui: &Ui, args: &DiffArgs) -> Result<Status, CliError> {
     let to = builds.pop().expect("two toolchains");
     let from = builds.pop().expect("two toolchains");
     let r = compare(&profiles, &from, &to);
-    let text = args.output.render(
+    args.output.write(
         ui,
         || document(&r, args.summary),
         || serde_json::to_string_pretty(&r).expect("a diff report serializes") + "\n",
-    );
-    args.output.write(ui, &text)?;
+    )?;
     if args.output.out.is_some() && !ui.quiet {
         outln!("{}", totals_line(&r));
     }

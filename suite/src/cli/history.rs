@@ -346,10 +346,8 @@ pub fn run(ui: &Ui, args: &HistoryArgs) -> Result<Status, CliError> {
         profiles.len(),
         started.elapsed().as_secs_f64()
     ));
-    let rendered = args
-        .output
-        .render(ui, || document(&history), || json(&history));
-    args.output.write(ui, &rendered)?;
+    args.output
+        .write(ui, || document(&history), || json(&history))?;
     if history.all_failed() {
         return Err(CliError::environment(
             "no profile built with any toolchain (reasons under each table; --verbose prints \

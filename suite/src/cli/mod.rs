@@ -237,22 +237,18 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
-    /// `doc` rendered in the asked format (`json` for JSON), coloured on a
-    /// terminal.
-    pub fn render(
+    /// Writes `doc` rendered in the asked format (`json` for JSON) to
+    /// `--out` (saying so unless quiet) or to stdout, coloured on a terminal.
+    pub fn write(
         &self,
         ui: &Ui,
         doc: impl FnOnce() -> Doc,
         json: impl FnOnce() -> String,
-    ) -> String {
-        match self.format {
+    ) -> Result<(), CliError> {
+        let text = match self.format {
             OutputFormat::Json => json(),
             format => render::render(&doc(), format, ui.colors() && self.out.is_none()),
-        }
-    }
-
-    /// Writes `text` to `--out` (saying so unless quiet) or to stdout.
-    pub fn write(&self, ui: &Ui, text: &str) -> Result<(), CliError> {
+        };
         match &self.out {
             Some(path) => {
                 std::fs::write(path, text).map_err(|e| {
