@@ -290,6 +290,44 @@ mod linux {
         a
     }
 
+    /// Blocks a thread caches of the 64-byte class: 16 KiB of them, at most
+    /// 128 (`CAPS` in src/segregated/cache.rs), as a list of half of them
+    /// and a spare run of the other half.
+    const CAP64: usize = 128;
+
+    /// A SegregatedFit whose thread cache holds all it may of the 64-byte
+    /// class (the list full, the spare run set aside), and one more live
+    /// block of it. Three batches are allocated, so the refills leave the
+    /// list empty; two are freed.
+    fn segregated_full64() -> (SegregatedFit, *mut u8) {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(64, 8).unwrap();
+        let ps: Vec<_> = (0..CAP64 + CAP64 / 2)
+            .map(|_| a.alloc(l).unwrap())
+            .collect();
+        for &p in &ps[..CAP64] {
+            // SAFETY: allocated above with `l`, freed once.
+            unsafe { a.dealloc(p, l) };
+        }
+        (a, ps[CAP64].as_ptr())
+    }
+
+    /// The free that finds its list full: the list goes to the run stack
+    /// whole, with one compare-exchange. It used to walk the newest half
+    /// of the list link by link to cut it off: 610 instructions here, 160
+    /// now (189 with the misuse checks); `lua5.4`'s 45,767 such flushes
+    /// cost 37.5 M (docs/program-bench.md).
+    const FREE_FULL_MAX: u64 = if cfg!(feature = "hardened") { 189 } else { 160 };
+
+    #[library_benchmark(config = counting("fastpaths_segregated_call_dealloc", FREE_FULL_MAX))]
+    #[bench::full(setup = segregated_full64)]
+    fn segregated_free_full(input: (SegregatedFit, *mut u8)) -> SegregatedFit {
+        let (a, p) = input;
+        let l = Layout::from_size_align(64, 8).unwrap();
+        fastpaths_segregated_call_dealloc(black_box(&a), black_box(p), black_box(l));
+        a
+    }
+
     fn temp_job() -> TempJob {
         TempJob::new(1 << 16).unwrap().on_leak(|_| {})
     }
@@ -329,6 +367,7 @@ mod linux {
             segregated_alloc,
             segregated_allocate,
             segregated_call_pair64,
+            segregated_free_full,
             tempjob_alloc,
             temp_alloc
         ]
