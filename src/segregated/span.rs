@@ -89,11 +89,39 @@ pub(crate) fn geometry(block_size: usize) -> Geometry {
 }
 
 /// A freshly grown or reused span: its blocks linked privately, ready to
-/// publish.
+/// publish: `runs` null-terminated runs of `run` blocks
+/// ([`run_first`](Self::run_first); none unless asked for), then a chain of
+/// the blocks left over, `rest..=last` (all of them, without runs).
 pub(crate) struct Grown {
-    pub(crate) first: NonNull<u8>,
     pub(crate) last: NonNull<u8>,
     pub(crate) blocks: usize,
+    /// How many whole runs the chain starts with (0: one chain).
+    pub(crate) runs: usize,
+    /// The first block after the runs, or `None` if they take every block.
+    pub(crate) rest: Option<NonNull<u8>>,
+    /// The chain's blocks in order are `at(0), .., at(blocks - 1)`:
+    /// `base + ((colour + k) mod blocks) * block_size`.
+    base: NonNull<u8>,
+    block_size: usize,
+    colour: usize,
+    run: usize,
+}
+
+impl Grown {
+    /// The chain's `k`th block.
+    fn at(&self, k: usize) -> NonNull<u8> {
+        debug_assert!(k < self.blocks);
+        let i = self.colour + k;
+        let i = if i < self.blocks { i } else { i - self.blocks };
+        // SAFETY: block `i < blocks` lies in the span (see `link_all`).
+        unsafe { self.base.add(i * self.block_size) }
+    }
+
+    /// The first block of run `j < runs`.
+    pub(crate) fn run_first(&self, j: usize) -> NonNull<u8> {
+        debug_assert!(j < self.runs);
+        self.at(j * self.run)
+    }
 }
 
 /// The header of the span holding `block`, a block of a class with span
@@ -116,7 +144,8 @@ pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanH
 /// Links the blocks of the span at `base` through their first words (the
 /// links [`code`]d with `key`, as the queue stores them) and marks them all
 /// free in the debug bitmap. `colour`: start the chain at the class's
-/// colour ([`first_block`]); else at block 0, in address order.
+/// colour ([`first_block`]); else at block 0, in address order. `run > 1`:
+/// end a run every `run` blocks (a null link) while a whole run is left.
 ///
 /// # Safety
 ///
@@ -127,6 +156,7 @@ unsafe fn link_all(
     block_size: usize,
     key: usize,
     colour: bool,
+    run: usize,
 ) -> Grown {
     // SAFETY: `blocks * block_size <= len - HEADER - bitmap`, so every block
     // lies in the span; blocks are multiples of 8 bytes from an aligned base.
@@ -145,9 +175,24 @@ unsafe fn link_all(
         let i = r + k;
         block(if i < n { i } else { i - n })
     };
+    let runs = if run > 1 { n / run } else { 0 };
+    // Block `k` ends a run if `k + 1` is a multiple of `run` within the
+    // runs: a countdown, not a division per block.
+    let mut left = if runs > 0 { run } else { usize::MAX };
+    let cut = runs * run;
     for k in 0..n - 1 {
+        left -= 1;
+        let ends = left == 0;
+        if ends {
+            left = run;
+        }
+        let next = if ends && k < cut {
+            ptr::null_mut()
+        } else {
+            at(k + 1).as_ptr()
+        };
         // SAFETY: block `(r + k) % n` lies in the span, which only we can see.
-        unsafe { link(at(k)) }.store(code(at(k + 1).as_ptr(), key), Ordering::Relaxed);
+        unsafe { link(at(k)) }.store(code(next, key), Ordering::Relaxed);
     }
     // SAFETY: as above.
     unsafe { link(at(n - 1)) }.store(code(ptr::null_mut(), key), Ordering::Relaxed);
@@ -163,9 +208,14 @@ unsafe fn link_all(
         unsafe { bitmap_word(base, g, w) }.store(word, Ordering::Relaxed);
     }
     Grown {
-        first: at(0),
         last: at(n - 1),
         blocks: n,
+        runs,
+        rest: (cut < n).then(|| at(cut)),
+        base,
+        block_size,
+        colour: r,
+        run,
     }
 }
 
@@ -195,7 +245,8 @@ const fn first_block(block_size: usize, blocks: usize) -> usize {
 /// its blocks in private memory, and (fresh) writes the tail header and
 /// pushes it onto `spans`. `tag` is the class's byte in the region's class
 /// map (its index plus one); `key` the heap's secret the links are coded
-/// with.
+/// with; `run`: cut the chain into runs of that many blocks (see
+/// [`Grown`]; 0 or 1: one chain).
 ///
 /// Must be called under the class's growth lock.
 pub(crate) fn grow(
@@ -205,6 +256,7 @@ pub(crate) fn grow(
     block_size: usize,
     tag: u8,
     key: usize,
+    run: usize,
 ) -> Result<Grown, AllocError> {
     let g = geometry(block_size);
     if trimmed.load(Ordering::Relaxed) > 0 {
@@ -219,7 +271,7 @@ pub(crate) fn grow(
                 let base = NonNull::new(span.base).expect("span base");
                 // SAFETY: a trimmed span's blocks are in no queue and no
                 // cache: ours alone under the lock.
-                return Ok(unsafe { link_all(base, g, block_size, key, false) });
+                return Ok(unsafe { link_all(base, g, block_size, key, false, run) });
             }
             h = span.next;
         }
@@ -228,7 +280,7 @@ pub(crate) fn grow(
     // The class's first span is the one coloured (see `first_block`).
     let first = spans.load(Ordering::Relaxed).is_null();
     // SAFETY: a fresh span, which only we can see.
-    let grown = unsafe { link_all(base, g, block_size, key, first) };
+    let grown = unsafe { link_all(base, g, block_size, key, first, run) };
     // SAFETY: the header's slot is the last HEADER bytes of the span: in
     // bounds, 8-aligned (len is a page multiple, the header a multiple of 8),
     // and beyond the last block and the bitmap.
