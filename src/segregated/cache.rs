@@ -147,8 +147,16 @@ struct Bin {
 }
 
 /// One thread's cache. See the [module docs](self).
+///
+/// `repr(C)`, the bins first and the spare runs last: the hit paths read a
+/// bin, `owner` and `key`, and keep those at the offsets they had before
+/// the spares came (`owner` at 1,408 bytes): riscv64's loads take a 12-bit
+/// offset, and one past 2,047 costs the hit path an `addi` (the spares
+/// between the bins and `owner`, where field reordering put them, did).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct ThreadCache {
+    bins: [Bin; CLASS_COUNT],
     /// The owning heap's address, or `NO_OWNER`.
     owner: AtomicUsize,
     /// `UNREGISTERED`, `LIVE` or `DEAD`.
@@ -169,7 +177,6 @@ pub(crate) struct ThreadCache {
     /// This thread's alone, as `key`.
     #[cfg(feature = "hardened")]
     base: core::cell::Cell<usize>,
-    bins: [Bin; CLASS_COUNT],
     /// Per class, a full list set aside whole (null-terminated, exactly
     /// `batch` blocks, links coded as the list's), or null. A push that
     /// finds its list full sets the list aside here if the slot is empty,
