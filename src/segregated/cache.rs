@@ -9,9 +9,9 @@
 //! the same thread (a local heap beside a global `SegregatedFit`) from the
 //! out-of-line miss path: a call, still no atomic. A third allocator takes
 //! the secondary over (flushing it to its owner). Per size class a cache
-//! holds a LIFO free list
-//! threaded through the blocks' first words, up to its cap (`CAPS`) of blocks. A hit
-//! (alloc from a non-empty list, free into a list below its cap) is a
+//! holds up to its cap (`CAPS`) of blocks: a LIFO free list threaded
+//! through the blocks' first words, and a spare run (see **Misses**). A hit
+//! (alloc from a non-empty list, free into a list that is not full) is a
 //! compare of the owner and a few plain loads and stores: no atomic
 //! read-modify-write, no lock, no call. (The list heads and counts are
 //! atomics written with `Relaxed` loads and stores, plain moves, so that

@@ -456,7 +456,7 @@ mod tests {
     /// the key.
     #[test]
     fn link_all_links_the_chain_and_cuts_its_runs() {
-        let key = 0x5a5a_c3c3_0000_0007;
+        let key = 0x5a5a_c3c3_0000_0007_u64 as usize;
         let sizes: &[usize] = if cfg!(miri) {
             &[48, 4096]
         } else {
