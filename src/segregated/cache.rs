@@ -116,11 +116,10 @@ pub(crate) fn batch(index: usize) -> usize {
 /// [`ThreadCache::spares`]): every class whose blocks can form a run on the
 /// run stack (`uses_runs`: two words or more) and that is cached at all.
 const fn has_spare(index: usize) -> bool {
-    let size = match SizeClass::from_index(index) {
-        Some(c) => c.block_size(),
-        None => 0,
-    };
-    size >= 2 * size_of::<usize>() && CAPS[index] >= 2
+    match SizeClass::from_index(index) {
+        Some(class) => super::uses_runs(class) && CAPS[index] >= 2,
+        None => false,
+    }
 }
 
 /// The most blocks class `index`'s list holds: its batch where a spare run
@@ -453,9 +452,11 @@ pub(crate) fn try_pop_either(heap: usize, index: usize) -> Option<NonNull<u8>> {
         [&c.primary, &c.secondary].into_iter().find_map(|t| {
             t.pop(heap, index).or_else(|| {
                 // A list may be empty while its spare run is not.
-                (t.owner.load(Ordering::Relaxed) == heap && t.take_spare(index))
-                    .then(|| t.pop(heap, index))
-                    .flatten()
+                if t.owner.load(Ordering::Relaxed) == heap && t.take_spare(index) {
+                    t.pop(heap, index)
+                } else {
+                    None
+                }
             })
         })
     })

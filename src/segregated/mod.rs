@@ -333,14 +333,24 @@ impl Heap {
     ) -> Result<(NonNull<u8>, Option<NonNull<u8>>, usize), AllocError> {
         let c = self.class(class);
         let mut spins = 0;
+        // A thread cache's refill (its batch, of a class that forms runs)
+        // takes runs, and a growth for it is cut into runs of `run` blocks;
+        // 0: neither.
+        #[cfg(not(loom))]
+        let run = if max == cache::batch(class.index()) && uses_runs(class) {
+            max
+        } else {
+            0
+        };
+        #[cfg(loom)]
+        let run = 0;
         loop {
             // The queue reads the base after its `front` (see `HandleBase`):
             // a base read here, before the first growth, would be 0.
             #[cfg(all(test, not(loom)))]
             hooks::before_pop();
             #[cfg(not(loom))]
-            if max == cache::batch(class.index())
-                && uses_runs(class)
+            if run > 0
                 && let Some(first) = c.runs.pop(&self.region)
             {
                 c.growth.free.fetch_sub(max, Ordering::Relaxed);
@@ -356,14 +366,6 @@ impl Heap {
                 c.growth.free.fetch_sub(1, Ordering::Relaxed);
                 return Ok((p, Some(p), 1));
             }
-            #[cfg(not(loom))]
-            let run = if max == cache::batch(class.index()) && uses_runs(class) {
-                max
-            } else {
-                0
-            };
-            #[cfg(loom)]
-            let run = 0;
             self.grow_or_wait(class, run, &mut spins)?;
         }
     }
@@ -421,10 +423,10 @@ impl Heap {
                     // `grow`, owned by nobody else, in the region.
                     unsafe { c.runs.push(self.base(), grown.run_first(j)) };
                 }
-                if let Some(rest) = grown.rest {
+                if let Some(rest) = grown.rest() {
                     // SAFETY: the chain after the runs, linked by `grow`,
                     // owned by nobody else, in the region.
-                    unsafe { c.queue.push(self.base(), rest, grown.last) };
+                    unsafe { c.queue.push(self.base(), rest, grown.last()) };
                 }
                 return Ok(());
             }
@@ -1496,7 +1498,7 @@ fn breach(msg: &[u8]) -> ! {
 /// Whether `class`'s blocks can form runs (`RunStack`: two words each).
 #[cfg(not(loom))]
 #[inline(always)]
-fn uses_runs(class: SizeClass) -> bool {
+const fn uses_runs(class: SizeClass) -> bool {
     class.block_size() >= MIN_RUN_BLOCK
 }
 

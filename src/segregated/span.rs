@@ -91,14 +91,12 @@ pub(crate) fn geometry(block_size: usize) -> Geometry {
 /// A freshly grown or reused span: its blocks linked privately, ready to
 /// publish: `runs` null-terminated runs of `run` blocks
 /// ([`run_first`](Self::run_first); none unless asked for), then a chain of
-/// the blocks left over, `rest..=last` (all of them, without runs).
+/// the blocks left over, [`rest`](Self::rest)`..=`[`last`](Self::last)
+/// (all of them, without runs).
 pub(crate) struct Grown {
-    pub(crate) last: NonNull<u8>,
     pub(crate) blocks: usize,
     /// How many whole runs the chain starts with (0: one chain).
     pub(crate) runs: usize,
-    /// The first block after the runs, or `None` if they take every block.
-    pub(crate) rest: Option<NonNull<u8>>,
     /// The chain's blocks in order are `at(0), .., at(blocks - 1)`:
     /// `base + ((colour + k) mod blocks) * block_size`.
     base: NonNull<u8>,
@@ -108,12 +106,14 @@ pub(crate) struct Grown {
 }
 
 impl Grown {
-    /// The chain's `k`th block.
+    /// The chain's `k`th block (`r + k < 2n`: a compare and a subtraction
+    /// wrap it, not a division).
     fn at(&self, k: usize) -> NonNull<u8> {
         debug_assert!(k < self.blocks);
         let i = self.colour + k;
         let i = if i < self.blocks { i } else { i - self.blocks };
-        // SAFETY: block `i < blocks` lies in the span (see `link_all`).
+        // SAFETY: `blocks * block_size <= len - HEADER - bitmap`, so block
+        // `i < blocks` lies in the span.
         unsafe { self.base.add(i * self.block_size) }
     }
 
@@ -121,6 +121,17 @@ impl Grown {
     pub(crate) fn run_first(&self, j: usize) -> NonNull<u8> {
         debug_assert!(j < self.runs);
         self.at(j * self.run)
+    }
+
+    /// The first block after the runs, or `None` if they take every block.
+    pub(crate) fn rest(&self) -> Option<NonNull<u8>> {
+        let cut = self.runs * self.run;
+        (cut < self.blocks).then(|| self.at(cut))
+    }
+
+    /// The chain's last block.
+    pub(crate) fn last(&self) -> NonNull<u8> {
+        self.at(self.blocks - 1)
     }
 }
 
@@ -158,23 +169,24 @@ unsafe fn link_all(
     colour: bool,
     run: usize,
 ) -> Grown {
-    // SAFETY: `blocks * block_size <= len - HEADER - bitmap`, so every block
-    // lies in the span; blocks are multiples of 8 bytes from an aligned base.
-    let block = |i: usize| unsafe { base.add(i * block_size) };
     // The chain starts at block `r` and wraps: r, r+1, .., n-1, 0, .., r-1
-    // (see `first_block`).
+    // (see `first_block`); blocks are multiples of 8 bytes from an aligned
+    // base.
     let n = g.blocks;
     let r = if colour {
         first_block(block_size, n)
     } else {
         0
     };
-    // `r + k < 2n`: a compare and a subtraction wrap it, not a division.
-    let at = |k: usize| {
-        let i = r + k;
-        block(if i < n { i } else { i - n })
-    };
     let runs = if run > 1 { n / run } else { 0 };
+    let grown = Grown {
+        blocks: n,
+        runs,
+        base,
+        block_size,
+        colour: r,
+        run,
+    };
     let cut = runs * run;
     // The chain is linked a stretch at a time: positions `k..end` whose
     // blocks follow each other in memory, up to the wrap (position `n - r`,
@@ -188,7 +200,7 @@ unsafe fn link_all(
         let run_end = if k < cut { (k / run + 1) * run } else { n };
         let wrap = if r + k < n { n - r } else { n };
         let end = run_end.min(wrap);
-        let mut p = at(k);
+        let mut p = grown.at(k);
         for _ in k + 1..end {
             // SAFETY: positions below `end` within one stretch are
             // consecutive blocks of the span, which only we can see.
@@ -201,7 +213,7 @@ unsafe fn link_all(
         let next = if end == run_end || end == n {
             ptr::null_mut()
         } else {
-            at(end).as_ptr()
+            grown.at(end).as_ptr()
         };
         // SAFETY: as above.
         unsafe { link(p) }.store(code(next, key), Ordering::Relaxed);
@@ -218,16 +230,7 @@ unsafe fn link_all(
         // SAFETY: the bitmap lies in the span (see `bitmap_word`).
         unsafe { bitmap_word(base, g, w) }.store(word, Ordering::Relaxed);
     }
-    Grown {
-        last: at(n - 1),
-        blocks: n,
-        runs,
-        rest: (cut < n).then(|| at(cut)),
-        base,
-        block_size,
-        colour: r,
-        run,
-    }
+    grown
 }
 
 /// The block a span's chain starts at, so that different classes hand out
@@ -490,14 +493,14 @@ mod tests {
                         }
                         assert_eq!(b, None, "{what}: run {j} is null-terminated");
                     }
-                    let mut b = grown.rest;
+                    let mut b = grown.rest();
                     for k in runs * run..n {
                         let here = b.unwrap_or_else(|| panic!("{what}: rest ends early"));
                         assert_eq!(here.as_ptr(), expected(k), "{what}");
                         b = follow(here);
                     }
                     assert_eq!(b, None, "{what}: the rest is null-terminated");
-                    assert_eq!(grown.last.as_ptr(), expected(n - 1), "{what}");
+                    assert_eq!(grown.last().as_ptr(), expected(n - 1), "{what}");
                 }
             }
         }
