@@ -362,20 +362,41 @@ fn page_size() -> usize {
 
 /// Allocates `size` bytes aligned to 16.
 ///
+/// The hit path is a request of at most 1 KiB whose class's list in the
+/// thread cache has a block: a table lookup and a pop, with no call and no
+/// stack frame. Everything else is [`malloc_miss`], reached by a tail
+/// jump.
+///
 /// # Safety
 ///
 /// None beyond C's: the result is freed with this library's `free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    if let Some(class) = SizeClass::aligned16(size)
+        && let Some(p) = HEAP.alloc_cached(class)
+    {
+        return p.as_ptr().cast();
+    }
+    malloc_miss(size)
+}
+
+/// [`malloc`] past its hit path: a refill, a large block, a thread with no
+/// cache. An `extern "C"` function cannot unwind (a panic in it aborts), so
+/// `malloc` needs no unwind edge around the call, and the call is a tail
+/// jump: without it `malloc` pushed and popped a register on every call,
+/// to keep its stack aligned for a call it rarely makes.
+#[cold]
+#[inline(never)]
+extern "C" fn malloc_miss(size: usize) -> *mut c_void {
     allocate(size, MIN_ALIGN, false)
 }
 
 /// Frees a block of this library (null: nothing).
 ///
 /// The hit path is a class block going into the thread cache, with no
-/// call; large blocks and pointers that are no block of ours go out of
-/// line (`free_other`), so that the hit path does not set up the stack
-/// frame they need.
+/// call and no stack frame; a full list, a large block and a pointer that
+/// is no block of ours go to [`free_miss`] by a tail jump (as `malloc`'s
+/// miss does, for the same reason).
 ///
 /// # Safety
 ///
@@ -383,9 +404,25 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn free(p: *mut c_void) {
     // First: programs free null often (Lua: 18% of its frees).
-    if p.is_null() {
+    // SAFETY: `p` is no block of ours or a live one (our contract); a double
+    // free of a class block aborts in SegregatedFit (`hardened`).
+    if p.is_null() || unsafe { HEAP.free_cached(p.cast::<u8>()) } {
         return;
     }
+    // SAFETY: forwarded contract.
+    unsafe { free_miss(p) }
+}
+
+/// [`free`] past its hit path: a class block whose list is full (or a
+/// thread with no cache), a large block, or a pointer that is no block of
+/// ours (abort).
+///
+/// # Safety
+///
+/// As for [`free`]; `p` is not null.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn free_miss(p: *mut c_void) {
     if let Some(class) = HEAP.block_at(p.cast::<u8>().cast_const()) {
         // SAFETY: the start of a block of `class` (checked), so not null; a
         // double free of it aborts in SegregatedFit (the `hardened`
@@ -393,20 +430,7 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
         unsafe { HEAP.dealloc_in(ptr::NonNull::new_unchecked(p.cast::<u8>()), class) };
         return;
     }
-    // SAFETY: forwarded contract.
-    unsafe { free_other(p) }
-}
-
-/// [`free`] of anything but a class block: a large block, or a pointer
-/// that is no block of ours (abort).
-///
-/// # Safety
-///
-/// As for [`free`]; `p` is not null.
-#[cold]
-#[inline(never)]
-unsafe fn free_other(p: *mut c_void) {
-    // `free` found no class block at `p`: only the large check is left.
+    // Only the large check is left.
     // SAFETY: what `owned_large` found `p` to be.
     unsafe { release(p, owned_large(p, "free()")) }
 }
@@ -457,15 +481,17 @@ pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     if p.is_null() {
-        return allocate(size, MIN_ALIGN, false);
+        // SAFETY: none beyond C's.
+        return unsafe { malloc(size) };
     }
     // SAFETY: forwarded contract; `p` is not null.
     unsafe { realloc_block(p, size) }
 }
 
 /// [`realloc`] of a block (not null), out of line: `realloc(NULL, n)`, the
-/// allocation of programs that allocate only through `realloc` (Lua), stays
-/// as short as `malloc`, with no stack frame for this part's registers.
+/// allocation of programs that allocate only through `realloc` (Lua), is
+/// `malloc`'s hit path, with no stack frame. (`extern "C"`, as
+/// [`malloc_miss`]: `realloc` reaches it by a tail jump.)
 ///
 /// A class block resized to a request of at most 1 KiB, the common case
 /// (Lua's arrays grow 16 to 32 bytes), is a fresh block, a copy and a
@@ -475,7 +501,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
 ///
 /// As for [`realloc`]; `p` is not null.
 #[inline(never)]
-unsafe fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
+unsafe extern "C" fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
     if size == 0 {
         // SAFETY: forwarded contract.
         unsafe { free(p) };
@@ -485,7 +511,7 @@ unsafe fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
         // SAFETY: forwarded contract.
         return unsafe { realloc_other(p, size, owned_large(p, "realloc()")) };
     };
-    let Some(new) = SizeClass::small(size, MIN_ALIGN) else {
+    let Some(new) = SizeClass::aligned16(size) else {
         // SAFETY: forwarded contract; `class` is what `block_at` found.
         return unsafe { realloc_other(p, size, Owned::Class(class)) };
     };
@@ -495,13 +521,17 @@ unsafe fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
         // where it can).
         return p;
     }
-    // SAFETY: `size` (at most 1 KiB, non-zero) and malloc's alignment make a
-    // valid layout of a class.
-    let fresh =
-        unsafe { GlobalAlloc::alloc(&HEAP, Layout::from_size_align_unchecked(size, MIN_ALIGN)) };
-    if fresh.is_null() {
-        return enomem();
-    }
+    let fresh = match HEAP.alloc_cached(new) {
+        Some(b) => b.as_ptr(),
+        None => {
+            // The refill, out of line (its `ENOMEM` set there).
+            let b = malloc_miss(size);
+            if b.is_null() {
+                return b;
+            }
+            b.cast::<u8>()
+        }
+    };
     // SAFETY: both blocks are live and distinct, and both hold the copied
     // length rounded up to 16 (`copy_blocks`).
     unsafe { copy_blocks(p.cast::<u8>(), fresh, class.block_size().min(size)) };

@@ -100,12 +100,6 @@ const CAPS: [u32; CLASS_COUNT] = {
     caps
 };
 
-/// The block size of class `index` (for the messages).
-#[cfg(feature = "hardened")]
-fn bin_size(index: usize) -> usize {
-    SizeClass::from_index(index).map_or(0, SizeClass::block_size)
-}
-
 /// How many blocks a refill takes and a flush gives back.
 #[inline(always)]
 pub(crate) fn batch(index: usize) -> usize {
@@ -296,7 +290,7 @@ impl ThreadCache {
             // SAFETY: as above; a plain read (no other thread writes a block
             // its freer owns) lets the compare take it as an operand.
             if unsafe { harden::tag_word(block) } == key {
-                harden::double_free(block, bin_size(index));
+                harden::double_free(block, index + 1);
             }
             tag.store(key, Ordering::Relaxed);
             code(head, key)

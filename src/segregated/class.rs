@@ -127,6 +127,20 @@ const SMALL: [u8; 256] = {
     t
 };
 
+/// [`SMALL`] for requests aligned to 16 (`malloc`'s), indexed by the size
+/// in 16-byte units rounded up. Entry 0, a zero size, is the class of one
+/// byte aligned to 16, as in [`SizeClass::of`]: no zero test on the path.
+const SMALL16: [u8; SMALL_MAX / SMALL_ALIGN + 1] = {
+    let mut t = [0u8; SMALL_MAX / SMALL_ALIGN + 1];
+    let mut i = 0;
+    while i < t.len() {
+        let units = if i == 0 { 1 } else { i };
+        t[i] = index_of_granules(units * SMALL_ALIGN / GRANULE) as u8;
+        i += 1;
+    }
+    t
+};
+
 /// The block size of class `index` (the inverse of the mapping on class
 /// boundaries).
 const fn block_size_of(index: usize) -> usize {
@@ -215,6 +229,27 @@ impl SizeClass {
         Some(SizeClass(SMALL[granules as u8 as usize]))
     }
 
+    /// [`small`](Self::small) for an alignment of 16, `malloc`'s: the same
+    /// class, from a table indexed by the size in 16-byte units, so the
+    /// lookup is an add, a shift and a byte load (no zero test, no
+    /// rounding mask); `None` above 1024 bytes.
+    ///
+    /// ```
+    /// use allocasm::segregated::SizeClass;
+    ///
+    /// for size in [0, 1, 16, 17, 1000, 1024] {
+    ///     assert_eq!(SizeClass::aligned16(size), SizeClass::small(size, 16));
+    /// }
+    /// assert_eq!(SizeClass::aligned16(1025), None);
+    /// ```
+    #[inline(always)]
+    pub const fn aligned16(size: usize) -> Option<SizeClass> {
+        if size > SMALL_MAX {
+            return None;
+        }
+        Some(SizeClass(SMALL16[size.div_ceil(SMALL_ALIGN)]))
+    }
+
     /// The class with this index, if `index < COUNT`.
     pub const fn from_index(index: usize) -> Option<SizeClass> {
         if index < CLASS_COUNT {
@@ -242,6 +277,19 @@ impl SizeClass {
     #[inline(always)]
     pub(crate) const fn from_tag(tag: u8) -> Option<SizeClass> {
         Self::from_index(tag.wrapping_sub(1) as usize)
+    }
+
+    /// [`from_tag`](Self::from_tag) of a byte known to name a class.
+    ///
+    /// # Safety
+    ///
+    /// `tag` is a class's [`tag`](Self::tag).
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) const unsafe fn from_tag_unchecked(tag: u8) -> SizeClass {
+        debug_assert!(tag >= 1 && (tag as usize) <= CLASS_COUNT);
+        // SAFETY: a class's tag is its index plus one, so at least 1.
+        SizeClass(unsafe { tag.unchecked_sub(1) })
     }
 
     /// The size of every block of this class, in bytes.

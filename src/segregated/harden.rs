@@ -139,7 +139,7 @@ pub(crate) unsafe fn mark_free(block: NonNull<u8>, class: SizeClass, key: usize)
         // SAFETY: a block of at least 16 bytes (checked above).
         let t = unsafe { tag(block) };
         if t.load(Ordering::Relaxed) == key {
-            double_free(block, class.block_size());
+            double_free(block, class.tag().into());
         }
         t.store(key, Ordering::Relaxed);
     }
@@ -239,24 +239,32 @@ impl Line {
     }
 }
 
-/// A block freed while it is free: abort.
+/// A block freed while it is free: abort. The class comes as its map byte
+/// ([`SizeClass::tag`]), not its size, so that the caller's block is its
+/// last use (the free's hit path keeps it in a scratch register) and the
+/// drop-in `free`, which has the tag in a register, passes it as it is.
+/// `extern "C"` (as [`corrupt`]): a function that cannot unwind, so a hit
+/// path that calls it needs no unwind edge, and an `extern "C"` caller (the
+/// drop-in `malloc` and `free`) no frame for one.
 #[cold]
 #[inline(never)]
-pub(crate) fn double_free(block: NonNull<u8>, block_size: usize) -> ! {
+pub(crate) extern "C" fn double_free(block: NonNull<u8>, tag: usize) -> ! {
+    let size = SizeClass::from_index(tag.wrapping_sub(1)).map_or(0, SizeClass::block_size);
     line()
         .text("free(): double free of ")
         .hex(block.as_ptr().addr())
         .text(" (")
-        .dec(block_size)
+        .dec(size)
         .text("-byte class)")
         .abort()
 }
 
 /// A thread cache's list holds `block`, which cannot be a block of this
 /// heap: a write after free overwrote its predecessor's link. Abort.
+/// (`extern "C"`, as [`double_free`].)
 #[cold]
 #[inline(never)]
-pub(crate) fn corrupt(block: NonNull<u8>, index: usize) -> ! {
+pub(crate) extern "C" fn corrupt(block: NonNull<u8>, index: usize) -> ! {
     let size = SizeClass::from_index(index).map_or(0, SizeClass::block_size);
     line()
         .text("malloc(): heap corruption: the free list of the ")

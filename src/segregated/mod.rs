@@ -202,13 +202,26 @@ pub(crate) struct Heap {
     /// heap is published.
     #[cfg(feature = "hardened")]
     key: usize,
-    /// Per class, the shape of its spans, for [`SegregatedFit::locate`]:
-    /// written before the heap is published, read-only after.
-    shapes: [Shape; SizeClass::COUNT],
+    /// The shape of a class's spans, for [`SegregatedFit::locate`], by the
+    /// class map's byte ([`SizeClass::tag`]): written before the heap is
+    /// published, read-only after. Every other byte, 0 (no span) among
+    /// them, has the zeroed shape, of which no address is a block: a byte
+    /// indexes it without a bounds check, and the drop-in `free` tests no
+    /// tag before the shape. (32-bit targets keep no class map and read no
+    /// shape: there the array keeps its old length, and the fields after
+    /// it their offsets.)
+    shapes: [Shape; SHAPES],
     /// Freed large mappings kept for reuse (under `large`'s lock); last,
     /// so that the fields above keep their offsets.
     large_cache: LargeCache,
 }
+
+/// The length of [`Heap::shapes`]: one per value of a class map byte.
+const SHAPES: usize = if cfg!(target_pointer_width = "64") {
+    256
+} else {
+    SizeClass::COUNT + 1
+};
 
 /// A class's span shape as [`SegregatedFit::locate`] tests a pointer
 /// against it without a division.
@@ -345,8 +358,9 @@ impl Heap {
         #[cfg(loom)]
         let run = 0;
         loop {
-            // The queue reads the base after its `front` (see `HandleBase`):
-            // a base read here, before the first growth, would be 0.
+            // The queue reads the base after its `front` (see `HandleBase`),
+            // as it did when the region came with the first growth and a
+            // base read here could be 0; the region now comes with the heap.
             #[cfg(all(test, not(loom)))]
             hooks::before_pop();
             #[cfg(not(loom))]
@@ -739,8 +753,9 @@ impl SegregatedFit {
         }
         // SAFETY: as above.
         let shapes = unsafe { &mut (*fresh.as_ptr()).shapes };
-        for (i, s) in shapes.iter_mut().enumerate() {
-            *s = Shape::of(SizeClass::from_index(i).expect("class index"));
+        for i in 0..SizeClass::COUNT {
+            let class = SizeClass::from_index(i).expect("class index");
+            shapes[usize::from(class.tag())] = Shape::of(class);
         }
         #[cfg(feature = "hardened")]
         {
@@ -755,6 +770,18 @@ impl SegregatedFit {
             }
             if let Some(name) = self.name {
                 harden::report_as(name);
+            }
+        }
+        // The span region is reserved before the heap is published, so
+        // that every published heap's is (`Region::tag_at` relies on it).
+        #[cfg(target_pointer_width = "64")]
+        {
+            // SAFETY: as above: not yet published, ours alone.
+            let region = unsafe { &(*fresh.as_ptr()).region };
+            if let Err(e) = region.reserve() {
+                // SAFETY: our mapping, never published nor listed.
+                let _ = unsafe { sys::release(fresh.cast(), len) };
+                return Err(e);
             }
         }
         // Listed before it is published, so no thread can hold one of its
@@ -783,8 +810,12 @@ impl SegregatedFit {
                 unsafe {
                     fork::unlink(mapping.cast())
                 };
-                // SAFETY: our mapping, never published.
-                let _ = unsafe { sys::release(fresh.cast(), len) };
+                // SAFETY: our mapping, never published; its region (which
+                // nothing carved from) with it.
+                unsafe {
+                    (*fresh.as_ptr()).region.release_all();
+                    let _ = sys::release(fresh.cast(), len);
+                }
                 // SAFETY: the winner's heap, published with Release.
                 Ok(unsafe { &*winner })
             }
@@ -1122,10 +1153,9 @@ impl SegregatedFit {
             return Located::Foreign;
         };
         let addr = ptr.addr();
-        if let Some(class) = SizeClass::from_tag(heap.region.tag_of(addr)) {
-            // SAFETY: a class index is below COUNT.
-            let shape = unsafe { heap.shapes.get_unchecked(class.index()) };
-            return if shape.is_block(addr) {
+        let tag = heap.region.tag_of(addr);
+        if let Some(class) = SizeClass::from_tag(tag) {
+            return if heap.shapes[usize::from(tag)].is_block(addr) {
                 Located::Block(class)
             } else {
                 Located::OffBlock(class)
@@ -1140,12 +1170,95 @@ impl SegregatedFit {
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
     pub fn block_at(&self, ptr: *const u8) -> Option<SizeClass> {
-        let heap = self.heap()?;
-        let addr = ptr.addr();
-        let class = SizeClass::from_tag(heap.region.tag_of(addr))?;
-        // SAFETY: a class index is below COUNT.
-        let shape = unsafe { heap.shapes.get_unchecked(class.index()) };
-        shape.is_block(addr).then_some(class)
+        Self::block_in(self.heap()?, ptr.addr())
+    }
+
+    /// [`block_at`](Self::block_at) in a heap the caller has loaded.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    fn block_in(heap: &Heap, addr: usize) -> Option<SizeClass> {
+        let tag = heap.region.tag_at(addr)?;
+        // A byte that names no class has the zeroed shape: no block.
+        if !heap.shapes[usize::from(tag)].is_block(addr) {
+            return None;
+        }
+        // SAFETY: only a class's tag has a shape with blocks.
+        Some(unsafe { SizeClass::from_tag_unchecked(tag) })
+    }
+
+    /// The drop-in `free`'s hit path, for a caller that takes its own slow
+    /// path: when `ptr` is the start of a block of a class
+    /// ([`block_at`](Self::block_at)) and this thread's cache has room for
+    /// it, the block goes there and this returns `true`; otherwise it
+    /// returns `false` and nothing changed. No call: a caller whose slow
+    /// path is a tail call needs no stack frame. The heap is loaded once
+    /// for both the class map and the cache's owner test. (Not a stable
+    /// API: the `allocasm-malloc` library's.)
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is no block of this allocator, or a live one (allocated and
+    /// not freed since); the `hardened` feature aborts on a second free of
+    /// a block the cache took.
+    #[doc(hidden)]
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub unsafe fn free_cached(&self, ptr: *mut u8) -> bool {
+        let Some(heap) = self.heap() else {
+            return false;
+        };
+        // `block_in`, with the tag widened first: the class index is then
+        // the tag less one as a word, and the cache's bin address folds the
+        // subtraction into its displacement.
+        let Some(tag) = heap.region.tag_at(ptr.addr()) else {
+            return false;
+        };
+        let tag = usize::from(tag);
+        if !heap.shapes[tag].is_block(ptr.addr()) {
+            return false;
+        }
+        // Only a class's tag has a shape with blocks: at least 1.
+        let index = tag.wrapping_sub(1);
+        // SAFETY: the start of a block (checked), so not null.
+        let ptr = unsafe { NonNull::new_unchecked(ptr) };
+        #[cfg(not(loom))]
+        if cache::try_push(heap.addr(), index, ptr) {
+            // Checked once the block is taken: a `false` leaves it to the
+            // caller's slow path, which checks it there.
+            #[cfg(debug_assertions)]
+            self.debug_check_free(SizeClass::from_index(index).expect("a class's tag"), ptr);
+            return true;
+        }
+        #[cfg(loom)]
+        let _ = (ptr, index);
+        false
+    }
+
+    /// The drop-in `malloc`'s hit path, for a caller that takes its own
+    /// slow path: a block of `class` from this thread's cache, or `None`
+    /// (the cache is empty, or serves another allocator) with nothing
+    /// changed. No call, as for [`free_cached`](Self::free_cached). (Not
+    /// a stable API: the `allocasm-malloc` library's.)
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn alloc_cached(&self, class: SizeClass) -> Option<NonNull<u8>> {
+        #[cfg(not(loom))]
+        {
+            let p = cache::try_pop(self.heap_addr(), class.index());
+            #[cfg(debug_assertions)]
+            if let Some(p) = p {
+                // The alignment every block of the class has, up to 16.
+                let align = 1 << class.block_size().trailing_zeros().min(4);
+                let layout = Layout::from_size_align(class.block_size(), align).expect("layout");
+                self.debug_check_alloc(class, p, layout);
+            }
+            p
+        }
+        #[cfg(loom)]
+        {
+            let _ = class;
+            None
+        }
     }
 
     /// [`locate`](Self::locate) outside the span region: the live large
@@ -2062,23 +2175,31 @@ mod tests {
     }
 
     /// A consumer that reads the handle base before the heap's first growth
-    /// and the queue's front after it must not name blocks from the stale
+    /// and the queue's front after it must not name blocks from a stale
     /// base (0): it did, and dereferenced `handle * 8`, a few KiB above
-    /// address 0: SIGSEGV. The handle base must be read after a `front`
-    /// that names a block. 64-bit only: on 32-bit targets the base is
-    /// always 0 (handles are addresses, each span its own mapping), so
-    /// there is no stale base to read.
+    /// address 0: SIGSEGV. The handle base was then made to be read after
+    /// a `front` that names a block; since the region is reserved with the
+    /// heap, before the heap is published, no thread can see a heap whose
+    /// base is 0 at all (the drop-in `free` relies on that). The pop that
+    /// races the first growth must still get one of its blocks. 64-bit
+    /// only: on 32-bit targets the base is always 0 (handles are addresses,
+    /// each span its own mapping).
     #[cfg(target_pointer_width = "64")]
     #[test]
     fn a_pop_racing_the_first_growth_reads_the_base_after_the_front() {
         let a = SegregatedFit::new();
-        // Map the heap (a large block does not reserve the span region).
+        // Map the heap with a large block: no span carved, no growth yet.
         let big = Layout::from_size_align(256 * 1024, 8).unwrap();
         let p = a.alloc(big).unwrap();
         // SAFETY: allocated above with `big`.
         unsafe { a.dealloc(p, big) };
         let heap = a.heap().unwrap();
-        assert_eq!(heap.base(), 0, "no span region yet");
+        let base = heap.base();
+        assert_ne!(
+            base, 0,
+            "the heap's span region is reserved before it is published"
+        );
+        assert_eq!(heap.region.carved(), 0, "no span yet");
         let l = Layout::from_size_align(32, 8).unwrap();
         let (base_after_growth, got) = std::thread::scope(|s| {
             let consumer = s.spawn(|| {
@@ -2091,8 +2212,8 @@ mod tests {
             while !POP_STALLED.load(Ordering::SeqCst) {
                 std::thread::yield_now();
             }
-            // The first growth: reserves the region, carves a span, queues
-            // its blocks; one of them is ours.
+            // The first growth: carves a span from the heap's region,
+            // queues its blocks; one of them is ours.
             let mine = a.alloc_shared(l).unwrap();
             let base = heap.base();
             drop(resume);
@@ -2101,7 +2222,10 @@ mod tests {
             unsafe { a.dealloc_shared(mine, l) };
             (base, got)
         });
-        assert_ne!(base_after_growth, 0, "the first growth reserves the region");
+        assert_eq!(
+            base_after_growth, base,
+            "the growth keeps the heap's region"
+        );
         let class = SegregatedFit::size_class(32, 8).unwrap();
         assert!(
             a.owns(NonNull::new(got as *mut u8).unwrap(), l),

@@ -3,7 +3,8 @@
 //! queues name blocks from.
 //!
 //! **64-bit targets.** One reservation of [`REGION_LEN`] (32 GiB of address
-//! space, nothing committed; 64 MiB under Miri), made at the first growth.
+//! space, nothing committed; 64 MiB under Miri), made with the heap, before
+//! it is published (so no thread sees a heap without one).
 //! Spans are carved from it by a bump under a lock, each aligned to its own
 //! (power-of-two) length and committed on its own, so a block's span is
 //! found by masking its address. The reservation's start is the handle
@@ -117,6 +118,10 @@ pub(crate) struct Region {
     pub(super) lock: SpinLock,
     /// The reservation's first byte, 0 until reserved (64-bit).
     base: AtomicUsize,
+    /// `base / SPAN_MIN`, the granule of the class map's byte 0 (64-bit):
+    /// [`tag_at`](Self::tag_at) reads it instead of shifting the base.
+    #[cfg(target_pointer_width = "64")]
+    first_granule: AtomicUsize,
     /// The next free address in the reservation (64-bit).
     next: AtomicUsize,
     /// Bytes carved so far.
@@ -174,32 +179,7 @@ impl Region {
             return Err(oom);
         }
         let _guard = self.lock.lock();
-        let mut base = self.base.load(Ordering::Relaxed);
-        if base == 0 {
-            let len = REGION_LEN.next_multiple_of(sys::granularity());
-            // Exposed: spans are made from addresses in the reservation
-            // (`with_exposed_provenance_mut` below).
-            let reserved = sys::reserve(len)?;
-            // The map, and the reservation up to the first `COMMIT_STEP`
-            // boundary past it (the invariant of `committed_end`).
-            let first = committed_end(reserved.as_ptr().addr(), reserved.as_ptr().addr() + MAP_LEN)
-                - reserved.as_ptr().addr();
-            // SAFETY: the map is the reservation's first MAP_LEN bytes (a
-            // page multiple: REGION_LEN / SPAN_MIN, both powers of two), and
-            // `first` is at most MAP_LEN + COMMIT_STEP, inside it.
-            if let Err(e) = unsafe { sys::commit(reserved, first) } {
-                // SAFETY: the reservation just made; nobody has seen it.
-                let _ = unsafe { sys::release(reserved, len) };
-                return Err(e);
-            }
-            base = reserved.as_ptr().expose_provenance();
-            // Spans start past the map (so no block sits at the base, whose
-            // handle would be 0).
-            self.next.store(base + MAP_LEN, Ordering::Relaxed);
-            // ORDERING: Release pairs with the Acquire of `contains`; the
-            // queues read it Relaxed (see `base`).
-            self.base.store(base, Ordering::Release);
-        }
+        let base = self.reserve_locked()?;
         let next = self.next.load(Ordering::Relaxed);
         let start = next.next_multiple_of(len);
         let end = start.checked_add(len).ok_or(oom)?;
@@ -232,6 +212,51 @@ impl Region {
         Ok(span)
     }
 
+    /// Reserves the span region and commits its class map, if not done
+    /// yet. A heap does this before it is published, so that the region of
+    /// a heap any thread can see is reserved: [`tag_at`](Self::tag_at)
+    /// tests no base for 0 (a zeroed region, as the tests make, reserves
+    /// on its first [`carve`](Self::carve) instead).
+    #[cfg(target_pointer_width = "64")]
+    pub(crate) fn reserve(&self) -> Result<(), AllocError> {
+        let _guard = self.lock.lock();
+        self.reserve_locked().map(|_| ())
+    }
+
+    /// [`reserve`](Self::reserve) under the region lock; the base.
+    #[cfg(target_pointer_width = "64")]
+    fn reserve_locked(&self) -> Result<usize, AllocError> {
+        let base = self.base.load(Ordering::Relaxed);
+        if base != 0 {
+            return Ok(base);
+        }
+        let len = REGION_LEN.next_multiple_of(sys::granularity());
+        // Exposed: spans are made from addresses in the reservation
+        // (`with_exposed_provenance_mut` in `carve`).
+        let reserved = sys::reserve(len)?;
+        // The map, and the reservation up to the first `COMMIT_STEP`
+        // boundary past it (the invariant of `committed_end`).
+        let first = committed_end(reserved.as_ptr().addr(), reserved.as_ptr().addr() + MAP_LEN)
+            - reserved.as_ptr().addr();
+        // SAFETY: the map is the reservation's first MAP_LEN bytes (a page
+        // multiple: REGION_LEN / SPAN_MIN, both powers of two), and `first`
+        // is at most MAP_LEN + COMMIT_STEP, inside it.
+        if let Err(e) = unsafe { sys::commit(reserved, first) } {
+            // SAFETY: the reservation just made; nobody has seen it.
+            let _ = unsafe { sys::release(reserved, len) };
+            return Err(e);
+        }
+        let base = reserved.as_ptr().expose_provenance();
+        // Spans start past the map (so no block sits at the base, whose
+        // handle would be 0).
+        self.next.store(base + MAP_LEN, Ordering::Relaxed);
+        self.first_granule.store(base / SPAN_MIN, Ordering::Relaxed);
+        // ORDERING: Release pairs with the Acquire of `contains`; the queues
+        // read it Relaxed (see `base`).
+        self.base.store(base, Ordering::Release);
+        Ok(base)
+    }
+
     /// The class map's byte `i` of the reservation at `base`.
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
@@ -244,7 +269,7 @@ impl Region {
     }
 
     /// The tag `carve` gave the span covering `addr`, or 0: `addr` is not in
-    /// a span of this region (or the region is not reserved yet).
+    /// a span of this region. The region is reserved (see `tag_at`).
     ///
     /// For the address of a block the caller got from this allocator, the
     /// byte was written before the block was published, and the caller's
@@ -252,14 +277,33 @@ impl Region {
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
     pub(crate) fn tag_of(&self, addr: usize) -> u8 {
-        let base = self.base();
-        let i = granule(base, addr);
-        if base == 0 || i >= MAP_LEN {
-            return 0;
+        self.tag_at(addr).unwrap_or(0)
+    }
+
+    /// [`tag_of`](Self::tag_of), with `None` for an address outside the
+    /// reservation, so that a caller leaves at once. The region must be
+    /// reserved: every published heap's is ([`reserve`](Self::reserve)).
+    /// (Unreserved, the first granule reads 0 and a low address would index
+    /// a map at address 0.)
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) fn tag_at(&self, addr: usize) -> Option<u8> {
+        // ORDERING: Relaxed, as `base`: both were written before the heap
+        // was published (`reserve`), which the caller's load of the heap
+        // acquired.
+        let first = self.first_granule.load(Ordering::Relaxed);
+        let i = (addr / SPAN_MIN).wrapping_sub(first);
+        if i >= MAP_LEN {
+            return None;
         }
-        // ORDERING: Relaxed: see the doc comment; any other address reads
-        // 0 or a span's tag, both of which it may.
-        self.map_byte(base, i).load(Ordering::Relaxed)
+        let base = self.base();
+        debug_assert!(
+            base != 0 && i == granule(base, addr),
+            "a published heap's region is reserved"
+        );
+        // ORDERING: Relaxed: see `tag_of`; any other address reads 0 or a
+        // span's tag, both of which it may.
+        Some(self.map_byte(base, i).load(Ordering::Relaxed))
     }
 
     /// A fresh span of `len` bytes (a power of two, a multiple of the

@@ -357,7 +357,10 @@ pub(crate) unsafe fn debug_mark(block: NonNull<u8>, g: Geometry, block_size: usi
         // panic: a drop-in `free` must not unwind, nor allocate to report).
         #[cfg(feature = "hardened")]
         if old & bit != 0 {
-            super::harden::double_free(block, block_size);
+            super::harden::double_free(
+                block,
+                super::SizeClass::of(block_size, 1).map_or(0, |c| c.tag().into()),
+            );
         }
         assert!(old & bit == 0, "SegregatedFit: double free of {block:#p}");
     } else {

@@ -2,7 +2,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::collections::HashSet;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
 use allocasm::segregated::SizeClass;
 use allocasm::{AllocError, PageAllocator, RawAllocator, SegregatedFit};
@@ -1117,8 +1117,9 @@ fn class_of_names_a_blocks_class_from_its_address() {
 }
 
 /// `SizeClass::small`, the table `GlobalAlloc` reads for requests up to
-/// 1 KiB aligned to at most 16, names the class `SizeClass::of` computes for
-/// every such request (a zero size included), and declines every other.
+/// 1 KiB aligned to at most 16, and `SizeClass::aligned16`, `malloc`'s,
+/// name the class `SizeClass::of` computes for every such request (a zero
+/// size included), and decline every other.
 #[test]
 fn the_small_request_table_agrees_with_the_arithmetic() {
     // Every size natively; under Miri (safe arithmetic and a table lookup,
@@ -1134,6 +1135,16 @@ fn the_small_request_table_agrees_with_the_arithmetic() {
         }
         assert_eq!(SizeClass::small(1025, align), None);
     }
+    // The drop-in `malloc`'s table, for its alignment of 16.
+    for size in (0..=1024).step_by(step).chain([1024]) {
+        assert_eq!(
+            SizeClass::aligned16(size),
+            SizeClass::of(size, 16),
+            "size {size}"
+        );
+    }
+    assert_eq!(SizeClass::aligned16(1025), None);
+    assert_eq!(SizeClass::aligned16(usize::MAX), None);
     for align in [32, 64, 4096] {
         assert_eq!(SizeClass::small(8, align), None, "align {align}");
     }
@@ -1153,5 +1164,63 @@ fn the_small_request_table_agrees_with_the_arithmetic() {
         assert_eq!(p, q, "{l:?}: the freed block comes back");
         // SAFETY: as above.
         unsafe { GlobalAlloc::dealloc(&a, q, l) };
+    }
+}
+
+/// The drop-in `malloc`'s and `free`'s hit paths, `alloc_cached` and
+/// `free_cached`: a hit takes or keeps a block in the thread cache; a miss
+/// (an empty list, a pointer that is no class block's start) returns
+/// `None` or `false` and changes nothing, for the caller's slow path.
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn the_cached_hit_paths_hit_or_change_nothing() {
+    let a = SegregatedFit::new();
+    let class = SizeClass::aligned16(48).unwrap();
+    // Nothing cached yet on this thread for this allocator.
+    assert_eq!(a.alloc_cached(class), None);
+    let l = layout(48, 16);
+    let p = a.alloc(l).unwrap();
+    let q = a.alloc(l).unwrap();
+    // A foreign address, an interior pointer, a large block: no block of a
+    // class, so `false`, and nothing is kept.
+    let mut local = 0u64;
+    let big = layout(256 * 1024, 16);
+    let large = a.alloc(big).unwrap();
+    // SAFETY: none of these is a class block's start: `free_cached`
+    // declines each without touching it.
+    unsafe {
+        assert!(!a.free_cached(ptr::from_mut(&mut local).cast()));
+        assert!(!a.free_cached(p.as_ptr().add(16)));
+        assert!(!a.free_cached(large.as_ptr()));
+    }
+    assert_eq!(local, 0);
+    if cfg!(allocasm_global_segregated) {
+        // The global allocator is a SegregatedFit too: this thread's
+        // primary cache serves it, and `a` has the secondary, which the hit
+        // paths do not look at. Both miss, and change nothing.
+        // SAFETY: `q` is a live block of `class`; declined, it stays live.
+        assert!(!unsafe { a.free_cached(q.as_ptr()) });
+        assert_eq!(a.alloc_cached(class), None);
+        // SAFETY: allocated above, each freed once.
+        unsafe {
+            a.dealloc(p, l);
+            a.dealloc(q, l);
+            a.dealloc(large, big);
+        }
+        return;
+    }
+    let before = a.stats().cached_blocks();
+    // SAFETY: `q` is a live block of `class`.
+    let kept = unsafe { a.free_cached(q.as_ptr()) };
+    assert!(kept, "a class block goes to the cache");
+    assert_eq!(a.stats().cached_blocks(), before + 1);
+    // LIFO: the next hit is the block just kept.
+    assert_eq!(a.alloc_cached(class), Some(q));
+    assert_eq!(a.stats().cached_blocks(), before);
+    // SAFETY: allocated above, each freed once.
+    unsafe {
+        a.dealloc(p, l);
+        a.dealloc(q, l);
+        a.dealloc(large, big);
     }
 }
