@@ -380,16 +380,27 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
     malloc_miss(size)
 }
 
-/// [`malloc`] past its hit path: a refill, a large block, a thread with no
-/// cache. An `extern "C"` function cannot unwind (a panic in it aborts), so
-/// `malloc` needs no unwind edge around the call, and the call is a tail
-/// jump: without it `malloc` pushed and popped a register on every call,
-/// to keep its stack aligned for a call it rarely makes.
-#[cold]
+/// [`malloc`] past its hit path: a request above 1 KiB (its class by
+/// arithmetic, then the cache's pop: CPython's allocations past its own
+/// small-object allocator are all such), a refill, a large block, a
+/// thread with no cache. An `extern "C"` function cannot unwind (a panic
+/// in it aborts), so `malloc` needs no unwind edge around the call, and the
+/// call is a tail jump: without it `malloc` pushed and popped a register on
+/// every call, to keep its stack aligned for a call it rarely makes.
 #[inline(never)]
 extern "C" fn malloc_miss(size: usize) -> *mut c_void {
+    if size > SMALL_MAX
+        && let Some(class) = SizeClass::of(size, MIN_ALIGN)
+        && let Some(p) = HEAP.alloc_cached(class)
+    {
+        return p.as_ptr().cast();
+    }
     allocate(size, MIN_ALIGN, false)
 }
+
+/// The largest request [`SizeClass::aligned16`] maps: the rest of the
+/// classes are [`malloc_miss`]'s.
+const SMALL_MAX: usize = 1024;
 
 /// Frees a block of this library (null: nothing).
 ///
