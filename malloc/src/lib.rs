@@ -364,7 +364,7 @@ fn page_size() -> usize {
 ///
 /// The hit path is a request of at most 1 KiB whose class's list in the
 /// thread cache has a block: a table lookup and a pop, with no call and no
-/// stack frame. Everything else is [`malloc_miss`], reached by a tail
+/// stack frame. Everything else is `malloc_miss`, reached by a tail
 /// jump.
 ///
 /// # Safety
@@ -406,7 +406,7 @@ const SMALL_MAX: usize = 1024;
 ///
 /// The hit path is a class block going into the thread cache, with no
 /// call and no stack frame; a full list, a large block and a pointer that
-/// is no block of ours go to [`free_miss`] by a tail jump (as `malloc`'s
+/// is no block of ours go to `free_miss` by a tail jump (as `malloc`'s
 /// miss does, for the same reason).
 ///
 /// # Safety
