@@ -389,7 +389,7 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 /// every call, to keep its stack aligned for a call it rarely makes.
 #[inline(never)]
 extern "C" fn malloc_miss(size: usize) -> *mut c_void {
-    if size > SMALL_MAX
+    if SizeClass::aligned16(size).is_none()
         && let Some(class) = SizeClass::of(size, MIN_ALIGN)
         && let Some(p) = HEAP.alloc_cached(class)
     {
@@ -397,10 +397,6 @@ extern "C" fn malloc_miss(size: usize) -> *mut c_void {
     }
     allocate(size, MIN_ALIGN, false)
 }
-
-/// The largest request [`SizeClass::aligned16`] maps: the rest of the
-/// classes are [`malloc_miss`]'s.
-const SMALL_MAX: usize = 1024;
 
 /// Frees a block of this library (null: nothing).
 ///

@@ -2,7 +2,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::collections::HashSet;
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 
 use allocasm::segregated::SizeClass;
 use allocasm::{AllocError, PageAllocator, RawAllocator, SegregatedFit};
@@ -1189,7 +1189,7 @@ fn the_cached_hit_paths_hit_or_change_nothing() {
     // SAFETY: none of these is a class block's start: `free_cached`
     // declines each without touching it.
     unsafe {
-        assert!(!a.free_cached(ptr::from_mut(&mut local).cast()));
+        assert!(!a.free_cached(std::ptr::from_mut(&mut local).cast()));
         assert!(!a.free_cached(p.as_ptr().add(16)));
         assert!(!a.free_cached(large.as_ptr()));
     }
