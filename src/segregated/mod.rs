@@ -1177,13 +1177,20 @@ impl SegregatedFit {
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
     fn block_in(heap: &Heap, addr: usize) -> Option<SizeClass> {
-        let tag = heap.region.tag_at(addr)?;
-        // A byte that names no class has the zeroed shape: no block.
-        if !heap.shapes[usize::from(tag)].is_block(addr) {
-            return None;
-        }
+        let tag = Self::block_tag(heap, addr)?;
         // SAFETY: only a class's tag has a shape with blocks.
-        Some(unsafe { SizeClass::from_tag_unchecked(tag) })
+        Some(unsafe { SizeClass::from_tag_unchecked(tag as u8) })
+    }
+
+    /// The class map byte of the block `addr` is the start of, widened (so
+    /// that a caller's `tag - 1` folds into its address arithmetic), or
+    /// `None`.
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    fn block_tag(heap: &Heap, addr: usize) -> Option<usize> {
+        let tag = usize::from(heap.region.tag_at(addr)?);
+        // A byte that names no class has the zeroed shape: no block.
+        heap.shapes[tag].is_block(addr).then_some(tag)
     }
 
     /// The drop-in `free`'s hit path, for a caller that takes its own slow
@@ -1207,16 +1214,9 @@ impl SegregatedFit {
         let Some(heap) = self.heap() else {
             return false;
         };
-        // `block_in`, with the tag widened first: the class index is then
-        // the tag less one as a word, and the cache's bin address folds the
-        // subtraction into its displacement.
-        let Some(tag) = heap.region.tag_at(ptr.addr()) else {
+        let Some(tag) = Self::block_tag(heap, ptr.addr()) else {
             return false;
         };
-        let tag = usize::from(tag);
-        if !heap.shapes[tag].is_block(ptr.addr()) {
-            return false;
-        }
         // Only a class's tag has a shape with blocks: at least 1.
         let index = tag.wrapping_sub(1);
         // SAFETY: the start of a block (checked), so not null.
@@ -1247,9 +1247,8 @@ impl SegregatedFit {
             let p = cache::try_pop(self.heap_addr(), class.index());
             #[cfg(debug_assertions)]
             if let Some(p) = p {
-                // The alignment every block of the class has, up to 16.
-                let align = 1 << class.block_size().trailing_zeros().min(4);
-                let layout = Layout::from_size_align(class.block_size(), align).expect("layout");
+                let layout =
+                    Layout::from_size_align(class.block_size(), class.align()).expect("layout");
                 self.debug_check_alloc(class, p, layout);
             }
             p

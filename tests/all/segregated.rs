@@ -1201,22 +1201,16 @@ fn the_cached_hit_paths_hit_or_change_nothing() {
         // SAFETY: `q` is a live block of `class`; declined, it stays live.
         assert!(!unsafe { a.free_cached(q.as_ptr()) });
         assert_eq!(a.alloc_cached(class), None);
-        // SAFETY: allocated above, each freed once.
-        unsafe {
-            a.dealloc(p, l);
-            a.dealloc(q, l);
-            a.dealloc(large, big);
-        }
-        return;
+    } else {
+        let before = a.stats().cached_blocks();
+        // SAFETY: `q` is a live block of `class`.
+        let kept = unsafe { a.free_cached(q.as_ptr()) };
+        assert!(kept, "a class block goes to the cache");
+        assert_eq!(a.stats().cached_blocks(), before + 1);
+        // LIFO: the next hit is the block just kept.
+        assert_eq!(a.alloc_cached(class), Some(q));
+        assert_eq!(a.stats().cached_blocks(), before);
     }
-    let before = a.stats().cached_blocks();
-    // SAFETY: `q` is a live block of `class`.
-    let kept = unsafe { a.free_cached(q.as_ptr()) };
-    assert!(kept, "a class block goes to the cache");
-    assert_eq!(a.stats().cached_blocks(), before + 1);
-    // LIFO: the next hit is the block just kept.
-    assert_eq!(a.alloc_cached(class), Some(q));
-    assert_eq!(a.stats().cached_blocks(), before);
     // SAFETY: allocated above, each freed once.
     unsafe {
         a.dealloc(p, l);
