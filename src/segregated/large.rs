@@ -592,7 +592,9 @@ impl LargeBlocks {
     /// The mapping of the live large block that `addr` lies in, as
     /// `(mapping start, mapping length, header address)`, or `None`: no
     /// live large block holds `addr` (O(live large blocks), under the
-    /// lock; reads only this list's headers, never `addr`).
+    /// lock; reads only this list's headers, never `addr`). 64-bit
+    /// targets only, as `SegregatedFit::locate`.
+    #[cfg(target_pointer_width = "64")]
     pub(crate) fn containing(&self, addr: usize) -> Option<(usize, usize, usize)> {
         let _guard = self.lock.lock();
         let mut h = self.head.load(Ordering::Relaxed);

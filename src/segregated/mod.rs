@@ -233,6 +233,10 @@ const SHAPES: usize = if cfg!(target_pointer_width = "64") {
 /// compare against the block count tells both that `o` is a block's start
 /// and that the block lies in the span: a multiply, a rotate and a compare.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(
+    not(target_pointer_width = "64"),
+    allow(dead_code, reason = "32-bit targets keep the shapes for the heap's layout only")
+)]
 struct Shape {
     /// The span length minus one (spans are aligned to their length).
     mask: usize,
@@ -267,6 +271,7 @@ impl Shape {
     }
 
     /// Whether `addr` (in a span of this class) is the start of a block.
+    #[cfg(target_pointer_width = "64")]
     #[inline(always)]
     fn is_block(&self, addr: usize) -> bool {
         let off = (addr & self.mask) as u64;
