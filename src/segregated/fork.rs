@@ -25,15 +25,20 @@
 //! into a list under its own spin lock before it is published, and
 //! unlinked before it is released.
 //!
-//! **Not covered.** The class queues are lock-free: a thread forked away
-//! between a push's swap and its link leaves the class's queue with blocks
-//! no pop can reach, in the child, and an allocation of that class that
-//! finds its thread cache empty waits for that link forever. The window is a
-//! few instructions per flush of a thread cache. Blocks cached by the
-//! parent's other threads stay in their (dead) caches: the child leaks them.
+//! **The class queues** are lock-free, so `prepare` cannot wait them out:
+//! a thread forked away between a push's swap and its link (a few
+//! instructions per flush of a thread cache), or halfway through taking a
+//! queue's last block, leaves the child a queue whose hidden blocks no pop
+//! can reach, and an allocation of that class would wait for them forever.
+//! So `child` walks every class queue while it still holds every lock
+//! ([`ClassQueue::repair_after_fork`](super::queue::ClassQueue::repair_after_fork))
+//! and cuts each one back to the blocks a pop can reach. The cut blocks,
+//! like the blocks cached by the parent's other threads in their (dead)
+//! caches, are leaked in the child.
 //!
 //! **Costs.** Two pointers per heap; each `fork` takes and releases
-//! `2 + 90 * heaps` uncontended locks (a few microseconds).
+//! `2 + 90 * heaps` uncontended locks (a few microseconds), and the child
+//! reads the link of every block in the class queues once.
 
 use core::ptr::{self, NonNull};
 
@@ -129,14 +134,13 @@ fn arm() {
     }
 }
 
-/// Calls `f` on every lock of every listed heap, in the fixed order
-/// (classes in index order, the region, the large list), newest heap first;
-/// with `reverse`, the exact reverse.
+/// Calls `f` on every listed heap, newest first; with `reverse`, oldest
+/// first.
 ///
 /// # Safety
 ///
 /// The caller holds [`HEAPS`], so every listed heap stays mapped.
-unsafe fn each_heap_lock(reverse: bool, mut f: impl FnMut(&SpinLock)) {
+unsafe fn each_heap(reverse: bool, mut f: impl FnMut(&Heap)) {
     // Reverse order without allocating: walk to the tail, then back by
     // `prev`.
     let mut m = HEAD.load(Ordering::Relaxed);
@@ -153,22 +157,41 @@ unsafe fn each_heap_lock(reverse: bool, mut f: impl FnMut(&SpinLock)) {
     while !m.is_null() {
         // SAFETY: as above.
         let mapped = unsafe { &*m };
-        let h = &mapped.heap;
-        if reverse {
-            f(&h.large.lock);
-            f(&h.region.lock);
-            for c in h.classes.iter().rev() {
-                f(&c.growth.lock);
-            }
-            m = mapped.link.prev.load(Ordering::Relaxed);
+        f(&mapped.heap);
+        let to = if reverse {
+            &mapped.link.prev
         } else {
-            for c in &h.classes {
-                f(&c.growth.lock);
+            &mapped.link.next
+        };
+        m = to.load(Ordering::Relaxed);
+    }
+}
+
+/// Calls `f` on every lock of every listed heap, in the fixed order
+/// (classes in index order, the region, the large list), newest heap first;
+/// with `reverse`, the exact reverse.
+///
+/// # Safety
+///
+/// The caller holds [`HEAPS`], so every listed heap stays mapped.
+unsafe fn each_heap_lock(reverse: bool, mut f: impl FnMut(&SpinLock)) {
+    // SAFETY: the caller holds `HEAPS`.
+    unsafe {
+        each_heap(reverse, |h| {
+            if reverse {
+                f(&h.large.lock);
+                f(&h.region.lock);
+                for c in h.classes.iter().rev() {
+                    f(&c.growth.lock);
+                }
+            } else {
+                for c in &h.classes {
+                    f(&c.growth.lock);
+                }
+                f(&h.region.lock);
+                f(&h.large.lock);
             }
-            f(&h.region.lock);
-            f(&h.large.lock);
-            m = mapped.link.next.load(Ordering::Relaxed);
-        }
+        })
     }
 }
 
@@ -202,8 +225,130 @@ unsafe extern "C" fn parent() {
 }
 
 /// After `fork`, in the child: its only thread is the one that ran
-/// `prepare`, so it holds every lock and no other holder exists.
+/// `prepare`, so it holds every lock and no other holder exists. Before
+/// releasing them it repairs the class queues that a thread of the parent
+/// left half pushed or half popped (see the module docs).
 unsafe extern "C" fn child() {
-    // SAFETY: as above.
-    unsafe { release_all() }
+    // SAFETY: we hold `HEAPS` (`prepare`), and the child has no other
+    // thread: nothing else uses the queues, whose blocks are mapped.
+    unsafe {
+        each_heap(false, |h| {
+            for c in &h.classes {
+                c.queue.repair_after_fork(h.base());
+            }
+        });
+        release_all()
+    }
+}
+
+#[cfg(all(test, unix, not(miri)))]
+mod tests {
+    use std::ptr::NonNull;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    use crate::SegregatedFit;
+    use crate::segregated::queue::hooks;
+    use core::alloc::Layout;
+
+    static STALLED: AtomicBool = AtomicBool::new(false);
+    static RESUME: AtomicBool = AtomicBool::new(false);
+
+    /// The freer that the fork leaves behind: parks between its swap and
+    /// its link until told.
+    fn stall() {
+        STALLED.store(true, Ordering::SeqCst);
+        while !RESUME.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+
+    /// What the child does: the queue's reachable block, then one more of
+    /// the class. Before `child` repaired the queues, the second waited
+    /// forever for the link the parent's freer had not stored.
+    fn in_child(a: &SegregatedFit, l: Layout, first: NonNull<u8>, hidden: NonNull<u8>) -> ! {
+        let ok = std::panic::catch_unwind(|| {
+            let p = a.alloc_shared(l).unwrap();
+            let q = a.alloc_shared(l).unwrap();
+            p == first && q != hidden && q != first
+        });
+        // SAFETY: `_exit` ends the child without running the parent's
+        // atexit handlers or the test harness.
+        unsafe { libc::_exit(if matches!(ok, Ok(true)) { 0 } else { 101 }) }
+    }
+
+    /// A child forked while a freer of the parent sits between its swap of
+    /// the queue's back and its link: the queue holds two blocks and only
+    /// the first is reachable, and the thread that would link the second
+    /// does not exist in the child. The child's allocations of the class
+    /// must complete (the first hung until the parent's test killed it).
+    #[test]
+    fn a_child_forked_amid_a_push_can_allocate_the_class() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(48 * 1024, 8).unwrap();
+        let class = SegregatedFit::size_class(l.size(), l.align()).unwrap();
+        let per_span = SegregatedFit::blocks_per_span(class);
+        // Take every block of one span through the queue, so it is empty.
+        let blocks: Vec<NonNull<u8>> = (0..per_span).map(|_| a.alloc_shared(l).unwrap()).collect();
+        assert_eq!(a.span_count(class), 1);
+        // SAFETY: allocated above with `l`, freed once.
+        unsafe { a.dealloc_shared(blocks[0], l) };
+        let (pa, pb) = (
+            &a as *const SegregatedFit as usize,
+            blocks[1].as_ptr() as usize,
+        );
+        let freer = std::thread::spawn(move || {
+            hooks::AFTER_SWAP.with(|h| h.set(Some(stall)));
+            // SAFETY: `a` outlives the thread (joined below); `pb` is a live
+            // block of `l`, freed once.
+            unsafe {
+                (*(pa as *const SegregatedFit))
+                    .dealloc_shared(NonNull::new_unchecked(pb as *mut u8), l)
+            };
+        });
+        while !STALLED.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // SAFETY: the child only allocates from `a` and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            in_child(&a, l, blocks[0], blocks[1]);
+        }
+        // Ten seconds: the child takes milliseconds natively, more under an
+        // emulator.
+        let start = Instant::now();
+        let status = loop {
+            let mut status = 0;
+            // SAFETY: our child; `status` a valid out-pointer.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            assert!(r >= 0, "waitpid: {}", std::io::Error::last_os_error());
+            if r == pid {
+                break Some(status);
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                // SAFETY: our child, not yet reaped.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        RESUME.store(true, Ordering::SeqCst);
+        freer.join().unwrap();
+        let status =
+            status.expect("the child hung on the queue the parent's freer left half linked");
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child failed: wait status {status:#x}"
+        );
+        // The parent's queue is untouched: both blocks come back.
+        let mut got = [a.alloc_shared(l).unwrap(), a.alloc_shared(l).unwrap()];
+        got.sort();
+        let mut want = [blocks[0], blocks[1]];
+        want.sort();
+        assert_eq!(got, want);
+    }
 }

@@ -70,7 +70,10 @@
 //! `n`: `2n` loads and one compare-exchange. Blocking: none, except that a
 //! producer suspended between its swap and its link hides the blocks behind
 //! it ([`is_empty`](ClassQueue::is_empty) tells that state from an empty
-//! queue, so the allocator waits instead of growing).
+//! queue, so the allocator waits instead of growing). A producer that
+//! never resumes (the child of a `fork` has none of the parent's other
+//! threads) is cut out of the queue by
+//! [`repair_after_fork`](ClassQueue::repair_after_fork).
 //!
 //! **Data race note.** A consumer holding a stale snapshot reads the link
 //! word of a block that may now be in a user's hands. The read is atomic and
@@ -696,6 +699,58 @@ impl ClassQueue {
         self.back.load(Ordering::Acquire).is_null()
     }
 
+    /// Makes the queue consistent again in the child of a `fork`, where the
+    /// threads that were between two steps of a push or a pop no longer
+    /// exist and never finish them; returns whether it cut anything.
+    ///
+    /// - `front` names a block: walk the links from it. If the walk reaches
+    ///   `back`, nothing was in flight. If it stops at a null link before
+    ///   `back`, a producer died between its swap and its link: the stopping
+    ///   block becomes the back, and the chain that producer (and any after
+    ///   it) queued behind the missing link is dropped.
+    /// - `front` names none but `back` is set: an empty transition or a
+    ///   claim of the last block died half done, and no queued block can be
+    ///   reached: the queue becomes empty.
+    ///
+    /// Dropped blocks are leaked in the child (as the blocks in the dead
+    /// threads' caches are): they stay mapped, counted in the class's free
+    /// blocks, and never handed out. The walk reads one link per queued
+    /// block. A link that names no block of the region (`hardened`: an
+    /// overwritten free block) ends the walk like a missing one.
+    ///
+    /// # Safety
+    ///
+    /// No other thread uses the queue while this runs (a forked child's
+    /// only thread, before it starts any other), and every block the queue
+    /// holds is mapped.
+    #[cfg(not(loom))]
+    pub(crate) unsafe fn repair_after_fork(&self, base: usize) -> bool {
+        // ORDERING: Relaxed throughout: the caller is the only thread.
+        let back = self.back.load(Ordering::Relaxed);
+        if back.is_null() {
+            return false;
+        }
+        let Some(mut block) = front_block(self.front.load(Ordering::Relaxed), base) else {
+            self.back.store(ptr::null_mut(), Ordering::Relaxed);
+            return true;
+        };
+        let key = self.back.key();
+        while block.as_ptr() != back {
+            // SAFETY: `block` is queued (the front, or reached by links from
+            // it), so mapped (the caller).
+            let l = unsafe { link(block) };
+            match NonNull::new(code(l.load(Ordering::Relaxed), key)) {
+                Some(next) if packable(next, base) => block = next,
+                _ => {
+                    l.store(code(ptr::null_mut(), key), Ordering::Relaxed);
+                    self.back.store(block.as_ptr(), Ordering::Relaxed);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// The current back block (for the debug checks).
     #[cfg(debug_assertions)]
     #[inline(always)]
@@ -781,6 +836,49 @@ mod tests {
             assert_eq!(q.pop(base), None);
             assert!(q.is_empty());
         }
+        free(b);
+    }
+
+    /// The three states a `fork` can leave a queue in: whole (nothing cut),
+    /// a push's link missing (cut back to what the front reaches), an
+    /// empty transition half done (no front: emptied). After each, the
+    /// queue pops what it keeps and takes pushes again.
+    #[test]
+    fn repair_after_fork_cuts_only_what_no_pop_can_reach() {
+        let q = ClassQueue::new();
+        let b = blocks(5);
+        let base = base_of(&b);
+        // SAFETY: owned test blocks, one thread (for every push and repair
+        // of this test).
+        unsafe {
+            q.push(base, b[0], b[0]);
+            q.push(base, b[1], b[1]);
+            assert!(!q.repair_after_fork(base), "a whole queue is kept");
+            // A producer that swapped the back to b[2] and died before
+            // linking b[1] to it; another pushed b[3] behind it.
+            link(b[2]).store(ptr::null_mut(), Ordering::Relaxed);
+            q.back.swap(b[2].as_ptr(), Ordering::AcqRel);
+            q.push(base, b[3], b[3]);
+            assert!(q.repair_after_fork(base));
+            assert!(!q.repair_after_fork(base), "repaired once");
+            q.push(base, b[4], b[4]);
+        }
+        let got: Vec<_> = std::iter::from_fn(|| q.pop(base)).collect();
+        assert_eq!(got, [b[0], b[1], b[4]]);
+        assert!(q.is_empty());
+        // An empty transition that swapped the back and never published the
+        // front.
+        q.back.swap(b[2].as_ptr(), Ordering::AcqRel);
+        assert!(!q.is_empty());
+        assert_eq!(q.pop(base), None);
+        // SAFETY: as above.
+        unsafe {
+            assert!(q.repair_after_fork(base));
+            assert!(q.is_empty());
+            q.push(base, b[3], b[3]);
+        }
+        assert_eq!(q.pop(base), Some(b[3]));
+        assert!(q.is_empty());
         free(b);
     }
 
