@@ -628,6 +628,13 @@ fn flush_all(t: &ThreadCache, heap: &Heap) {
 /// else the primary if it serves no allocator, else the secondary (flushed
 /// to the allocator it served). `None` if the caches are dead or cannot be
 /// registered.
+///
+/// The binding is out of line (`choose_unbound`), so that the usual case,
+/// a cache that serves the heap already, saves no register: with it inline,
+/// LLVM's shrink-wrapping placed the six pushes and pops before the first
+/// compare in one build and after it in another, as the crate's other
+/// functions changed (`segregated_free_full`'s count went from 160 to 175).
+#[inline(never)]
 fn choose<'a>(c: &'a Caches, heap: &Heap) -> Option<&'a ThreadCache> {
     let me = heap.addr();
     if c.primary.owner.load(Ordering::Relaxed) == me {
@@ -636,6 +643,13 @@ fn choose<'a>(c: &'a Caches, heap: &Heap) -> Option<&'a ThreadCache> {
     if c.secondary.owner.load(Ordering::Relaxed) == me {
         return Some(&c.secondary);
     }
+    choose_unbound(c, heap)
+}
+
+/// [`choose`] when neither cache serves `heap`.
+#[cold]
+#[inline(never)]
+fn choose_unbound<'a>(c: &'a Caches, heap: &Heap) -> Option<&'a ThreadCache> {
     let t = if c.primary.owner.load(Ordering::Relaxed) == NO_OWNER {
         &c.primary
     } else {
