@@ -52,7 +52,9 @@
 //! refills by taking a run back whole (two loads, one compare-exchange, no
 //! walk: refilling through the queue reads every link, one dependent cache
 //! miss per block once the blocks have gone cold). A span grown for a
-//! refill is linked as runs too, its leftover blocks queued. Everything
+//! refill is handed out as runs too, one linked per refill as it is
+//! needed (so its pages are first touched then), its last blocks
+//! queued. Everything
 //! else goes through the class queue: partial flushes (thread exit), the
 //! shared paths and their growth, and refills when no run is free, which
 //! take up to `cap/2` blocks with one compare-exchange. The queue is
@@ -149,9 +151,9 @@ use region::Region;
 #[cfg(not(loom))]
 use runs::MIN_RUN_BLOCK;
 use runs::RunStack;
-use span::SpanHeader;
+use span::{Fresh, SpanHeader};
 
-use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use crate::{AllocError, RawAllocator, sys};
 
 /// The state of one size class.
@@ -178,9 +180,19 @@ struct Growth {
     spans: AtomicPtr<SpanHeader>,
     /// How many of them are trimmed (under `lock`).
     trimmed: AtomicUsize,
-    /// Blocks in the queue, as counted by every publish and take (wrapping:
+    /// Free blocks: in the queue, on the run stack, or in `fresh` not yet
+    /// handed out, as counted by every growth, publish and take (wrapping:
     /// a take may be counted before the publish that preceded it).
     free: AtomicUsize,
+    /// The span being handed out a batch at a time ([`span::carve`]), null
+    /// when none (under `lock`): its blocks from chain position `fresh_at`
+    /// on are free but not linked, so its pages are first touched when its
+    /// blocks are first needed.
+    fresh: AtomicPtr<u8>,
+    /// The chain positions of `fresh` handed out (under `lock`).
+    fresh_at: AtomicU32,
+    /// The block `fresh`'s chain starts at (under `lock`).
+    fresh_colour: AtomicU32,
     /// The address of the heap this class belongs to (its provenance
     /// exposed), written once before the heap is published. The shared
     /// pop's miss takes the class alone and finds its heap here, so the pop
@@ -207,9 +219,10 @@ pub(crate) struct Heap {
     /// published, read-only after. Every other byte, 0 (no span) among
     /// them, has the zeroed shape, of which no address is a block: a byte
     /// indexes it without a bounds check, and the drop-in `free` tests no
-    /// tag before the shape. (32-bit targets keep no class map and read no
-    /// shape: there the array keeps its old length, and the fields after
-    /// it their offsets.)
+    /// tag before the shape. The fresh span's handing out reads a class's
+    /// block count here. (32-bit targets keep no class map and read only
+    /// that: there the array keeps its old length, and the fields after it
+    /// their offsets.)
     shapes: [Shape; SHAPES],
     /// Freed large mappings kept for reuse (under `large`'s lock); last,
     /// so that the fields above keep their offsets.
@@ -235,7 +248,10 @@ const SHAPES: usize = if cfg!(target_pointer_width = "64") {
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(
     not(target_pointer_width = "64"),
-    allow(dead_code, reason = "32-bit targets keep the shapes for the heap's layout only")
+    allow(
+        dead_code,
+        reason = "32-bit targets read only the block count (no class map)"
+    )
 )]
 struct Shape {
     /// The span length minus one (spans are aligned to their length).
@@ -352,8 +368,8 @@ impl Heap {
         let c = self.class(class);
         let mut spins = 0;
         // A thread cache's refill (its batch, of a class that forms runs)
-        // takes runs, and a growth for it is cut into runs of `run` blocks;
-        // 0: neither.
+        // takes runs, and the fresh span hands it out in runs of `run`
+        // blocks; 0: neither.
         #[cfg(not(loom))]
         let run = if max == cache::batch(class.index()) && uses_runs(class) {
             max
@@ -389,13 +405,14 @@ impl Heap {
         }
     }
 
-    /// The queue yielded nothing: grow the class if its queue is empty
-    /// (re-checked under the growth lock), else wait a moment for the
-    /// hidden blocks to appear. `run > 1` (a thread cache's refill): the new
-    /// span's blocks go on the run stack as runs of that many, the rest (if
-    /// any) to the queue, so the refills that follow take each run with one
-    /// compare-exchange instead of walking the queue's chain link by link
-    /// (`lua5.4`: 26 M instructions in those walks, 520 a refill).
+    /// The queue yielded nothing: if its queue is empty (re-checked under
+    /// the growth lock), publish a free run, else the next batch of the
+    /// fresh span (growing the class when that is used up); otherwise wait
+    /// a moment for the hidden blocks to appear. `run > 1` (a thread cache's
+    /// refill): the fresh span's blocks go on the run stack as a run of that
+    /// many, so the refill takes it with one compare-exchange instead of
+    /// walking the queue's chain link by link (`lua5.4`: 26 M instructions
+    /// in those walks, 520 a refill).
     #[cold]
     #[inline(never)]
     fn grow_or_wait(
@@ -420,33 +437,8 @@ impl Heap {
                 return Ok(());
             }
             if c.queue.is_empty() {
-                // A full region names the span's length; what was asked
-                // for is a block of the class (`alloc_miss` narrows it to
-                // the caller's size).
-                let grown = span::grow(
-                    &self.region,
-                    &c.growth.spans,
-                    &c.growth.trimmed,
-                    class.block_size(),
-                    class.tag(),
-                    self.key(),
-                    run,
-                )
-                .map_err(|e| for_request(e, class.block_size()))?;
-                c.growth.free.fetch_add(grown.blocks, Ordering::Relaxed);
-                // The last runs first: the stack hands out the span's first
-                // run first, in address order.
-                for j in (0..grown.runs).rev() {
-                    // SAFETY: a null-terminated run of `run` blocks of this
-                    // class (`run` its batch, so it `uses_runs`), linked by
-                    // `grow`, owned by nobody else, in the region.
-                    unsafe { c.runs.push(self.base(), grown.run_first(j)) };
-                }
-                if let Some(rest) = grown.rest() {
-                    // SAFETY: the chain after the runs, linked by `grow`,
-                    // owned by nobody else, in the region.
-                    unsafe { c.queue.push(self.base(), rest, grown.last()) };
-                }
+                // SAFETY: under the class's growth lock.
+                unsafe { self.hand_out_fresh(class, run, true) }?;
                 return Ok(());
             }
         }
@@ -456,6 +448,79 @@ impl Heap {
         // up behind them); wait for the producer.
         lock::backoff(spins);
         Ok(())
+    }
+
+    /// Links the next batch of the class's fresh span (growing the class by
+    /// a span when it has none left and `grow` says so) and publishes it: a
+    /// run of `run` blocks on the run stack when `run > 1` and the span has
+    /// that many left, else a chain on the queue (about a page's worth of
+    /// blocks: callers that take from the queue alone, or the span's last
+    /// blocks). `Ok(false)`: no fresh block and no growth.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the class's growth lock.
+    #[cold]
+    unsafe fn hand_out_fresh(
+        &self,
+        class: SizeClass,
+        run: usize,
+        grow: bool,
+    ) -> Result<bool, AllocError> {
+        let c = self.class(class);
+        let bs = class.block_size();
+        // The span's block count from the class's shape: `span::geometry`
+        // asks the OS for the page size (a `sysconf` call) each time.
+        let blocks = self.shapes[usize::from(class.tag())].blocks as usize;
+        let mut at = c.growth.fresh_at.load(Ordering::Relaxed) as usize;
+        let mut fresh = NonNull::new(c.growth.fresh.load(Ordering::Relaxed)).map(|base| Fresh {
+            base,
+            colour: c.growth.fresh_colour.load(Ordering::Relaxed) as usize,
+        });
+        if at == blocks {
+            fresh = None;
+        }
+        let fresh = match fresh {
+            Some(f) => f,
+            None if !grow => return Ok(false),
+            None => {
+                // A full region names the span's length; what was asked for
+                // is a block of the class (`alloc_miss` narrows it to the
+                // caller's size).
+                let f = span::grow(
+                    &self.region,
+                    &c.growth.spans,
+                    &c.growth.trimmed,
+                    bs,
+                    class.tag(),
+                )
+                .map_err(|e| for_request(e, bs))?;
+                c.growth.free.fetch_add(blocks, Ordering::Relaxed);
+                c.growth.fresh.store(f.base.as_ptr(), Ordering::Relaxed);
+                c.growth
+                    .fresh_colour
+                    .store(f.colour as u32, Ordering::Relaxed);
+                at = 0;
+                f
+            }
+        };
+        let want = if run > 1 { run } else { (4096 / bs).max(1) };
+        let n = want.min(blocks - at);
+        // SAFETY: positions `at..at + n` of the fresh span are free and were
+        // never handed out; ours under the growth lock (the caller).
+        let (first, last) = unsafe { span::carve(fresh, bs, blocks, self.key(), at, n) };
+        c.growth.fresh_at.store((at + n) as u32, Ordering::Relaxed);
+        if n == run && run > 1 {
+            // SAFETY: a null-terminated run of `run` blocks of this class
+            // (`run` its batch, so it `uses_runs`), owned by nobody else, in
+            // the region.
+            unsafe { c.runs.push(self.base(), first) };
+        } else {
+            // SAFETY: a chain of this class's blocks, linked just above,
+            // owned by nobody else, in the region.
+            unsafe { c.queue.push(self.base(), first, last) };
+        }
+        Ok(true)
     }
 
     /// Publishes the chain `first..=last` of `n` blocks of `class`.
@@ -1001,8 +1066,21 @@ impl SegregatedFit {
             Some(p) => p,
             None => {
                 // The free blocks may all be in flushed runs: take one, keep
-                // its first block, queue the rest.
-                let first = c.runs.pop(&heap.region).ok_or(empty)?;
+                // its first block, queue the rest. Or in the fresh span, not
+                // linked yet: link a few onto the queue (no growth).
+                let Some(first) = c.runs.pop(&heap.region) else {
+                    let linked = {
+                        let _guard = c.growth.lock.lock();
+                        // SAFETY: under the growth lock. No growth, so no
+                        // error.
+                        c.queue.is_empty()
+                            && unsafe { heap.hand_out_fresh(class, 0, false) } == Ok(true)
+                    };
+                    if !linked {
+                        return Err(empty);
+                    }
+                    return self.try_alloc(layout);
+                };
                 // SAFETY: a run we popped: ours, null-terminated.
                 let second = queue::code(
                     unsafe { queue::link(first) }.load(Ordering::Relaxed),
@@ -1692,6 +1770,17 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
         h.free.fetch_add(1, Ordering::Relaxed);
     }
     c.growth.free.fetch_sub(drained, Ordering::Relaxed);
+    // The fresh span's blocks not handed out yet are free too (and in no
+    // chain).
+    let fresh = NonNull::new(c.growth.fresh.load(Ordering::Relaxed));
+    let fresh_left = fresh.map_or(0, |f| {
+        let left = g.blocks - c.growth.fresh_at.load(Ordering::Relaxed) as usize;
+        // SAFETY: the fresh span's first block: a block of this class.
+        unsafe { span::header_of(f, g).as_ref() }
+            .free
+            .fetch_add(left, Ordering::Relaxed);
+        left
+    });
     // 2. Mark the spans all of whose blocks came back (2 = being trimmed).
     let mut h = c.growth.spans.load(Ordering::Acquire);
     while !h.is_null() {
@@ -1705,6 +1794,15 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
         }
         span.free.store(0, Ordering::Relaxed);
         h = span.next;
+    }
+    // A trimmed fresh span is handed out no further (a growth reuses it).
+    if let Some(f) = fresh
+        // SAFETY: as above.
+        && unsafe { span::header_of(f, g).as_ref() }.trimmed.load(Ordering::Relaxed) == 2
+    {
+        c.growth.fresh.store(ptr::null_mut(), Ordering::Relaxed);
+        c.growth.fresh_at.store(0, Ordering::Relaxed);
+        c.growth.free.fetch_sub(fresh_left, Ordering::Relaxed);
     }
     // 3. Re-chain the blocks of the spans that stay (before any purge: the
     // chain runs through the blocks).
@@ -1966,47 +2064,47 @@ mod tests {
         blocks
     }
 
-    /// A span grown for a thread cache's refill goes on the run stack as
-    /// runs of the batch, in address order, its leftover blocks to the
-    /// queue; the next refill takes the next run (it used to queue the
-    /// whole span, and every refill walked a batch of it off the queue).
+    /// A span grown for a thread cache's refill is handed out a run of
+    /// the batch at a time, in chain order, each run linked only when a
+    /// refill needs it; its last blocks (fewer than a batch) go through the
+    /// queue, and only then does the class grow again. (It used to link the
+    /// whole span at its growth, runs on the stack and the rest queued,
+    /// touching every page of it at once.)
     #[test]
-    fn a_span_grown_for_a_refill_is_cut_into_runs() {
+    fn a_span_grown_for_a_refill_is_handed_out_a_run_at_a_time() {
         let a = SegregatedFit::new();
         let l = Layout::from_size_align(64, 8).unwrap();
         let class = SegregatedFit::size_class(64, 8).unwrap();
         let batch = cache::batch(class.index());
         let per_span = SegregatedFit::blocks_per_span(class);
         assert!(batch > 1 && per_span > 2 * batch && uses_runs(class));
+        assert!(
+            !per_span.is_multiple_of(batch),
+            "the test wants leftover blocks"
+        );
         std::thread::scope(|s| {
             s.spawn(|| {
                 // The first allocation grows the class's first span; the
-                // refill took one run of it.
+                // refill took its first run, and nothing else is linked.
                 let first = a.alloc(l).unwrap();
                 let heap = a.heap().unwrap();
                 let c = heap.class(class);
                 assert_eq!(a.span_count(class), 1);
-                let mut runs = Vec::new();
-                while let Some(r) = c.runs.pop(heap.base()) {
-                    runs.push(r);
-                }
-                assert_eq!(runs.len(), per_span / batch - 1, "the span's other runs");
-                let mut queued = 0;
-                while c.queue.pop(heap.base()).is_some() {
-                    queued += 1;
-                }
-                assert_eq!(queued, per_span % batch, "the leftover blocks");
-                // Each run is `batch` blocks at ascending addresses, and the
-                // runs follow the refill's in the chain's order (the first
-                // span's chain starts at its colour and wraps to block 0
-                // only in the leftover blocks for this class).
+                assert!(c.runs.is_empty() && c.queue.is_empty());
+                assert_eq!(c.growth.fresh_at.load(Ordering::Relaxed) as usize, batch);
+                // Each refill that follows takes the next run: `batch`
+                // blocks at ascending addresses, in the chain's order (the
+                // first span's chain starts at its colour and wraps to block
+                // 0 only in the leftover blocks for this class).
                 let key = heap.key();
                 let mut prev = first.as_ptr().addr() + (batch - 1) * 64;
-                for &r in &runs {
-                    assert_eq!(r.as_ptr().addr(), prev + 64, "runs in chain order");
+                for j in 1..per_span / batch {
+                    let (r, last, n) = heap.take(class, batch).unwrap();
+                    assert_eq!((last, n), (None, batch), "run {j} comes whole");
+                    assert_eq!(r.as_ptr().addr(), prev + 64, "run {j} in chain order");
                     let mut b = r;
                     for k in 1..batch {
-                        // SAFETY: a run we popped: ours, null-terminated.
+                        // SAFETY: a run we took: ours, null-terminated.
                         let next =
                             queue::code(unsafe { queue::link(b) }.load(Ordering::Relaxed), key);
                         let next = NonNull::new(next).expect("a whole run");
@@ -2016,8 +2114,28 @@ mod tests {
                     // SAFETY: as above.
                     let end = unsafe { queue::link(b) }.load(Ordering::Relaxed);
                     assert!(queue::code(end, key).is_null(), "null-terminated");
+                    assert_eq!(
+                        c.growth.fresh_at.load(Ordering::Relaxed) as usize,
+                        (j + 1) * batch
+                    );
                     prev = b.as_ptr().addr();
                 }
+                assert_eq!(a.span_count(class), 1, "no growth while the span lasts");
+                // The leftover blocks come through the queue (a batch pop
+                // leaves the last block to a single pop), then a run of the
+                // next span.
+                let mut leftover = 0;
+                loop {
+                    let (_, last, n) = heap.take(class, batch).unwrap();
+                    if last.is_none() {
+                        assert_eq!(n, batch);
+                        break;
+                    }
+                    assert_eq!(a.span_count(class), 1, "{leftover} + {n} of the span");
+                    leftover += n;
+                }
+                assert_eq!(leftover, per_span % batch, "the leftover blocks");
+                assert_eq!(a.span_count(class), 2);
             });
         });
     }
@@ -2372,7 +2490,8 @@ mod locate_tests {
                     runs.push(first);
                 }
                 // The runs the frees flushed (below them may lie runs of a
-                // grown span, never handed out, so never tagged).
+                // fresh span, linked by a refill that another thread won,
+                // never handed out, so never tagged).
                 let flushed: Vec<_> = runs.iter().filter(|p| blocks.contains(p)).collect();
                 assert!(flushed.len() >= 2, "{} flushed runs", flushed.len());
                 for &&first in &flushed {

@@ -2,8 +2,8 @@
 //! refill takes one back without walking it.
 //!
 //! **Why.** A thread cache gives back a full list of `cap / 2` blocks (its
-//! batch) and refills as many; a span grown for a refill is cut into runs
-//! of a batch. Through the class queue, a refill must walk the run
+//! batch) and refills as many; a span grown for a refill is handed out in
+//! runs of a batch. Through the class queue, a refill must walk the run
 //! link by link to find where it ends (`ClassQueue::pop_batch`), and once
 //! the blocks have gone cold each link is a cache miss that the next one
 //! depends on: a program that frees a million blocks and allocates them

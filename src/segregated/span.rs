@@ -20,6 +20,12 @@
 //! span's pages (all but the one holding the header), which keeps them
 //! mapped and readable, and marks it; growth reuses marked spans first.
 //!
+//! **Handing out.** A grown span is not linked at once: its class keeps it
+//! as the *fresh* span and links a batch of it ([`carve`]) each time the
+//! class runs out of free blocks, so a span's pages are first written when
+//! its blocks are first needed (a process that uses a few blocks of many
+//! classes no longer faults in every page of their spans).
+//!
 //! **Costs.** One header (48 bytes) per span plus, in debug builds, one bit
 //! per block; the tail leftover modulo the block size.
 
@@ -88,51 +94,14 @@ pub(crate) fn geometry(block_size: usize) -> Geometry {
     }
 }
 
-/// A freshly grown or reused span: its blocks linked privately, ready to
-/// publish: `runs` null-terminated runs of `run` blocks
-/// ([`run_first`](Self::run_first); none unless asked for), then a chain of
-/// the blocks left over, [`rest`](Self::rest)`..=`[`last`](Self::last)
-/// (all of them, without runs).
-pub(crate) struct Grown {
-    pub(crate) blocks: usize,
-    /// How many whole runs the chain starts with (0: one chain).
-    pub(crate) runs: usize,
-    /// The chain's blocks in order are `at(0), .., at(blocks - 1)`:
-    /// `base + ((colour + k) mod blocks) * block_size`.
-    base: NonNull<u8>,
-    block_size: usize,
-    colour: usize,
-    run: usize,
-}
-
-impl Grown {
-    /// The chain's `k`th block (`r + k < 2n`: a compare and a subtraction
-    /// wrap it, not a division).
-    fn at(&self, k: usize) -> NonNull<u8> {
-        debug_assert!(k < self.blocks);
-        let i = self.colour + k;
-        let i = if i < self.blocks { i } else { i - self.blocks };
-        // SAFETY: `blocks * block_size <= len - HEADER - bitmap`, so block
-        // `i < blocks` lies in the span.
-        unsafe { self.base.add(i * self.block_size) }
-    }
-
-    /// The first block of run `j < runs`.
-    pub(crate) fn run_first(&self, j: usize) -> NonNull<u8> {
-        debug_assert!(j < self.runs);
-        self.at(j * self.run)
-    }
-
-    /// The first block after the runs, or `None` if they take every block.
-    pub(crate) fn rest(&self) -> Option<NonNull<u8>> {
-        let cut = self.runs * self.run;
-        (cut < self.blocks).then(|| self.at(cut))
-    }
-
-    /// The chain's last block.
-    pub(crate) fn last(&self) -> NonNull<u8> {
-        self.at(self.blocks - 1)
-    }
+/// A span being handed out a stretch of its chain at a time ([`carve`]):
+/// its first byte and the block its chain starts at (see [`first_block`]).
+/// The chain's blocks in order are `base + ((colour + k) mod blocks) *
+/// block_size` for positions `k = 0, 1, ..`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fresh {
+    pub(crate) base: NonNull<u8>,
+    pub(crate) colour: usize,
 }
 
 /// The header of the span holding `block`, a block of a class with span
@@ -152,74 +121,77 @@ pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanH
     unsafe { NonNull::new_unchecked(h) }
 }
 
-/// Links the blocks of the span at `base` through their first words (the
-/// links [`code`]d with `key`, as the queue stores them) and marks them all
-/// free in the debug bitmap. `colour`: start the chain at the class's
-/// colour ([`first_block`]); else at block 0, in address order. `run > 1`:
-/// end a run every `run` blocks (a null link) while a whole run is left.
+/// Links positions `from..from + count` of the chain of `span` (whose
+/// blocks are `block_size` bytes, `blocks` of them) through their first
+/// words, the links [`code`]d with `key` as the queue stores them, the last
+/// link null; returns the stretch's first and last blocks. A span is linked
+/// this way a batch at a time, as its blocks are first needed, so that its
+/// pages are first touched then (linking a whole span at its growth
+/// touched every page of it: `/bin/echo` ran 39 K instructions and faulted
+/// in a page of each of a dozen classes' spans that way).
 ///
 /// # Safety
 ///
-/// The span is ours alone (fresh, or trimmed under the growth lock).
-unsafe fn link_all(
-    base: NonNull<u8>,
-    g: Geometry,
+/// `count > 0`, `from + count <= blocks`, and those positions' blocks are
+/// ours alone (fresh, or trimmed, under the growth lock), in the span.
+pub(crate) unsafe fn carve(
+    span: Fresh,
     block_size: usize,
+    blocks: usize,
     key: usize,
-    colour: bool,
-    run: usize,
-) -> Grown {
+    from: usize,
+    count: usize,
+) -> (NonNull<u8>, NonNull<u8>) {
+    let (n, r) = (blocks, span.colour);
+    let to = from + count;
+    debug_assert!(count > 0 && to <= n && r < n);
     // The chain starts at block `r` and wraps: r, r+1, .., n-1, 0, .., r-1
-    // (see `first_block`); blocks are multiples of 8 bytes from an aligned
-    // base.
-    let n = g.blocks;
-    let r = if colour {
-        first_block(block_size, n)
-    } else {
-        0
+    // (a compare and a subtraction wrap a position, not a division).
+    let at = |k: usize| {
+        let i = r + k;
+        let i = if i < n { i } else { i - n };
+        // SAFETY: block `i < blocks` lies in the span.
+        unsafe { span.base.add(i * block_size) }
     };
-    let runs = if run > 1 { n / run } else { 0 };
-    let grown = Grown {
-        blocks: n,
-        runs,
-        base,
-        block_size,
-        colour: r,
-        run,
-    };
-    let cut = runs * run;
-    // The chain is linked a stretch at a time: positions `k..end` whose
-    // blocks follow each other in memory, up to the wrap (position `n - r`,
-    // block 0), the end of a run or the end of the chain. Within a stretch
-    // each link is the next block's address: a pointer bump, an XOR and a
-    // store (the chain used to be linked block by block, its position
-    // wrapped and multiplied out for each: 21 instructions a block, 6.4 K a
-    // span in `lua5.4`). Only a stretch's last link needs a decision.
-    let mut k = 0;
-    while k < n {
-        let run_end = if k < cut { (k / run + 1) * run } else { n };
+    // A stretch at a time: positions `k..end` whose blocks follow each other
+    // in memory, up to the wrap (position `n - r`, block 0) or the end.
+    // Within a stretch each link is the next block's address: a pointer
+    // bump, an XOR and a store (the chain used to be linked block by block,
+    // its position wrapped and multiplied out for each: 21 instructions a
+    // block, 6.4 K a span in `lua5.4`).
+    let mut k = from;
+    while k < to {
         let wrap = if r + k < n { n - r } else { n };
-        let end = run_end.min(wrap);
-        let mut p = grown.at(k);
+        let end = to.min(wrap);
+        let mut p = at(k);
         for _ in k + 1..end {
             // SAFETY: positions below `end` within one stretch are
-            // consecutive blocks of the span, which only we can see.
+            // consecutive blocks of the span, ours alone (the caller).
             let next = unsafe { p.add(block_size) };
             // SAFETY: as above.
             unsafe { link(p) }.store(code(next.as_ptr(), key), Ordering::Relaxed);
             p = next;
         }
-        // A run's end and the chain's end are null; the wrap links on.
-        let next = if end == run_end || end == n {
+        let next = if end == to {
             ptr::null_mut()
         } else {
-            grown.at(end).as_ptr()
+            at(end).as_ptr()
         };
         // SAFETY: as above.
         unsafe { link(p) }.store(code(next, key), Ordering::Relaxed);
         k = end;
     }
-    #[cfg(debug_assertions)]
+    (at(from), at(to - 1))
+}
+
+/// Debug builds: marks every block of the span at `base` free in its
+/// bitmap (a grown span's blocks are all free, linked or not).
+///
+/// # Safety
+///
+/// The span is ours alone (fresh, or trimmed under the growth lock).
+#[cfg(debug_assertions)]
+unsafe fn mark_all_free(base: NonNull<u8>, g: Geometry) {
     for w in 0..g.bitmap / 8 {
         let bits = (g.blocks - w * 64).min(64);
         let word = if bits == 64 {
@@ -230,7 +202,6 @@ unsafe fn link_all(
         // SAFETY: the bitmap lies in the span (see `bitmap_word`).
         unsafe { bitmap_word(base, g, w) }.store(word, Ordering::Relaxed);
     }
-    grown
 }
 
 /// The block a span's chain starts at, so that different classes hand out
@@ -255,12 +226,10 @@ const fn first_block(block_size: usize, blocks: usize) -> usize {
 }
 
 /// Grows a class by one span: reuses a trimmed span if there is one (then
-/// `trimmed` is decremented), else carves a fresh one from the region; links
-/// its blocks in private memory, and (fresh) writes the tail header and
-/// pushes it onto `spans`. `tag` is the class's byte in the region's class
-/// map (its index plus one); `key` the heap's secret the links are coded
-/// with; `run`: cut the chain into runs of that many blocks (see
-/// [`Grown`]; 0 or 1: one chain).
+/// `trimmed` is decremented), else carves a fresh one from the region,
+/// writes its tail header and pushes it onto `spans`. Links nothing: the
+/// caller hands the span out with [`carve`]. `tag` is the class's byte in
+/// the region's class map (its index plus one).
 ///
 /// Must be called under the class's growth lock.
 pub(crate) fn grow(
@@ -269,9 +238,7 @@ pub(crate) fn grow(
     trimmed: &AtomicUsize,
     block_size: usize,
     tag: u8,
-    key: usize,
-    run: usize,
-) -> Result<Grown, AllocError> {
+) -> Result<Fresh, AllocError> {
     let g = geometry(block_size);
     if trimmed.load(Ordering::Relaxed) > 0 {
         let mut h = spans.load(Ordering::Acquire);
@@ -285,16 +252,27 @@ pub(crate) fn grow(
                 let base = NonNull::new(span.base).expect("span base");
                 // SAFETY: a trimmed span's blocks are in no queue and no
                 // cache: ours alone under the lock.
-                return Ok(unsafe { link_all(base, g, block_size, key, false, run) });
+                #[cfg(debug_assertions)]
+                unsafe {
+                    mark_all_free(base, g)
+                };
+                return Ok(Fresh { base, colour: 0 });
             }
             h = span.next;
         }
     }
     let base = region.carve(g.len, tag)?;
     // The class's first span is the one coloured (see `first_block`).
-    let first = spans.load(Ordering::Relaxed).is_null();
+    let colour = if spans.load(Ordering::Relaxed).is_null() {
+        first_block(block_size, g.blocks)
+    } else {
+        0
+    };
     // SAFETY: a fresh span, which only we can see.
-    let grown = unsafe { link_all(base, g, block_size, key, first, run) };
+    #[cfg(debug_assertions)]
+    unsafe {
+        mark_all_free(base, g)
+    };
     // SAFETY: the header's slot is the last HEADER bytes of the span: in
     // bounds, 8-aligned (len is a page multiple, the header a multiple of 8),
     // and beyond the last block and the bitmap.
@@ -313,7 +291,7 @@ pub(crate) fn grow(
     // ORDERING: Release publishes the header to the lock-free readers of
     // the list (`contains_block`, `count`).
     spans.store(header.as_ptr(), Ordering::Release);
-    Ok(grown)
+    Ok(Fresh { base, colour })
 }
 
 /// Word `w` of the debug bitmap of the span at `base`.
@@ -455,13 +433,12 @@ const _: () = assert!(HEADER.is_multiple_of(8));
 mod tests {
     use super::*;
 
-    /// Every link `link_all` writes, for block sizes whose spans start
-    /// coloured at various blocks, with and without runs: the chain is
-    /// `r, r+1, .., n-1, 0, .., r-1`, cut into `n / run` null-terminated
-    /// runs of `run` blocks, then the rest up to `last`, links coded with
-    /// the key.
+    /// Every link `carve` writes, for block sizes whose spans start
+    /// coloured at various blocks, the whole chain carved in stretches of
+    /// several lengths: the chain is `r, r+1, .., n-1, 0, .., r-1`, each
+    /// stretch null-terminated and its links coded with the key.
     #[test]
-    fn link_all_links_the_chain_and_cuts_its_runs() {
+    fn carve_links_the_chain_a_stretch_at_a_time() {
         let key = 0x5a5a_c3c3_0000_0007_u64 as usize;
         let sizes: &[usize] = if cfg!(miri) {
             &[48, 4096]
@@ -472,38 +449,32 @@ mod tests {
             let g = geometry(size);
             let mut span = vec![0u64; g.len / 8];
             let base = NonNull::new(span.as_mut_ptr().cast::<u8>()).unwrap();
-            for colour in [false, true] {
-                for run in [0, 1, 2, 3, 7, 64] {
-                    // SAFETY: a span-sized buffer of our own.
-                    let grown = unsafe { link_all(base, g, size, key, colour, run) };
-                    let n = g.blocks;
-                    let r = if colour { first_block(size, n) } else { 0 };
-                    let expected = |k: usize| base.as_ptr().wrapping_add((r + k) % n * size);
+            let n = g.blocks;
+            for colour in [0, first_block(size, n), n - 1] {
+                for stretch in [1, 2, 3, 7, 64, n] {
+                    let fresh = Fresh { base, colour };
+                    let expected = |k: usize| base.as_ptr().wrapping_add((colour + k) % n * size);
                     let follow = |b: NonNull<u8>| {
                         // SAFETY: a block of the buffer, linked above.
                         NonNull::new(code(unsafe { link(b) }.load(Ordering::Relaxed), key))
                     };
-                    let runs = if run > 1 { n / run } else { 0 };
-                    let what = format!("size {size} colour {colour} run {run}");
-                    assert_eq!(grown.runs, runs, "{what}");
-                    assert_eq!(grown.blocks, n, "{what}");
-                    for j in 0..runs {
-                        let mut b = Some(grown.run_first(j));
-                        for t in 0..run {
-                            let here = b.unwrap_or_else(|| panic!("{what}: run {j} ends early"));
-                            assert_eq!(here.as_ptr(), expected(j * run + t), "{what}");
+                    let what = format!("size {size} colour {colour} stretch {stretch}");
+                    let mut from = 0;
+                    while from < n {
+                        let count = stretch.min(n - from);
+                        // SAFETY: a span-sized buffer of our own.
+                        let (first, last) = unsafe { carve(fresh, size, n, key, from, count) };
+                        assert_eq!(first.as_ptr(), expected(from), "{what}");
+                        assert_eq!(last.as_ptr(), expected(from + count - 1), "{what}");
+                        let mut b = Some(first);
+                        for k in from..from + count {
+                            let here = b.unwrap_or_else(|| panic!("{what}: {from} ends early"));
+                            assert_eq!(here.as_ptr(), expected(k), "{what}");
                             b = follow(here);
                         }
-                        assert_eq!(b, None, "{what}: run {j} is null-terminated");
+                        assert_eq!(b, None, "{what}: stretch at {from} is null-terminated");
+                        from += count;
                     }
-                    let mut b = grown.rest();
-                    for k in runs * run..n {
-                        let here = b.unwrap_or_else(|| panic!("{what}: rest ends early"));
-                        assert_eq!(here.as_ptr(), expected(k), "{what}");
-                        b = follow(here);
-                    }
-                    assert_eq!(b, None, "{what}: the rest is null-terminated");
-                    assert_eq!(grown.last().as_ptr(), expected(n - 1), "{what}");
                 }
             }
         }

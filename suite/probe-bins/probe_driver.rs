@@ -400,18 +400,22 @@ fn drive(probes: &Probes, probe: &str, calls: usize) -> usize {
         "probe_segregated_alloc" => {
             let a = SegregatedFit::new();
             let layout = Layout::from_size_align(SIZE, 8).expect("layout");
-            // Grow the class once and give most of it back, so every
-            // measured pop finds several blocks queued.
-            let warm: Vec<NonNull<u8>> = (0..8).map(|_| a.alloc(layout).expect("alloc")).collect();
+            // Grow the class once and give the blocks back to its queue
+            // (a growth links blocks onto the queue only as they are
+            // needed), and give each measured block back there too, so
+            // every measured pop finds several blocks queued.
+            let warm: Vec<NonNull<u8>> = (0..8)
+                .map(|_| a.alloc_shared(layout).expect("alloc"))
+                .collect();
             for p in warm {
                 // SAFETY: allocated above with `layout`, freed once.
-                unsafe { a.dealloc(p, layout) };
+                unsafe { a.dealloc_shared(p, layout) };
             }
             for _ in 0..calls {
                 let p = nonnull((probes.probe_segregated_alloc)(&a, black_box(SIZE)), probe);
                 sum ^= p.as_ptr() as usize;
                 // SAFETY: allocated just above with `layout`, freed once.
-                unsafe { a.dealloc(p, layout) };
+                unsafe { a.dealloc_shared(p, layout) };
             }
         }
         "probe_segregated_dealloc" => {

@@ -914,6 +914,54 @@ fn trim_gives_empty_spans_back_and_growth_reuses_them() {
     }
 }
 
+/// A span is linked a batch at a time as its blocks are needed; `trim`
+/// counts the blocks not handed out yet as free. A span of which one batch
+/// went out and came back is trimmed whole (it used to be linked whole, so
+/// its free blocks were all queued), and one with a live block keeps
+/// handing out the rest without growing.
+#[test]
+fn trim_counts_a_span_partly_handed_out() {
+    let a = SegregatedFit::new();
+    let l = layout(256, 8);
+    let class = SegregatedFit::size_class(256, 8).unwrap();
+    let i = class.index();
+    let per = SegregatedFit::blocks_per_span(class);
+    let page = PageAllocator::new().page_size();
+    let p = a.alloc(l).unwrap();
+    // SAFETY: allocated above with `l`, freed once.
+    unsafe { a.dealloc(p, l) };
+    assert_eq!(
+        a.trim(),
+        SegregatedFit::span_len(class) - page,
+        "the span, one batch of it handed out and back, is purged"
+    );
+    let st = a.stats().classes[i];
+    assert_eq!((st.spans, st.trimmed_spans, st.free, st.in_use), (1, 1, 0, 0));
+    // Growth takes the trimmed span back and hands it out anew.
+    let live: Vec<_> = (0..per / 2).map(|_| a.alloc(l).unwrap()).collect();
+    let st = a.stats().classes[i];
+    assert_eq!((st.spans, st.trimmed_spans, st.in_use), (1, 0, per / 2));
+    assert_eq!(st.free + st.cached, per - per / 2, "{st:?}");
+    // With live blocks in it the span stays, and the rest of it is still
+    // handed out before the class grows.
+    assert_eq!(a.trim(), 0);
+    let more: Vec<_> = (0..per - per / 2).map(|_| a.alloc(l).unwrap()).collect();
+    assert_eq!(a.span_count(class), 1, "the span's last blocks, no growth");
+    let mut all: Vec<_> = live.iter().chain(&more).map(|p| p.as_ptr() as usize).collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), per, "every block once");
+    for (k, &p) in live.iter().chain(&more).enumerate() {
+        // SAFETY: ours, 256 bytes; purged pages read back as what we write.
+        unsafe { p.as_ptr().write_bytes(k as u8, 256) };
+    }
+    for (k, &p) in live.iter().chain(&more).enumerate() {
+        // SAFETY: as above.
+        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), 256) };
+        assert!(crate::filled(bytes, k as u8));
+    }
+}
+
 #[test]
 fn alloc_zeroed_zeroes_reused_blocks() {
     let a = SegregatedFit::new();
