@@ -674,7 +674,9 @@ pub struct ClassStats {
     pub trimmed_spans: usize,
     /// Blocks in untrimmed spans.
     pub blocks: usize,
-    /// Blocks free in the class queue and its run stack.
+    /// Blocks free in the class queue and its run stack, and those of the
+    /// span being handed out that are not linked yet (a span is linked a
+    /// batch at a time).
     pub free: usize,
     /// Blocks held in thread caches.
     pub cached: usize,

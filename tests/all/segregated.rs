@@ -936,7 +936,10 @@ fn trim_counts_a_span_partly_handed_out() {
         "the span, one batch of it handed out and back, is purged"
     );
     let st = a.stats().classes[i];
-    assert_eq!((st.spans, st.trimmed_spans, st.free, st.in_use), (1, 1, 0, 0));
+    assert_eq!(
+        (st.spans, st.trimmed_spans, st.free, st.in_use),
+        (1, 1, 0, 0)
+    );
     // Growth takes the trimmed span back and hands it out anew.
     let live: Vec<_> = (0..per / 2).map(|_| a.alloc(l).unwrap()).collect();
     let st = a.stats().classes[i];
@@ -947,7 +950,11 @@ fn trim_counts_a_span_partly_handed_out() {
     assert_eq!(a.trim(), 0);
     let more: Vec<_> = (0..per - per / 2).map(|_| a.alloc(l).unwrap()).collect();
     assert_eq!(a.span_count(class), 1, "the span's last blocks, no growth");
-    let mut all: Vec<_> = live.iter().chain(&more).map(|p| p.as_ptr() as usize).collect();
+    let mut all: Vec<_> = live
+        .iter()
+        .chain(&more)
+        .map(|p| p.as_ptr() as usize)
+        .collect();
     all.sort_unstable();
     all.dedup();
     assert_eq!(all.len(), per, "every block once");
