@@ -32,13 +32,14 @@
 //! can reach, and an allocation of that class would wait for them forever.
 //! So `child` walks every class queue while it still holds every lock
 //! ([`ClassQueue::repair_after_fork`](super::queue::ClassQueue::repair_after_fork))
-//! and cuts each one back to the blocks a pop can reach. The cut blocks,
-//! like the blocks cached by the parent's other threads in their (dead)
-//! caches, are leaked in the child.
+//! and cuts each one back to the blocks a pop can reach, or drops a queue
+//! longer than its walk (64 links) whole. The dropped blocks, like the
+//! blocks cached by the parent's other threads in their (dead) caches, are
+//! leaked in the child.
 //!
 //! **Costs.** Two pointers per heap; each `fork` takes and releases
 //! `2 + 90 * heaps` uncontended locks (a few microseconds), and the child
-//! reads the link of every block in the class queues once.
+//! reads at most 64 links per class queue.
 
 use core::ptr::{self, NonNull};
 
