@@ -903,14 +903,25 @@ fn trim_gives_empty_spans_back_and_growth_reuses_them() {
     let again: Vec<_> = (0..3 * per - 1).map(|_| a.alloc(l).unwrap()).collect();
     assert_eq!(a.span_count(class), 3);
     assert_eq!(a.stats().classes[i].trimmed_spans, 0);
-    for (k, &p) in again.iter().enumerate() {
-        // SAFETY: ours; purged pages read back as what we write.
-        unsafe { p.as_ptr().write_bytes(k as u8, 1024) };
+    fill_and_read_back(&again, 1024);
+}
+
+/// Writes each of `blocks` (live, `len` bytes each, ours) full of its own
+/// byte, then reads them all back: none overlaps another, and purged pages
+/// read back as what was written.
+fn fill_and_read_back(blocks: &[NonNull<u8>], len: usize) {
+    for (k, &p) in blocks.iter().enumerate() {
+        // SAFETY: a live block of at least `len` bytes (the caller's).
+        unsafe { p.as_ptr().write_bytes(k as u8, len) };
     }
-    for (k, &p) in again.iter().enumerate() {
+    for (k, &p) in blocks.iter().enumerate() {
         // SAFETY: as above.
-        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), 1024) };
-        assert!(crate::filled(bytes, k as u8));
+        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), len) };
+        assert!(
+            crate::filled(bytes, k as u8),
+            "block {k} of {}",
+            blocks.len()
+        );
     }
 }
 
@@ -950,23 +961,12 @@ fn trim_counts_a_span_partly_handed_out() {
     assert_eq!(a.trim(), 0);
     let more: Vec<_> = (0..per - per / 2).map(|_| a.alloc(l).unwrap()).collect();
     assert_eq!(a.span_count(class), 1, "the span's last blocks, no growth");
-    let mut all: Vec<_> = live
-        .iter()
-        .chain(&more)
-        .map(|p| p.as_ptr() as usize)
-        .collect();
-    all.sort_unstable();
-    all.dedup();
-    assert_eq!(all.len(), per, "every block once");
-    for (k, &p) in live.iter().chain(&more).enumerate() {
-        // SAFETY: ours, 256 bytes; purged pages read back as what we write.
-        unsafe { p.as_ptr().write_bytes(k as u8, 256) };
-    }
-    for (k, &p) in live.iter().chain(&more).enumerate() {
-        // SAFETY: as above.
-        let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), 256) };
-        assert!(crate::filled(bytes, k as u8));
-    }
+    let all: Vec<_> = live.iter().chain(&more).copied().collect();
+    let mut addrs: Vec<_> = all.iter().map(|p| p.as_ptr() as usize).collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    assert_eq!(addrs.len(), per, "every block once");
+    fill_and_read_back(&all, 256);
 }
 
 #[test]
