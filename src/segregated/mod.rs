@@ -473,13 +473,13 @@ impl Heap {
         // asks the OS for the page size (a `sysconf` call) each time.
         let blocks = self.shapes[usize::from(class.tag())].blocks as usize;
         let mut at = c.growth.fresh_at.load(Ordering::Relaxed) as usize;
-        // A fresh span all handed out is as good as none.
-        let fresh = NonNull::new(c.growth.fresh.load(Ordering::Relaxed))
-            .filter(|_| at < blocks)
-            .map(|base| Fresh {
-                base,
-                colour: c.growth.fresh_colour.load(Ordering::Relaxed) as usize,
-            });
+        let mut fresh = NonNull::new(c.growth.fresh.load(Ordering::Relaxed)).map(|base| Fresh {
+            base,
+            colour: c.growth.fresh_colour.load(Ordering::Relaxed) as usize,
+        });
+        if at == blocks {
+            fresh = None;
+        }
         let fresh = match fresh {
             Some(f) => f,
             None if !grow => return Ok(false),
