@@ -472,15 +472,47 @@ unsafe fn release(p: *mut c_void, what: Owned) {
 /// Allocates `n * size` zeroed bytes; null with `ENOMEM` when the product
 /// overflows.
 ///
+/// The hit path is `malloc`'s (a block of the thread cache, up to 1 KiB)
+/// and a `memset` of the `n * size` bytes asked for, reached by a tail
+/// jump; everything else goes to `calloc_miss` by a tail jump. (Before,
+/// every `calloc` went through `SegregatedFit::alloc_zeroed`'s general
+/// path: 88 instructions besides the `memset`, now 35; `scripts/malloc-hits`
+/// counts them.)
+///
 /// # Safety
 ///
 /// As for [`malloc`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
-    match n.checked_mul(size) {
-        Some(total) => allocate(total, MIN_ALIGN, true),
-        None => enomem(),
+    if let Some(total) = n.checked_mul(size)
+        && let Some(class) = SizeClass::aligned16(total)
+        && let Some(p) = HEAP.alloc_cached(class)
+    {
+        // SAFETY: a live block of `class`, ours, of at least `total` bytes
+        // (`aligned16` chose a class that holds `total`).
+        unsafe { p.as_ptr().write_bytes(0, total) };
+        return p.as_ptr().cast();
     }
+    calloc_miss(n, size)
+}
+
+/// [`calloc`] past its hit path: an overflowing product, a request above
+/// 1 KiB, a refill, a large block, a thread with no cache. (`extern "C"`,
+/// as [`malloc_miss`]: `calloc` reaches it by a tail jump.)
+#[inline(never)]
+extern "C" fn calloc_miss(n: usize, size: usize) -> *mut c_void {
+    let Some(total) = n.checked_mul(size) else {
+        return enomem();
+    };
+    if SizeClass::aligned16(total).is_none()
+        && let Some(class) = SizeClass::of(total, MIN_ALIGN)
+        && let Some(p) = HEAP.alloc_cached(class)
+    {
+        // SAFETY: as in `calloc`: a live block of ours that holds `total`.
+        unsafe { p.as_ptr().write_bytes(0, total) };
+        return p.as_ptr().cast();
+    }
+    allocate(total, MIN_ALIGN, true)
 }
 
 /// Resizes a block: `realloc(NULL, n)` is `malloc(n)`, `realloc(p, 0)`

@@ -51,14 +51,20 @@ int main(void) {
   printf("calloc(0, 5): non-null %d\n", p != NULL);
   free(p);
   {
-    /* A calloc'd block is zero even where a freed one of its class was not. */
-    for (int round = 0; round < 2; round++) {
-      unsigned char *c = calloc(100, 10);
-      int zero = 1;
-      for (int i = 0; i < 1000; i++) zero &= c[i] == 0;
-      if (!zero) printf("calloc(100, 10): NOT ZERO\n");
-      memset(c, 0xff, 1000);
-      free(c);
+    /* A calloc'd block is zero even where a freed one of its class was not:
+     * a class up to 1 KiB (calloc's hit path), one above (its miss path's
+     * cache pop), a block of the largest classes. */
+    size_t sizes[][2] = {{1, 48}, {100, 10}, {4, 1000}, {1, 60000}};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+      size_t n = sizes[k][0] * sizes[k][1];
+      for (int round = 0; round < 2; round++) {
+        unsigned char *c = calloc(sizes[k][0], sizes[k][1]);
+        int zero = 1;
+        for (size_t i = 0; i < n; i++) zero &= c[i] == 0;
+        if (!zero) printf("calloc(%zu, %zu): NOT ZERO\n", sizes[k][0], sizes[k][1]);
+        memset(c, 0xff, n);
+        free(c);
+      }
     }
     /* The second round gets the first's freed (dirty) 1 MiB mapping back
      * where freed large mappings are cached and reused. */
