@@ -15,9 +15,10 @@
 //! with [`SegregatedFit::dealloc_in`]; `malloc_usable_size` is the class's
 //! block size, exactly. `malloc(24)` takes a 32-byte block (glibc: a 32-byte
 //! chunk), `malloc(100)` 112 (glibc: 112). On the hit path (the thread
-//! cache has a block of the class, or room for one) `malloc` and `free` use
-//! `SegregatedFit::alloc_cached` and `free_cached` and make no call and no
-//! stack frame; everything else is a tail jump to an out-of-line miss
+//! cache has a block of the class, or room for one) `malloc`, `calloc` and
+//! `free` use `SegregatedFit::alloc_cached` and `free_cached` and make no
+//! call and no stack frame (`calloc` ends in a tail jump to `memset`);
+//! everything else is a tail jump to an out-of-line miss
 //! (`scripts/malloc-hits` counts and gates their instructions). Only the
 //! *large* blocks (above 64 KiB, or aligned above 4096), which lie outside
 //! the span region, carry their layout in a 16-byte header before the
