@@ -475,7 +475,10 @@ def summarize(progs, results, allocs, quick, rounds, lib):
                 cell = {"status": "ok" if same else "differs",
                         "seconds": statistics.median(x["seconds"] for x in runs),
                         "cpu_s": statistics.median(x["cpu_s"] for x in runs),
-                        "rss_kib": max(x["rss_kib"] for x in runs)}
+                        "rss_kib": max(x["rss_kib"] for x in runs),
+                        # Every run's time, in round order: the medians and
+                        # the round-by-round ratios can be checked from them.
+                        "runs_s": [x["seconds"] for x in runs]}
                 if not same:
                     failures.append(f"{pname} under {aname}: its result differs from glibc's")
                     cell["why"] = "result differs from glibc's"

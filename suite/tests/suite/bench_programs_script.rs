@@ -1,6 +1,7 @@
 //! `scripts/bench_programs.py`'s summary judged on runs made up for the
 //! test: the goal line compares SegregatedFit with mimalloc round by round
-//! as well as by medians, so that a reader can tell a gap from the noise.
+//! as well as by medians, so that a reader can tell a gap from the noise,
+//! and the JSON keeps every run's time.
 
 use std::process::Command;
 
@@ -37,6 +38,7 @@ res["a"]["SegregatedFit"] = [run(1.1), run(1.2)]
 res["b"]["SegregatedFit"] = [run(2.2), run(1.9)]
 doc = bp.summarize(progs, res, allocs, False, 2, "lib")
 print(json.dumps(doc["summary"]["SegregatedFit"]["vs_mimalloc_by_round"]))
+print(json.dumps(doc["programs"]["b"]["allocators"]["SegregatedFit"]["runs_s"]))
 print(bp.goals(doc["summary"]))
 "#;
     let out = Command::new(python)
@@ -55,6 +57,9 @@ print(bp.goals(doc["summary"]))
     assert_eq!(rounds.len(), 2);
     assert!((rounds[0] - 1.1).abs() < 1e-9, "{rounds:?}");
     assert!((rounds[1] - 0.95f64.sqrt()).abs() < 1e-9, "{rounds:?}");
+    // Each run's time is kept, in round order, beside the median.
+    let runs: Vec<f64> = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(runs, [2.2, 1.9]);
     assert_eq!(
         lines.next().unwrap(),
         "Goals: SegregatedFit's geometric-mean time at most mimalloc's: 1.035x vs 1.000x \
