@@ -384,6 +384,16 @@ fn a_realloc_of_the_stack_aborts() {
     misuse("stack_realloc.c", "realloc(): invalid pointer");
 }
 
+/// A free of a block that is linked into a free list but was never handed
+/// out (the next block of a fresh run) is a free of a free block: the
+/// library linked it tagged. Before, the free pushed it a second time and
+/// the next two allocations got the same block.
+#[test]
+fn a_free_of_a_block_never_handed_out_aborts() {
+    misuse("free_never_handed_out.c", "free(): double free of");
+    misuse("free_never_handed_out.c", "(704-byte class)");
+}
+
 #[test]
 fn a_double_free_of_a_large_block_aborts() {
     misuse("large_double_free.c", "free(): double free of");

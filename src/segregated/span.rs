@@ -32,6 +32,8 @@
 use core::mem::size_of;
 use core::ptr::{self, NonNull};
 
+#[cfg(feature = "hardened")]
+use super::harden;
 use super::queue::{code, link};
 use super::region::Region;
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
@@ -128,7 +130,10 @@ pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanH
 /// this way a batch at a time, as its blocks are first needed, so that its
 /// pages are first touched then (linking a whole span at its growth
 /// touched every page of it: `/bin/echo` grew 18 spans and ran 39 K
-/// instructions linking them).
+/// instructions linking them). With `hardened`, each linked block of 16
+/// bytes or more is also tagged free (the key in its second word, as a
+/// free tags it), so that a free of a linked block that was never handed
+/// out is caught as the double free it is.
 ///
 /// # Safety
 ///
@@ -159,6 +164,17 @@ pub(crate) unsafe fn carve(
     // bump, an XOR and a store (the chain used to be linked block by block,
     // its position wrapped and multiplied out for each: 21 instructions a
     // block, 6.4 K a span in `lua5.4`).
+    // Tags a linked block free (`hardened`; the 8-byte class has no room).
+    let tag = |p: NonNull<u8>| {
+        #[cfg(feature = "hardened")]
+        if block_size >= harden::TAGGED_MIN {
+            // SAFETY: a block of the span of at least `TAGGED_MIN` bytes,
+            // ours alone (the caller).
+            unsafe { harden::tag(p) }.store(key, Ordering::Relaxed);
+        }
+        #[cfg(not(feature = "hardened"))]
+        let _ = p;
+    };
     let mut k = from;
     while k < to {
         let wrap = if r + k < n { n - r } else { n };
@@ -170,6 +186,7 @@ pub(crate) unsafe fn carve(
             let next = unsafe { p.add(block_size) };
             // SAFETY: as above.
             unsafe { link(p) }.store(code(next.as_ptr(), key), Ordering::Relaxed);
+            tag(p);
             p = next;
         }
         let next = if end == to {
@@ -179,6 +196,7 @@ pub(crate) unsafe fn carve(
         };
         // SAFETY: as above.
         unsafe { link(p) }.store(code(next, key), Ordering::Relaxed);
+        tag(p);
         k = end;
     }
     (at(from), at(to - 1))
@@ -470,6 +488,11 @@ mod tests {
                         for k in from..from + count {
                             let here = b.unwrap_or_else(|| panic!("{what}: {from} ends early"));
                             assert_eq!(here.as_ptr(), expected(k), "{what}");
+                            // Each linked block is tagged free (its second
+                            // word the key), as a free tags it.
+                            #[cfg(feature = "hardened")]
+                            // SAFETY: a block of the buffer, 16 bytes or more.
+                            assert_eq!(unsafe { harden::tag_word(here) }, key, "{what}: tag");
                             b = follow(here);
                         }
                         assert_eq!(b, None, "{what}: stretch at {from} is null-terminated");
