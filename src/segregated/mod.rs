@@ -2491,16 +2491,49 @@ mod locate_tests {
                 while let Some(first) = c.runs.pop(heap.base()) {
                     runs.push(first);
                 }
-                // The runs the frees flushed (below them may lie runs of a
-                // fresh span, linked by a refill that another thread won,
-                // never handed out, so never tagged).
-                let flushed: Vec<_> = runs.iter().filter(|p| blocks.contains(p)).collect();
-                assert!(flushed.len() >= 2, "{} flushed runs", flushed.len());
-                for &&first in &flushed {
+                // The runs the frees flushed, and below them maybe runs of
+                // a fresh span that a refill linked (tagged as it linked
+                // them) and another thread won.
+                let flushed = runs.iter().filter(|p| blocks.contains(p)).count();
+                assert!(flushed >= 2, "{flushed} flushed runs");
+                for &first in &runs {
                     // SAFETY: a free block of ours: read only.
                     let tag = unsafe { harden::tag_word(first) };
                     assert_eq!(tag, heap.key, "the run's first block is tagged free");
                 }
+                for &first in runs.iter().rev() {
+                    // SAFETY: our runs, as popped.
+                    unsafe { heap.give_run(class, first, batch) };
+                }
+            });
+        });
+    }
+
+    /// A run of the 16-byte class, whose `below` word on the stack is the
+    /// tag's word, gets its first block's tag back as it leaves the stack:
+    /// a second free of that block in a thread cache or the queue is caught
+    /// (it went unseen until the block was handed out and freed again).
+    #[cfg(feature = "hardened")]
+    #[test]
+    fn hardened_a_16_byte_run_gets_its_tag_back_off_the_stack() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(16, 16).unwrap();
+        let class = SegregatedFit::size_class(16, 16).unwrap();
+        let batch = cache::batch(class.index());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let blocks = super::tests::alloc_then_free(&a, l, 4 * batch);
+                let heap = a.heap().unwrap();
+                let c = heap.class(class);
+                let mut runs = Vec::new();
+                while let Some(first) = c.runs.pop(heap.base()) {
+                    // SAFETY: a free block of ours, popped: read only.
+                    let tag = unsafe { harden::tag_word(first) };
+                    assert_eq!(tag, heap.key, "the popped run's first block is tagged");
+                    runs.push(first);
+                }
+                let flushed = runs.iter().filter(|p| blocks.contains(p)).count();
+                assert!(flushed >= 2, "{flushed} flushed runs");
                 for &first in runs.iter().rev() {
                     // SAFETY: our runs, as popped.
                     unsafe { heap.give_run(class, first, batch) };

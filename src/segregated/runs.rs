@@ -213,7 +213,19 @@ impl RunStack {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Some(first),
+                Ok(_) => {
+                    // The 16-byte class's `below` took the first block's
+                    // double-free tag: the block is free and ours now, so it
+                    // gets the tag back (a free of it in a cache or the queue
+                    // is then caught as for any other block).
+                    #[cfg(feature = "hardened")]
+                    if self.below_at == 1 {
+                        // SAFETY: the run we popped: ours, at least
+                        // `MIN_RUN_BLOCK` (two words) long.
+                        unsafe { super::harden::tag(first) }.store(key, Ordering::Relaxed);
+                    }
+                    return Some(first);
+                }
                 Err(actual) => top = actual,
             }
         }
