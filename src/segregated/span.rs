@@ -158,12 +158,6 @@ pub(crate) unsafe fn carve(
         // SAFETY: block `i < blocks` lies in the span.
         unsafe { span.base.add(i * block_size) }
     };
-    // A stretch at a time: positions `k..end` whose blocks follow each other
-    // in memory, up to the wrap (position `n - r`, block 0) or the end.
-    // Within a stretch each link is the next block's address: a pointer
-    // bump, an XOR and a store (the chain used to be linked block by block,
-    // its position wrapped and multiplied out for each: 21 instructions a
-    // block, 6.4 K a span in `lua5.4`).
     // Tags a linked block free (`hardened`; the 8-byte class has no room).
     let tag = |p: NonNull<u8>| {
         #[cfg(feature = "hardened")]
@@ -175,6 +169,12 @@ pub(crate) unsafe fn carve(
         #[cfg(not(feature = "hardened"))]
         let _ = p;
     };
+    // A stretch at a time: positions `k..end` whose blocks follow each other
+    // in memory, up to the wrap (position `n - r`, block 0) or the end.
+    // Within a stretch each link is the next block's address: a pointer
+    // bump, an XOR and a store (the chain used to be linked block by block,
+    // its position wrapped and multiplied out for each: 21 instructions a
+    // block, 6.4 K a span in `lua5.4`).
     let mut k = from;
     while k < to {
         let wrap = if r + k < n { n - r } else { n };
