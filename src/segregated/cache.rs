@@ -257,8 +257,9 @@ impl ThreadCache {
         let next = unsafe { link(block) }.load(Ordering::Relaxed);
         #[cfg(feature = "hardened")]
         let next = {
-            // SAFETY: a cached block: at least `TAGGED_MIN` bytes (the
-            // 8-byte class is never cached in hardened builds, see `CAPS`).
+            // SAFETY: a cached block: at least `TAGGED_MIN` bytes (on 64-bit
+            // targets the 8-byte class is never cached in hardened builds,
+            // see `CAPS`).
             unsafe { harden::tag(block) }.store(0, Ordering::Relaxed);
             code(next, self.key.get())
         };
@@ -285,7 +286,8 @@ impl ThreadCache {
         let head = {
             let key = self.key.get();
             // SAFETY: a block of a cached class: at least `TAGGED_MIN` bytes
-            // (the 8-byte class has no cache in hardened builds).
+            // (on 64-bit targets the 8-byte class has no cache in hardened
+            // builds).
             let tag = unsafe { harden::tag(block) };
             // SAFETY: as above; a plain read (no other thread writes a block
             // its freer owns) lets the compare take it as an operand.

@@ -21,11 +21,13 @@
 
 use core::ptr::NonNull;
 
-use super::class::SizeClass;
+use super::class::{GRANULE, SizeClass};
 use crate::sync::{AtomicUsize, Ordering};
 
-/// The smallest block with room for the tag beside its link.
-pub(crate) const TAGGED_MIN: usize = 16;
+/// The smallest block with room for the tag beside its link: two words (16
+/// bytes on 64-bit targets, where the 8-byte class has no tag and no
+/// cache; 8 on 32-bit ones, where every class has both, as `CAPS` says).
+pub(crate) const TAGGED_MIN: usize = 2 * size_of::<usize>();
 
 /// The second word of `block`, where a free block keeps its tag.
 ///
@@ -36,7 +38,7 @@ pub(crate) const TAGGED_MIN: usize = 16;
 pub(crate) unsafe fn tag<'a>(block: NonNull<u8>) -> &'a AtomicUsize {
     // SAFETY: the second word lies in the block (the caller's size); an
     // `AtomicUsize` has a word's size and alignment, and the run stack, the
-    // one other reader of a free block's second word (the 16-byte class's;
+    // one other reader of a free block's second word (a two-word block's;
     // the third of larger ones), reads it atomically.
     unsafe { &*block.as_ptr().add(size_of::<usize>()).cast::<AtomicUsize>() }
 }
@@ -88,9 +90,13 @@ fn line() -> Line {
 #[inline(always)]
 pub(crate) fn plausible(block: NonNull<u8>, base: usize) -> bool {
     let off = block.as_ptr().addr().wrapping_sub(base);
-    if cfg!(target_pointer_width = "64") {
+    // `#[cfg]`, not `cfg!`: 32-bit targets have no `REGION_LEN`.
+    #[cfg(target_pointer_width = "64")]
+    {
         off.rotate_right(3) < super::region::REGION_LEN >> 3
-    } else {
+    }
+    #[cfg(not(target_pointer_width = "64"))]
+    {
         off.is_multiple_of(8)
     }
 }
@@ -152,11 +158,12 @@ pub(crate) unsafe fn mark_free(block: NonNull<u8>, class: SizeClass, key: usize)
 /// `block` is a block of `class`'s spans, now the caller's.
 #[inline(always)]
 pub(crate) unsafe fn mark_used(block: NonNull<u8>, class: SizeClass) {
-    // Only class 0 (8 bytes) is below `TAGGED_MIN`: testing the index
-    // spares the block size's table look-up.
-    debug_assert_eq!(class.index() != 0, class.block_size() >= TAGGED_MIN);
-    if class.index() != 0 {
-        // SAFETY: a block of at least 16 bytes (checked above).
+    // Only class 0 (8 bytes) can be below `TAGGED_MIN`, and only on 64-bit
+    // targets: testing the index spares the block size's table look-up.
+    let tagged = TAGGED_MIN <= GRANULE || class.index() != 0;
+    debug_assert_eq!(tagged, class.block_size() >= TAGGED_MIN);
+    if tagged {
+        // SAFETY: a block of at least `TAGGED_MIN` bytes (checked above).
         unsafe { tag(block) }.store(0, Ordering::Relaxed);
     }
 }

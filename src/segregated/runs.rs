@@ -217,7 +217,10 @@ impl RunStack {
                     // The 16-byte class's `below` took the first block's
                     // double-free tag: the block is free and ours now, so it
                     // gets the tag back (a free of it in a cache or the queue
-                    // is then caught as for any other block).
+                    // is then caught as for any other block). (`below_at`
+                    // is 1 for two-word blocks alone: the 16-byte class on
+                    // 64-bit targets, the 8-byte one on 32-bit ones; both
+                    // carry a tag.)
                     #[cfg(feature = "hardened")]
                     if self.below_at == 1 {
                         // SAFETY: the run we popped: ours, at least
