@@ -289,9 +289,14 @@ impl ThreadCache {
             // (on 64-bit targets the 8-byte class has no cache in hardened
             // builds).
             let tag = unsafe { harden::tag(block) };
+            // A match is confirmed by the block's first word, behind the
+            // compare (see `looks_free`).
             // SAFETY: as above; a plain read (no other thread writes a block
             // its freer owns) lets the compare take it as an operand.
-            if unsafe { harden::tag_word(block) } == key {
+            if unsafe { harden::tag_word(block) } == key
+                // SAFETY: as above: the block's first word, read plainly.
+                && unsafe { harden::looks_free(block, key, self.base.get()) }
+            {
                 harden::double_free(block, index + 1);
             }
             tag.store(key, Ordering::Relaxed);

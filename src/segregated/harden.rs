@@ -133,6 +133,29 @@ pub(crate) fn new_key(seed: usize) -> usize {
     (k as usize) | 7
 }
 
+/// Whether `block`, whose tag matched the key, also holds a free block's
+/// first word: a link coded with `key` that decodes to null or to a block
+/// that can be one of the heap's (in its region at `base`, aligned; see
+/// [`plausible`]). Every free list codes its links so, at every level. A
+/// live block whose second word holds the key by accident (stack bytes
+/// with the key in them, copied into it whole: a struct's padding) fails
+/// this, its first word being the program's, and is freed as any other
+/// (docs/malloc-hardening.md, "False alarms").
+///
+/// # Safety
+///
+/// As for [`tag_word`].
+#[inline(always)]
+pub(crate) unsafe fn looks_free(block: NonNull<u8>, key: usize, base: usize) -> bool {
+    // SAFETY: the caller's contract: the block's first word, read plainly
+    // as the tag is.
+    let next = unsafe { block.as_ptr().cast::<usize>().read() } ^ key;
+    match NonNull::new(core::ptr::without_provenance_mut::<u8>(next)) {
+        None => true,
+        Some(n) => plausible(n, base),
+    }
+}
+
 /// Marks `block` of `class` free for a free that bypasses the thread cache
 /// (the cache's push does the same inline): aborts if it is free already.
 ///
@@ -140,11 +163,12 @@ pub(crate) fn new_key(seed: usize) -> usize {
 ///
 /// `block` is a block of `class`'s spans.
 #[inline]
-pub(crate) unsafe fn mark_free(block: NonNull<u8>, class: SizeClass, key: usize) {
+pub(crate) unsafe fn mark_free(block: NonNull<u8>, class: SizeClass, key: usize, base: usize) {
     if class.block_size() >= TAGGED_MIN {
-        // SAFETY: a block of at least 16 bytes (checked above).
+        // SAFETY: a block of at least `TAGGED_MIN` bytes (checked above).
         let t = unsafe { tag(block) };
-        if t.load(Ordering::Relaxed) == key {
+        // SAFETY: as above.
+        if t.load(Ordering::Relaxed) == key && unsafe { looks_free(block, key, base) } {
             double_free(block, class.tag().into());
         }
         t.store(key, Ordering::Relaxed);

@@ -1374,7 +1374,7 @@ impl SegregatedFit {
         // SAFETY: the caller's block of this class.
         #[cfg(feature = "hardened")]
         unsafe {
-            harden::mark_free(ptr, class, heap.key)
+            harden::mark_free(ptr, class, heap.key, heap.base())
         };
         // SAFETY: the caller's block of this class.
         unsafe { heap.give(class, ptr, ptr, 1) };
@@ -1400,7 +1400,7 @@ impl SegregatedFit {
         // SAFETY: the caller's block of this class.
         #[cfg(feature = "hardened")]
         unsafe {
-            harden::mark_free(ptr, class, heap.key)
+            harden::mark_free(ptr, class, heap.key, heap.base())
         };
         // SAFETY: the caller gives us a block of this class it owned.
         unsafe { heap.give(class, ptr, ptr, 1) };
@@ -1527,7 +1527,7 @@ impl SegregatedFit {
             #[cfg(feature = "hardened")]
             // SAFETY: the caller's live block of `class`, given to us.
             unsafe {
-                harden::mark_free(b, class, heap.key);
+                harden::mark_free(b, class, heap.key, heap.base());
                 queue::link(b).store(queue::code(next, heap.key), Ordering::Relaxed);
             }
             b = NonNull::new(next).expect("SegregatedFit: the batch chain ends before `last`");
@@ -1538,7 +1538,7 @@ impl SegregatedFit {
         // SAFETY: as above.
         #[cfg(feature = "hardened")]
         unsafe {
-            harden::mark_free(last, class, heap.key)
+            harden::mark_free(last, class, heap.key, heap.base())
         };
         // SAFETY: the caller's chain of this class's blocks.
         unsafe { heap.give(class, first, last, n) };
@@ -2504,6 +2504,61 @@ mod locate_tests {
                 for &first in runs.iter().rev() {
                     // SAFETY: our runs, as popped.
                     unsafe { heap.give_run(class, first, batch) };
+                }
+            });
+        });
+    }
+
+    /// A live block whose second word holds the key by accident (stack
+    /// bytes copied into it whole: the padding of a `Box`ed struct) is
+    /// freed as any other, through the cache and through the shared path:
+    /// its first word is no coded link. (The tag test alone aborted with a
+    /// double free: the library's own tests did, with this allocator as a
+    /// debug build's global allocator.) A true double free is still caught
+    /// (`malloc/tests`, and the `should_panic` tests of `tests/all`).
+    #[cfg(feature = "hardened")]
+    #[test]
+    fn hardened_a_live_block_holding_the_key_is_freed_as_any_other() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(64, 16).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let key = {
+                    let p = a.alloc(l).unwrap();
+                    // SAFETY: ours, live, freed once.
+                    unsafe { a.dealloc(p, l) };
+                    a.heap().unwrap().key
+                };
+                for shared in [false, true] {
+                    let p = if shared {
+                        a.alloc_shared(l).unwrap()
+                    } else {
+                        a.alloc(l).unwrap()
+                    };
+                    // SAFETY: a live block of 64 bytes, ours: the program's
+                    // data, as a copy from the stack could leave it.
+                    unsafe {
+                        let w = p.as_ptr().cast::<usize>();
+                        w.write(0x1234_5678);
+                        w.add(1).write(key);
+                    }
+                    // SAFETY: ours, live, freed once.
+                    unsafe {
+                        if shared {
+                            a.dealloc_shared(p, l);
+                        } else {
+                            a.dealloc(p, l);
+                        }
+                    }
+                    // The block went back: the cache's next allocation of
+                    // the class gets it (newest first); the queue hands out
+                    // its oldest, so the shared path is only freed again.
+                    if !shared {
+                        let q = a.alloc(l).unwrap();
+                        assert_eq!(q, p);
+                        // SAFETY: ours, live, freed once.
+                        unsafe { a.dealloc(q, l) };
+                    }
                 }
             });
         });
