@@ -2469,44 +2469,45 @@ mod locate_tests {
         });
     }
 
-    /// Every block of every class, at every alignment a class serves, is
-    /// located as a block of its class; a byte past a block's start is not.
-    /// A run on the run stack keeps its first block's double-free tag: the
-    /// stack's `below` word sits in the third word of a block of 24 bytes
-    /// or more (it used to overwrite the tag, so a second free of that
-    /// block went unseen while its run was stacked).
+    /// A run's first block carries its double-free tag once the run is off
+    /// the stack: a block of 24 bytes or more keeps it throughout (the
+    /// stack's `below` word sits in its third word; it used to overwrite
+    /// the tag, so a second free of that block went unseen while its run
+    /// was stacked), and a 16-byte block, whose `below` is the tag's word,
+    /// gets it back as the pop takes the run (it went unseen until the
+    /// block was handed out and freed again).
     #[cfg(feature = "hardened")]
     #[test]
-    fn hardened_runs_keep_their_first_blocks_tag() {
-        let a = SegregatedFit::new();
-        let l = Layout::from_size_align(48, 16).unwrap();
-        let class = SegregatedFit::size_class(48, 16).unwrap();
-        let batch = cache::batch(class.index());
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let blocks = super::tests::alloc_then_free(&a, l, 4 * batch);
-                let heap = a.heap().unwrap();
-                let c = heap.class(class);
-                let mut runs = Vec::new();
-                while let Some(first) = c.runs.pop(heap.base()) {
-                    runs.push(first);
-                }
-                // The runs the frees flushed, and below them maybe runs of
-                // a fresh span that a refill linked (tagged as it linked
-                // them) and another thread won.
-                let flushed = runs.iter().filter(|p| blocks.contains(p)).count();
-                assert!(flushed >= 2, "{flushed} flushed runs");
-                for &first in &runs {
-                    // SAFETY: a free block of ours: read only.
-                    let tag = unsafe { harden::tag_word(first) };
-                    assert_eq!(tag, heap.key, "the run's first block is tagged free");
-                }
-                for &first in runs.iter().rev() {
-                    // SAFETY: our runs, as popped.
-                    unsafe { heap.give_run(class, first, batch) };
-                }
+    fn hardened_popped_runs_carry_their_first_blocks_tag() {
+        for size in [16, 48] {
+            let a = SegregatedFit::new();
+            let l = Layout::from_size_align(size, 16).unwrap();
+            let class = SegregatedFit::size_class(size, 16).unwrap();
+            let batch = cache::batch(class.index());
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let blocks = super::tests::alloc_then_free(&a, l, 4 * batch);
+                    let heap = a.heap().unwrap();
+                    let c = heap.class(class);
+                    let mut runs = Vec::new();
+                    while let Some(first) = c.runs.pop(heap.base()) {
+                        // SAFETY: a free block of ours, popped: read only.
+                        let tag = unsafe { harden::tag_word(first) };
+                        assert_eq!(tag, heap.key, "{size} bytes: the run's first block");
+                        runs.push(first);
+                    }
+                    // The runs the frees flushed, and below them maybe runs
+                    // of a fresh span that a refill linked (tagged as it
+                    // linked them) and another thread won.
+                    let flushed = runs.iter().filter(|p| blocks.contains(p)).count();
+                    assert!(flushed >= 2, "{size} bytes: {flushed} flushed runs");
+                    for &first in runs.iter().rev() {
+                        // SAFETY: our runs, as popped.
+                        unsafe { heap.give_run(class, first, batch) };
+                    }
+                });
             });
-        });
+        }
     }
 
     /// A live block whose second word holds the key by accident (stack
@@ -2564,39 +2565,6 @@ mod locate_tests {
         });
     }
 
-    /// A run of the 16-byte class, whose `below` word on the stack is the
-    /// tag's word, gets its first block's tag back as it leaves the stack:
-    /// a second free of that block in a thread cache or the queue is caught
-    /// (it went unseen until the block was handed out and freed again).
-    #[cfg(feature = "hardened")]
-    #[test]
-    fn hardened_a_16_byte_run_gets_its_tag_back_off_the_stack() {
-        let a = SegregatedFit::new();
-        let l = Layout::from_size_align(16, 16).unwrap();
-        let class = SegregatedFit::size_class(16, 16).unwrap();
-        let batch = cache::batch(class.index());
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let blocks = super::tests::alloc_then_free(&a, l, 4 * batch);
-                let heap = a.heap().unwrap();
-                let c = heap.class(class);
-                let mut runs = Vec::new();
-                while let Some(first) = c.runs.pop(heap.base()) {
-                    // SAFETY: a free block of ours, popped: read only.
-                    let tag = unsafe { harden::tag_word(first) };
-                    assert_eq!(tag, heap.key, "the popped run's first block is tagged");
-                    runs.push(first);
-                }
-                let flushed = runs.iter().filter(|p| blocks.contains(p)).count();
-                assert!(flushed >= 2, "{flushed} flushed runs");
-                for &first in runs.iter().rev() {
-                    // SAFETY: our runs, as popped.
-                    unsafe { heap.give_run(class, first, batch) };
-                }
-            });
-        });
-    }
-
     /// `dealloc_batch` tags each block free and codes the chain's links as
     /// the queue stores them (it used to queue the caller's plain links and
     /// leave the blocks untagged: a double free of one went unseen, and a
@@ -2624,6 +2592,8 @@ mod locate_tests {
         }
     }
 
+    /// Every block of every class, at every alignment a class serves, is
+    /// located as a block of its class; a byte past a block's start is not.
     #[test]
     fn every_class_block_is_located_and_nothing_between() {
         let a = SegregatedFit::new();
