@@ -72,6 +72,20 @@ const UNREGISTERED: usize = 0;
 const LIVE: usize = 1;
 const DEAD: usize = 2;
 
+/// Whether a block of `size` bytes has no room for the double-free tag
+/// beside its link (`hardened`: below `TAGGED_MIN`), and so no cache.
+const fn untagged(size: usize) -> bool {
+    #[cfg(feature = "hardened")]
+    {
+        size < harden::TAGGED_MIN
+    }
+    #[cfg(not(feature = "hardened"))]
+    {
+        let _ = size;
+        false
+    }
+}
+
 /// The most blocks a thread caches per class: about 16 KiB of blocks,
 /// between 2 and 128.
 const CAPS: [u32; CLASS_COUNT] = {
@@ -83,10 +97,10 @@ const CAPS: [u32; CLASS_COUNT] = {
             None => 1,
         };
         let cap = (16 * 1024) / size;
-        caps[i] = if cfg!(feature = "hardened") && size < 2 * size_of::<usize>() {
+        caps[i] = if untagged(size) {
             // No room for the double-free tag beside the link: the 8-byte
-            // class goes straight to its queue (C's malloc never uses it:
-            // its alignment is 16).
+            // class of 64-bit targets goes straight to its queue (C's
+            // malloc never uses it: its alignment is 16).
             0
         } else if cap < 2 {
             2

@@ -140,7 +140,7 @@ pub(crate) fn new_key(seed: usize) -> usize {
 /// live block whose second word holds the key by accident (stack bytes
 /// with the key in them, copied into it whole: a struct's padding) fails
 /// this, its first word being the program's, and is freed as any other
-/// (docs/malloc-hardening.md, "False alarms").
+/// (docs/malloc-hardening.md, "A live block that holds the key").
 ///
 /// # Safety
 ///
