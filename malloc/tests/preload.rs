@@ -470,3 +470,38 @@ fn calloc_populates_large_blocks_up_to_32_mib() {
     }
     assert_eq!(seen, 3, "{stdout}");
 }
+
+/// A process the library is preloaded into loads no `libgcc_s.so.1`: the
+/// library carries GCC's unwinder inside (`malloc/build.rs`), where every
+/// process paid for loading the shared one and for its constructor's
+/// `cpuid`s. Checked where that build finds the archive, as it does with
+/// gcc installed.
+#[test]
+fn preloading_loads_no_libgcc_s() {
+    let archive = Command::new("cc")
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .ok()
+        .filter(|p| p.is_absolute() && p.is_file());
+    if archive.is_none() {
+        eprintln!("skipped: cc knows no libgcc_eh.a, so the library links libgcc_s.so.1");
+        return;
+    }
+    let mut cat = Command::new("cat");
+    cat.arg("/proc/self/maps");
+    let r = run(cat, true, Duration::from_secs(30));
+    assert_eq!(r.status, Some(0), "{}", r.stderr);
+    let lib = library();
+    let name = lib.file_name().expect("a file name").to_string_lossy();
+    assert!(
+        r.stdout.contains(&*name),
+        "the library is not mapped:\n{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("libgcc_s"),
+        "libgcc_s.so.1 is loaded beside the library:\n{}",
+        r.stdout
+    );
+}
