@@ -505,7 +505,14 @@ impl Heap {
             }
         };
         let want = if run > 1 { run } else { (4096 / bs).max(1) };
-        let n = want.min(blocks - at);
+        // A coloured span's first batch ends where its chain wraps: those
+        // blocks share the header's page (`span::first_block`).
+        let left = if at == 0 && fresh.colour > 0 {
+            blocks - fresh.colour
+        } else {
+            blocks - at
+        };
+        let n = want.min(left);
         // SAFETY: positions `at..at + n` of the fresh span are free and were
         // never handed out; ours under the growth lock (the caller).
         let (first, last) = unsafe { span::carve(fresh, bs, blocks, self.key(), at, n) };
@@ -2071,7 +2078,10 @@ mod tests {
     /// refill needs it; its last blocks (fewer than a batch) go through the
     /// queue, and only then does the class grow again. (It used to link the
     /// whole span at its growth, runs on the stack and the rest queued,
-    /// touching every page of it at once.)
+    /// touching every page of it at once.) A class's first span starts its
+    /// chain in the page of its header, and its first batch ends at the
+    /// span's end, in that page (before, the first run of 64-byte blocks
+    /// touched two more pages).
     #[test]
     fn a_span_grown_for_a_refill_is_handed_out_a_run_at_a_time() {
         let a = SegregatedFit::new();
@@ -2080,29 +2090,60 @@ mod tests {
         let batch = cache::batch(class.index());
         let per_span = SegregatedFit::blocks_per_span(class);
         assert!(batch > 1 && per_span > 2 * batch && uses_runs(class));
-        assert!(
-            !per_span.is_multiple_of(batch),
-            "the test wants leftover blocks"
-        );
         std::thread::scope(|s| {
             s.spawn(|| {
                 // The first allocation grows the class's first span; the
-                // refill took its first run, and nothing else is linked.
+                // refill took the blocks from the chain's start to the
+                // span's end, all in the page of the span's header.
                 let first = a.alloc(l).unwrap();
                 let heap = a.heap().unwrap();
                 let c = heap.class(class);
                 assert_eq!(a.span_count(class), 1);
-                assert!(c.runs.is_empty() && c.queue.is_empty());
-                assert_eq!(c.growth.fresh_at.load(Ordering::Relaxed) as usize, batch);
+                assert!(c.runs.is_empty());
+                let colour = c.growth.fresh_colour.load(Ordering::Relaxed) as usize;
+                assert!(colour > 0, "the first span is coloured");
+                assert_eq!(
+                    c.growth.fresh_at.load(Ordering::Relaxed) as usize,
+                    per_span - colour
+                );
+                let base = c.growth.fresh.load(Ordering::Relaxed).addr();
+                let len = span::geometry(64).len;
+                assert_eq!(first.as_ptr().addr(), base + colour * 64);
+                assert_eq!(
+                    first.as_ptr().addr() / 4096,
+                    (base + len - 1) / 4096,
+                    "the first block shares the header's page"
+                );
+                // What is left of that batch comes through the queue, then
+                // the next refill takes a run from block 0 (the wrap).
+                let (mut r, mut n);
+                loop {
+                    let last;
+                    (r, last, n) = heap.take(class, batch).unwrap();
+                    if last.is_none() {
+                        break;
+                    }
+                }
+                assert_eq!(
+                    (r.as_ptr().addr(), n),
+                    (base, batch),
+                    "the run after the wrap"
+                );
                 // Each refill that follows takes the next run: `batch`
-                // blocks at ascending addresses, in the chain's order (the
-                // first span's chain starts at its colour and wraps to block
-                // 0 only in the leftover blocks for this class).
+                // blocks at ascending addresses, in the chain's order.
                 let key = heap.key();
-                let mut prev = first.as_ptr().addr() + (batch - 1) * 64;
-                for j in 1..per_span / batch {
-                    let (r, last, n) = heap.take(class, batch).unwrap();
-                    assert_eq!((last, n), (None, batch), "run {j} comes whole");
+                let mut prev = base - 64;
+                let runs = colour / batch;
+                assert!(
+                    !colour.is_multiple_of(batch),
+                    "the test wants leftover blocks"
+                );
+                for j in 1..=runs {
+                    if j > 1 {
+                        let last;
+                        (r, last, n) = heap.take(class, batch).unwrap();
+                        assert_eq!((last, n), (None, batch), "run {j} comes whole");
+                    }
                     assert_eq!(r.as_ptr().addr(), prev + 64, "run {j} in chain order");
                     let mut b = r;
                     for k in 1..batch {
@@ -2118,7 +2159,7 @@ mod tests {
                     assert!(queue::code(end, key).is_null(), "null-terminated");
                     assert_eq!(
                         c.growth.fresh_at.load(Ordering::Relaxed) as usize,
-                        (j + 1) * batch
+                        per_span - colour + j * batch
                     );
                     prev = b.as_ptr().addr();
                 }
@@ -2136,7 +2177,7 @@ mod tests {
                     assert_eq!(a.span_count(class), 1, "{leftover} + {n} of the span");
                     leftover += n;
                 }
-                assert_eq!(leftover, per_span % batch, "the leftover blocks");
+                assert_eq!(leftover, colour % batch, "the leftover blocks");
                 assert_eq!(a.span_count(class), 2);
             });
         });

@@ -230,6 +230,14 @@ unsafe fn mark_all_free(base: NonNull<u8>, g: Geometry) {
 /// wraps). The colour is one of the 64 cache lines of a 4 KiB page, picked
 /// by the block size (23 is odd, so consecutive sizes land 23 lines apart).
 ///
+/// The chain starts in the span's last 4 KiB, the page its header is
+/// written to at the growth, and the class's first batch ends where the
+/// chain wraps (`Heap::hand_out_fresh`): a class of which a process uses
+/// a few blocks touches one page of its span, not the header's page and
+/// the first pages besides. Where no block starts at that line of the last
+/// page (blocks of more than about 4 KiB), the chain starts at that line of
+/// the first page.
+///
 /// Only a class's first span is coloured: a small heap's hottest blocks are
 /// there. Later spans are linked in address order, so that spans carved one
 /// after the other hand out one ascending run of addresses. The wrap cost
@@ -237,8 +245,12 @@ unsafe fn mark_all_free(base: NonNull<u8>, g: Geometry) {
 /// structures walks them in that order: `lua5.4`'s binary trees at depth 16
 /// ran 1.05 s with every span coloured, 1.02 s with none (AMD EPYC family
 /// 26, docs/program-bench.md).
-const fn first_block(block_size: usize, blocks: usize) -> usize {
+const fn first_block(block_size: usize, blocks: usize, len: usize) -> usize {
     let line = ((block_size / 8) * 23) % 64;
+    let tail = (len - 4096 + line * 64).div_ceil(block_size);
+    if tail < blocks {
+        return tail;
+    }
     let r = (line * 64).div_ceil(block_size);
     if r < blocks { r } else { 0 }
 }
@@ -282,7 +294,7 @@ pub(crate) fn grow(
     let base = region.carve(g.len, tag)?;
     // The class's first span is the one coloured (see `first_block`).
     let colour = if spans.load(Ordering::Relaxed).is_null() {
-        first_block(block_size, g.blocks)
+        first_block(block_size, g.blocks, g.len)
     } else {
         0
     };
@@ -468,7 +480,7 @@ mod tests {
             let mut span = vec![0u64; g.len / 8];
             let base = NonNull::new(span.as_mut_ptr().cast::<u8>()).unwrap();
             let n = g.blocks;
-            for colour in [0, first_block(size, n), n - 1] {
+            for colour in [0, first_block(size, n, g.len), n - 1] {
                 for stretch in [1, 2, 3, 7, 64, n] {
                     let fresh = Fresh { base, colour };
                     let expected = |k: usize| base.as_ptr().wrapping_add((colour + k) % n * size);
