@@ -165,33 +165,31 @@ struct Class {
     /// refills (classes of at least [`MIN_RUN_BLOCK`] bytes), on their own
     /// line.
     runs: CachePadded<RunStack>,
-    /// The growth lock, the span list and the counters, on their own line.
+    /// The span list and the counters, on their own line.
     growth: CachePadded<Growth>,
 }
 
-/// The cold state of one size class.
+/// The cold state of one size class. Its growth lock, under which the
+/// fields marked so change, is in [`Heap::growth_locks`].
 #[derive(Debug)]
 struct Growth {
-    /// Serializes growth and trimming of this class; queue operations never
-    /// take it.
-    lock: SpinLock,
-    /// The spans grown for this class, newest first (pushed under `lock`,
+    /// The spans grown for this class, newest first (pushed under the growth lock,
     /// read without it).
     spans: AtomicPtr<SpanHeader>,
-    /// How many of them are trimmed (under `lock`).
+    /// How many of them are trimmed (under the growth lock).
     trimmed: AtomicUsize,
     /// Free blocks: in the queue, on the run stack, or in `fresh` not yet
     /// handed out, as counted by every growth, publish and take (wrapping:
     /// a take may be counted before the publish that preceded it).
     free: AtomicUsize,
     /// The span being handed out a batch at a time ([`span::carve`]), null
-    /// when none (under `lock`): its blocks from chain position `fresh_at`
+    /// when none (under the growth lock): its blocks from chain position `fresh_at`
     /// on are free but not linked, so its pages are first touched when its
     /// blocks are first needed.
     fresh: AtomicPtr<u8>,
-    /// The chain positions of `fresh` handed out (under `lock`).
+    /// The chain positions of `fresh` handed out (under the growth lock).
     fresh_at: AtomicU32,
-    /// The block `fresh`'s chain starts at (under `lock`).
+    /// The block `fresh`'s chain starts at (under the growth lock).
     fresh_colour: AtomicU32,
     /// The address of the heap this class belongs to (its provenance
     /// exposed), written once before the heap is published. The shared
@@ -227,6 +225,13 @@ pub(crate) struct Heap {
     /// Freed large mappings kept for reuse (under `large`'s lock); last,
     /// so that the fields above keep their offsets.
     large_cache: LargeCache,
+    /// Each class's growth lock, by class index: serializes growth and
+    /// trimming of the class (queue operations never take it). Side by
+    /// side, not on each class's line: `fork`'s handlers take and release
+    /// every one (`fork.rs`), and after a `fork` every page they write is
+    /// copied, in the parent and again in the child. Spread over the
+    /// classes, they made each `fork` copy 12 pages more on each side.
+    growth_locks: [SpinLock; SizeClass::COUNT],
 }
 
 /// The length of [`Heap::shapes`]: one per value of a class map byte.
@@ -322,6 +327,12 @@ impl Heap {
     #[inline(always)]
     pub(crate) fn addr(&self) -> usize {
         ptr::from_ref(self).expose_provenance()
+    }
+
+    /// The growth lock of `class` ([`Heap::growth_locks`]).
+    #[inline]
+    fn growth_lock(&self, class: SizeClass) -> &SpinLock {
+        &self.growth_locks[class.index()]
     }
 
     #[inline(always)]
@@ -423,7 +434,7 @@ impl Heap {
     ) -> Result<(), AllocError> {
         let c = self.class(class);
         {
-            let _guard = c.growth.lock.lock();
+            let _guard = self.growth_lock(class).lock();
             if c.queue.is_empty()
                 && let Some(first) = c.runs.pop(self.base())
             {
@@ -1079,7 +1090,7 @@ impl SegregatedFit {
                 // linked yet: link a few onto the queue (no growth).
                 let Some(first) = c.runs.pop(&heap.region) else {
                     let linked = {
-                        let _guard = c.growth.lock.lock();
+                        let _guard = heap.growth_lock(class).lock();
                         // SAFETY: under the growth lock. No growth, so no
                         // error.
                         c.queue.is_empty()
@@ -1757,7 +1768,7 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
     if c.growth.spans.load(Ordering::Acquire).is_null() {
         return 0;
     }
-    let _guard = c.growth.lock.lock();
+    let _guard = heap.growth_lock(class).lock();
     let g = span::geometry(class.block_size());
     let base = heap.base();
     let key = heap.key();
