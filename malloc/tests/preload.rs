@@ -536,4 +536,21 @@ fn preloading_loads_no_libgcc_s() {
         "libgcc_s.so.1 is loaded beside the library:\n{}",
         r.stdout
     );
+    // The unwinder inside stays private: a program's lookups of its entry
+    // points find none in the library (only `malloc`, which it exports).
+    let dir = scratch("unwind-symbols");
+    let exe = compile("unwind_symbols.c", &dir);
+    let r = run(Command::new(&exe), true, Duration::from_secs(30));
+    assert_eq!(r.status, Some(0), "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.stdout.lines().count(), 9, "{}", r.stdout);
+    for line in r.stdout.lines() {
+        let ours = line.contains(&*name);
+        assert_eq!(
+            ours,
+            line.starts_with("malloc "),
+            "the library exports the wrong symbols:\n{}",
+            r.stdout
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
