@@ -173,8 +173,8 @@ struct Class {
 /// fields marked so change, is in [`Heap::growth_locks`].
 #[derive(Debug)]
 struct Growth {
-    /// The spans grown for this class, newest first (pushed under the growth lock,
-    /// read without it).
+    /// The spans grown for this class, newest first (pushed under the
+    /// growth lock, read without it).
     spans: AtomicPtr<SpanHeader>,
     /// How many of them are trimmed (under the growth lock).
     trimmed: AtomicUsize,
@@ -183,9 +183,9 @@ struct Growth {
     /// a take may be counted before the publish that preceded it).
     free: AtomicUsize,
     /// The span being handed out a batch at a time ([`span::carve`]), null
-    /// when none (under the growth lock): its blocks from chain position `fresh_at`
-    /// on are free but not linked, so its pages are first touched when its
-    /// blocks are first needed.
+    /// when none (under the growth lock): its blocks from chain position
+    /// `fresh_at` on are free but not linked, so its pages are first
+    /// touched when its blocks are first needed.
     fresh: AtomicPtr<u8>,
     /// The chain positions of `fresh` handed out (under the growth lock).
     fresh_at: AtomicU32,
