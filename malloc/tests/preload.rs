@@ -215,10 +215,11 @@ fn a_fork_copies_few_pages_of_the_library() {
     let (glibc_parent, glibc_child) = faults(false);
     let (parent, child) = faults(true);
     assert!(
-        // The child's count moves with the layout of what it writes (22
-        // and 26 against glibc's 17 and 16 in two checkouts; 33 and 35
-        // before the locks moved); the parent's does not.
-        parent <= glibc_parent + 4.0 && child <= glibc_child + 12.0,
+        // Both counts move with the layout of what a process writes
+        // (address randomisation decides which of it shares a page): the
+        // parent's 4 to 6 against glibc's 2 (15 before the locks moved),
+        // the child's 22 to 26 against 16 to 18 (33 to 35 before).
+        parent <= glibc_parent + 8.0 && child <= glibc_child + 12.0,
         "faults per fork: parent {parent} (glibc {glibc_parent}), child {child} (glibc \
          {glibc_child})"
     );
