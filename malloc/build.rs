@@ -57,4 +57,6 @@ fn main() {
     // than this crate's own libraries, where an archive's members are only
     // taken for references already seen.
     println!("cargo::rustc-link-lib=static:+whole-archive,-bundle=gcc_eh");
+    // For `tests/preload.rs`: whether to expect the library without it.
+    println!("cargo::rustc-env=ALLOCASM_MALLOC_STATIC_UNWINDER=1");
 }

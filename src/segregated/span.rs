@@ -130,10 +130,10 @@ pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanH
 /// this way a batch at a time, as its blocks are first needed, so that its
 /// pages are first touched then (linking a whole span at its growth
 /// touched every page of it: `/bin/echo` grew 18 spans and ran 39 K
-/// instructions linking them). With `hardened`, each linked block of 16
-/// bytes or more is also tagged free (the key in its second word, as a
-/// free tags it), so that a free of a linked block that was never handed
-/// out is caught as the double free it is.
+/// instructions linking them). With `hardened`, each linked block of at
+/// least two words (`harden::TAGGED_MIN`) is also tagged free (the key in
+/// its second word, as a free tags it), so that a free of a linked block
+/// that was never handed out is caught as the double free it is.
 ///
 /// # Safety
 ///
@@ -158,7 +158,8 @@ pub(crate) unsafe fn carve(
         // SAFETY: block `i < blocks` lies in the span.
         unsafe { span.base.add(i * block_size) }
     };
-    // Tags a linked block free (`hardened`; the 8-byte class has no room).
+    // Tags a linked block free (`hardened`; the 8-byte class of 64-bit
+    // targets has no room).
     let tag = |p: NonNull<u8>| {
         #[cfg(feature = "hardened")]
         if block_size >= harden::TAGGED_MIN {
