@@ -166,13 +166,25 @@ pub(crate) unsafe fn looks_free(block: NonNull<u8>, key: usize, base: usize) -> 
 pub(crate) unsafe fn mark_free(block: NonNull<u8>, class: SizeClass, key: usize, base: usize) {
     if class.block_size() >= TAGGED_MIN {
         // SAFETY: a block of at least `TAGGED_MIN` bytes (checked above).
-        let t = unsafe { tag(block) };
-        // SAFETY: as above.
-        if t.load(Ordering::Relaxed) == key && unsafe { looks_free(block, key, base) } {
+        if unsafe { is_free(block, key, base) } {
             double_free(block, class.tag().into());
         }
-        t.store(key, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { tag(block) }.store(key, Ordering::Relaxed);
     }
+}
+
+/// Whether a free of `block` now would abort as a double free: its tag is
+/// the key and its first word a coded link ([`looks_free`]).
+///
+/// # Safety
+///
+/// `block` is a block of at least [`TAGGED_MIN`] bytes of the heap whose
+/// key and region base these are.
+#[inline]
+pub(crate) unsafe fn is_free(block: NonNull<u8>, key: usize, base: usize) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { tag(block) }.load(Ordering::Relaxed) == key && unsafe { looks_free(block, key, base) }
 }
 
 /// Clears the tag of `block` of `class` as it is handed out.

@@ -647,6 +647,19 @@ mod hooks {
             f();
         }
     }
+
+    std::thread_local! {
+        /// Called by `trim_class` on this thread once it has drained a
+        /// class's queue into its private chain.
+        pub(super) static AFTER_DRAIN: Cell<Option<fn()>> = const { Cell::new(None) };
+    }
+
+    #[inline(always)]
+    pub(super) fn after_drain() {
+        if let Some(f) = AFTER_DRAIN.with(Cell::get) {
+            f();
+        }
+    }
 }
 
 /// Two-level segregated fit with per-thread caches and lock-free class
@@ -1779,11 +1792,17 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
         // SAFETY: a run we popped: ours, null-terminated, of this class.
         unsafe { c.queue.push(base, first, run_last(first, key)) };
     }
+    // The private chain's links are coded as a free list's are: its blocks
+    // keep their tags, and a free of one while it is here (another thread's
+    // double free) must look free to `harden::mark_free` and abort, not push
+    // the block a second time (with plain links it passed as a live block
+    // that happened to hold the key, and the re-chain below handed it back
+    // to the queue while a cache held it too).
     let mut chain: *mut u8 = ptr::null_mut();
     let mut drained = 0usize;
     while let Some(b) = c.queue.pop(base) {
-        // SAFETY: a block we popped: ours. (A private chain: plain links.)
-        unsafe { queue::link(b) }.store(chain, Ordering::Relaxed);
+        // SAFETY: a block we popped: ours.
+        unsafe { queue::link(b) }.store(queue::code(chain, key), Ordering::Relaxed);
         chain = b.as_ptr();
         drained += 1;
         // SAFETY: a block of this class's spans.
@@ -1791,6 +1810,8 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
         h.free.fetch_add(1, Ordering::Relaxed);
     }
     c.growth.free.fetch_sub(drained, Ordering::Relaxed);
+    #[cfg(all(test, not(loom)))]
+    hooks::after_drain();
     // The fresh span's blocks not handed out yet are free too (and in no
     // chain).
     let fresh = NonNull::new(c.growth.fresh.load(Ordering::Relaxed));
@@ -1832,7 +1853,7 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
     let mut b = chain;
     while let Some(blk) = NonNull::new(b) {
         // SAFETY: our private chain.
-        let next = unsafe { queue::link(blk) }.load(Ordering::Relaxed);
+        let next = queue::code(unsafe { queue::link(blk) }.load(Ordering::Relaxed), key);
         // SAFETY: a block of this class's spans.
         let h = unsafe { span::header_of(blk, g).as_ref() };
         if h.trimmed.load(Ordering::Relaxed) == 0 {
@@ -2520,6 +2541,65 @@ mod locate_tests {
                 unsafe { a.dealloc(r, l) };
             });
         });
+    }
+
+    /// The blocks `trim` holds in its private chain, between draining a
+    /// class's queue and giving the blocks back, look free to a free: a
+    /// double free from another thread in that window aborts. Before, the
+    /// chain's links were plain: a drained block's tag matched but its
+    /// first word did not decode to a link, so a free took it for a live
+    /// block that held the key by chance and pushed it, and the re-chain
+    /// then queued it too (one block, two owners).
+    #[cfg(feature = "hardened")]
+    #[test]
+    fn hardened_blocks_trim_holds_still_look_free() {
+        use std::sync::Mutex;
+        static SEEN: Mutex<Vec<(usize, bool)>> = Mutex::new(Vec::new());
+        static WATCH: Mutex<(Vec<usize>, usize, usize)> = Mutex::new((Vec::new(), 0, 0));
+        fn look() {
+            let (blocks, key, base) = &*WATCH.lock().unwrap();
+            let mut seen = SEEN.lock().unwrap();
+            for &b in blocks {
+                // SAFETY: a 256-byte block of the watched heap, mapped
+                // while the heap lives (trim holds it, or it is queued).
+                let free = unsafe { harden::is_free(NonNull::new(b as *mut u8).unwrap(), *key, *base) };
+                seen.push((b, free));
+            }
+        }
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(256, 8).unwrap();
+        // Through the shared level: the blocks go to the class queue, where
+        // trim drains them from (a cache's blocks stay in the cache).
+        let blocks: Vec<_> = (0..4).map(|_| a.alloc_shared(l).unwrap()).collect();
+        // Live ones keep the span from being purged (its blocks stay mapped
+        // and readable, as the hook reads them).
+        let live: Vec<_> = (0..4).map(|_| a.alloc_shared(l).unwrap()).collect();
+        for &p in &blocks {
+            // SAFETY: allocated above with `l`, freed once.
+            unsafe { a.dealloc_shared(p, l) };
+        }
+        let heap = a.heap().unwrap();
+        *WATCH.lock().unwrap() = (
+            blocks.iter().map(|p| p.as_ptr().addr()).collect(),
+            heap.key,
+            heap.base(),
+        );
+        hooks::AFTER_DRAIN.with(|h| h.set(Some(look)));
+        a.trim();
+        hooks::AFTER_DRAIN.with(|h| h.set(None));
+        let seen = std::mem::take(&mut *SEEN.lock().unwrap());
+        assert!(!seen.is_empty(), "the hook ran");
+        for (b, free) in seen {
+            assert!(free, "{b:#x}, drained by trim, would be freed a second time");
+        }
+        for p in blocks.iter().chain(&live) {
+            // SAFETY: after the trim the freed blocks are queued again.
+            assert!(unsafe { harden::is_free(*p, heap.key, heap.base()) } == blocks.contains(p));
+        }
+        for p in live {
+            // SAFETY: allocated above with `l`, freed once.
+            unsafe { a.dealloc_shared(p, l) };
+        }
     }
 
     /// A run's first block carries its double-free tag once the run is off
