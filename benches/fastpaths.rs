@@ -415,12 +415,13 @@ mod linux {
 
     /// The allocation that finds its list empty after a growth: the refill
     /// links the next run of the grown span (a batch of 64 blocks) and
-    /// takes it: 650 instructions (1,165 with the misuse checks, whose
-    /// coded links LLVM unrolls less well and which tag each linked block
-    /// free). A growth used to link the whole span at once, touching every
-    /// page of it; each refill now links the run it takes.
+    /// takes it: 650 instructions (1,291 with the misuse checks, whose
+    /// coded links LLVM unrolls less well, which tag each linked block free
+    /// and check that nothing wrote it before: 1,165 without that check).
+    /// A growth used to link the whole span at once, touching every page
+    /// of it; each refill now links the run it takes.
     const REFILL_FRESH_MAX: u64 = if cfg!(feature = "hardened") {
-        1165
+        1291
     } else {
         650
     };

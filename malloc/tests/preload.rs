@@ -430,6 +430,30 @@ fn a_free_of_a_block_never_handed_out_aborts() {
     misuse("free_never_handed_out.c", "(704-byte class)");
 }
 
+/// A free of a block the library has not linked yet (the last block of a
+/// class's first span to be linked) puts it in a free list; a release
+/// build's span chain then reaches it and finds it written. Before, the
+/// chain linked it again and the program got the block twice. A debug
+/// build's bitmap marks every block of a new span free, so its free
+/// aborts at once, as a double free (`scripts/test gungraun` runs these
+/// tests on the release build too).
+#[test]
+fn a_free_of_a_block_not_yet_linked_aborts() {
+    let line = if cfg!(debug_assertions) {
+        "allocasm-malloc: free(): double free of 0x"
+    } else {
+        "allocasm-malloc: malloc(): heap corruption: 0x"
+    };
+    misuse("free_not_yet_linked.c", line);
+    misuse("free_not_yet_linked.c", "(704-byte class)");
+    if !cfg!(debug_assertions) {
+        misuse(
+            "free_not_yet_linked.c",
+            "was written before it was handed out",
+        );
+    }
+}
+
 #[test]
 fn a_double_free_of_a_large_block_aborts() {
     misuse("large_double_free.c", "free(): double free of");

@@ -207,7 +207,7 @@ pub(crate) unsafe fn mark_used(block: NonNull<u8>, class: SizeClass) {
 /// A line for the abort messages, built on the stack (nothing allocates on
 /// the way to an abort).
 pub(crate) struct Line {
-    buf: [u8; 160],
+    buf: [u8; 192],
     len: usize,
 }
 
@@ -215,7 +215,7 @@ impl Line {
     /// An empty line.
     pub(crate) const fn new() -> Self {
         Line {
-            buf: [0; 160],
+            buf: [0; 192],
             len: 0,
         }
     }
@@ -315,6 +315,23 @@ pub(crate) extern "C" fn corrupt(block: NonNull<u8>, index: usize) -> ! {
         .text("-byte class links to ")
         .hex(block.as_ptr().addr())
         .text(" (a write after free)")
+        .abort()
+}
+
+/// `block`, of a span's blocks never handed out, is about to be linked
+/// but holds something: the program freed a pointer it was never given (a
+/// free list took the block, and may have handed it out already) or wrote
+/// past the end of a block. Linking it would hand it out twice. Abort.
+#[cold]
+#[inline(never)]
+pub(crate) fn written_unlinked(block: NonNull<u8>, size: usize) -> ! {
+    line()
+        .text("malloc(): heap corruption: ")
+        .hex(block.as_ptr().addr())
+        .text(" (")
+        .dec(size)
+        .text("-byte class) was written before it was handed out")
+        .text(" (a free of a pointer never allocated, or an overflow)")
         .abort()
 }
 

@@ -169,6 +169,10 @@ struct Class {
     growth: CachePadded<Growth>,
 }
 
+/// `Growth::fresh_colour`'s flag: the fresh span is a trimmed one grown
+/// again, whose unlinked blocks may hold old bytes.
+const NOT_PRISTINE: u32 = 1 << 31;
+
 /// The cold state of one size class. Its growth lock, under which the
 /// fields marked so change, is in [`Heap::growth_locks`].
 #[derive(Debug)]
@@ -189,7 +193,9 @@ struct Growth {
     fresh: AtomicPtr<u8>,
     /// The chain positions of `fresh` handed out (under the growth lock).
     fresh_at: AtomicU32,
-    /// The block `fresh`'s chain starts at (under the growth lock).
+    /// The block `fresh`'s chain starts at, [`NOT_PRISTINE`] added when
+    /// the span is not [`pristine`](span::Fresh::pristine) (under the
+    /// growth lock).
     fresh_colour: AtomicU32,
     /// The address of the heap this class belongs to (its provenance
     /// exposed), written once before the heap is published. The shared
@@ -485,9 +491,13 @@ impl Heap {
         // asks the OS for the page size (a `sysconf` call) each time.
         let blocks = self.shapes[usize::from(class.tag())].blocks as usize;
         let mut at = c.growth.fresh_at.load(Ordering::Relaxed) as usize;
-        let mut fresh = NonNull::new(c.growth.fresh.load(Ordering::Relaxed)).map(|base| Fresh {
-            base,
-            colour: c.growth.fresh_colour.load(Ordering::Relaxed) as usize,
+        let mut fresh = NonNull::new(c.growth.fresh.load(Ordering::Relaxed)).map(|base| {
+            let colour = c.growth.fresh_colour.load(Ordering::Relaxed);
+            Fresh {
+                base,
+                colour: (colour & !NOT_PRISTINE) as usize,
+                pristine: colour & NOT_PRISTINE == 0,
+            }
         });
         if at == blocks {
             fresh = None;
@@ -509,9 +519,10 @@ impl Heap {
                 .map_err(|e| for_request(e, bs))?;
                 c.growth.free.fetch_add(blocks, Ordering::Relaxed);
                 c.growth.fresh.store(f.base.as_ptr(), Ordering::Relaxed);
+                let flag = if f.pristine { 0 } else { NOT_PRISTINE };
                 c.growth
                     .fresh_colour
-                    .store(f.colour as u32, Ordering::Relaxed);
+                    .store(f.colour as u32 | flag, Ordering::Relaxed);
                 at = 0;
                 f
             }
@@ -2562,7 +2573,8 @@ mod locate_tests {
             for &b in blocks {
                 // SAFETY: a 256-byte block of the watched heap, mapped
                 // while the heap lives (trim holds it, or it is queued).
-                let free = unsafe { harden::is_free(NonNull::new(b as *mut u8).unwrap(), *key, *base) };
+                let free =
+                    unsafe { harden::is_free(NonNull::new(b as *mut u8).unwrap(), *key, *base) };
                 seen.push((b, free));
             }
         }
@@ -2590,7 +2602,10 @@ mod locate_tests {
         let seen = std::mem::take(&mut *SEEN.lock().unwrap());
         assert!(!seen.is_empty(), "the hook ran");
         for (b, free) in seen {
-            assert!(free, "{b:#x}, drained by trim, would be freed a second time");
+            assert!(
+                free,
+                "{b:#x}, drained by trim, would be freed a second time"
+            );
         }
         for p in blocks.iter().chain(&live) {
             // SAFETY: after the trim the freed blocks are queued again.

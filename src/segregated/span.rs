@@ -100,10 +100,16 @@ pub(crate) fn geometry(block_size: usize) -> Geometry {
 /// its first byte and the block its chain starts at (see [`first_block`]).
 /// The chain's blocks in order are `base + ((colour + k) mod blocks) *
 /// block_size` for positions `k = 0, 1, ..`.
+///
+/// `pristine`: the span came from the region, never used, so each block
+/// not linked yet is as the OS mapped it (zero). A trimmed span that grows
+/// again is not: its header's page was not purged, and other targets than
+/// Linux may keep purged bytes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Fresh {
     pub(crate) base: NonNull<u8>,
     pub(crate) colour: usize,
+    pub(crate) pristine: bool,
 }
 
 /// The header of the span holding `block`, a block of a class with span
@@ -133,7 +139,15 @@ pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanH
 /// instructions linking them). With `hardened`, each linked block of at
 /// least two words (`harden::TAGGED_MIN`) is also tagged free (the key in
 /// its second word, as a free tags it), so that a free of a linked block
-/// that was never handed out is caught as the double free it is.
+/// that was never handed out is caught as the double free it is. And, in
+/// a `pristine` span, a block about to be linked must still be as the OS
+/// mapped it: a first word that is not zero means the program wrote a
+/// block it was never given (freed a pointer it never allocated, which put
+/// the block in a free list and maybe handed it out; or wrote past the end
+/// of a block), and linking it would hand it out a second time, so the
+/// process aborts ([`harden::written_unlinked`]). The tag is stored first,
+/// so the page is faulted in by a write, not by the read (a read of an
+/// untouched page maps the zero page, and the write then faults again).
 ///
 /// # Safety
 ///
@@ -159,13 +173,18 @@ pub(crate) unsafe fn carve(
         unsafe { span.base.add(i * block_size) }
     };
     // Tags a linked block free (`hardened`; the 8-byte class of 64-bit
-    // targets has no room).
+    // targets has no room), and checks that nothing wrote it before.
     let tag = |p: NonNull<u8>| {
         #[cfg(feature = "hardened")]
         if block_size >= harden::TAGGED_MIN {
             // SAFETY: a block of the span of at least `TAGGED_MIN` bytes,
             // ours alone (the caller).
             unsafe { harden::tag(p) }.store(key, Ordering::Relaxed);
+            // SAFETY: as above; the link word is read before it is written.
+            #[cfg(not(loom))]
+            if span.pristine && !unsafe { link(p) }.load(Ordering::Relaxed).is_null() {
+                harden::written_unlinked(p, block_size);
+            }
         }
         #[cfg(not(feature = "hardened"))]
         let _ = p;
@@ -185,9 +204,9 @@ pub(crate) unsafe fn carve(
             // SAFETY: positions below `end` within one stretch are
             // consecutive blocks of the span, ours alone (the caller).
             let next = unsafe { p.add(block_size) };
+            tag(p);
             // SAFETY: as above.
             unsafe { link(p) }.store(code(next.as_ptr(), key), Ordering::Relaxed);
-            tag(p);
             p = next;
         }
         let next = if end == to {
@@ -195,9 +214,9 @@ pub(crate) unsafe fn carve(
         } else {
             at(end).as_ptr()
         };
+        tag(p);
         // SAFETY: as above.
         unsafe { link(p) }.store(code(next, key), Ordering::Relaxed);
-        tag(p);
         k = end;
     }
     (at(from), at(to - 1))
@@ -287,7 +306,11 @@ pub(crate) fn grow(
                 unsafe {
                     mark_all_free(base, g)
                 };
-                return Ok(Fresh { base, colour: 0 });
+                return Ok(Fresh {
+                    base,
+                    colour: 0,
+                    pristine: false,
+                });
             }
             h = span.next;
         }
@@ -322,7 +345,11 @@ pub(crate) fn grow(
     // ORDERING: Release publishes the header to the lock-free readers of
     // the list (`contains_block`, `count`).
     spans.store(header.as_ptr(), Ordering::Release);
-    Ok(Fresh { base, colour })
+    Ok(Fresh {
+        base,
+        colour,
+        pristine: true,
+    })
 }
 
 /// Word `w` of the debug bitmap of the span at `base`.
@@ -483,7 +510,11 @@ mod tests {
             let n = g.blocks;
             for colour in [0, first_block(size, n, g.len), n - 1] {
                 for stretch in [1, 2, 3, 7, 64, n] {
-                    let fresh = Fresh { base, colour };
+                    let fresh = Fresh {
+                        base,
+                        colour,
+                        pristine: false,
+                    };
                     let expected = |k: usize| base.as_ptr().wrapping_add((colour + k) % n * size);
                     let follow = |b: NonNull<u8>| {
                         // SAFETY: a block of the buffer, linked above.
