@@ -292,6 +292,20 @@ fn owned_large(p: *mut c_void, what: &str) -> Owned {
         .abort()
 }
 
+/// `realloc` of a class block that is free: abort (glibc resizes it in
+/// place and hands it out again while its tcache holds it).
+#[cold]
+#[inline(never)]
+fn freed_realloc(p: *mut c_void, class: SizeClass) -> ! {
+    Line::new()
+        .text("realloc(): use after free of ")
+        .hex(p.addr())
+        .text(" (")
+        .dec(class.block_size())
+        .text("-byte class)")
+        .abort()
+}
+
 /// The user pointers of the large blocks freed last (a ring): a second
 /// free of one is named a double free (its mapping is gone, so it is
 /// otherwise no block of ours at all).
@@ -334,6 +348,13 @@ impl Line {
         (0..digits).rev().fold(self.text("0x"), |l, i| {
             l.byte(b"0123456789abcdef"[(n >> (4 * i)) & 15])
         })
+    }
+
+    fn dec(self, n: usize) -> Self {
+        let digits = n.checked_ilog10().unwrap_or(0) + 1;
+        (0..digits)
+            .rev()
+            .fold(self, |l, i| l.byte(b'0' + (n / 10usize.pow(i) % 10) as u8))
     }
 
     /// `allocasm-malloc: <line>` on standard error, then abort.
@@ -556,6 +577,12 @@ unsafe extern "C" fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
         // SAFETY: forwarded contract.
         return unsafe { realloc_other(p, size, owned_large(p, "realloc()")) };
     };
+    // A block that is free (a use after free): its bytes are a free list's,
+    // and a resize in place would hand it back while a list holds it.
+    // SAFETY: the start of a block of `class` (`block_at`), not null.
+    if unsafe { HEAP.is_free_block(ptr::NonNull::new_unchecked(p.cast::<u8>()), class) } {
+        freed_realloc(p, class);
+    }
     let Some(new) = SizeClass::aligned16(size) else {
         // SAFETY: forwarded contract; `class` is what `block_at` found.
         return unsafe { realloc_other(p, size, Owned::Class(class)) };

@@ -1301,6 +1301,32 @@ impl SegregatedFit {
         Self::block_in(self.heap()?, ptr.addr())
     }
 
+    /// Whether `ptr`, the start of a block of `class` ([`block_at`]
+    /// (Self::block_at) said so), is free: a free of it now would abort as
+    /// a double free. Always `false` without the `hardened` feature (no
+    /// tags), and for the 8-byte class (no room for one). The drop-in
+    /// `realloc` asks before it reads a block, or hands it back as it is.
+    /// (Not a stable API: the `allocasm-malloc` library's.)
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the start of a block of `class` of this allocator.
+    #[doc(hidden)]
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub unsafe fn is_free_block(&self, ptr: NonNull<u8>, class: SizeClass) -> bool {
+        #[cfg(feature = "hardened")]
+        if class.block_size() >= harden::TAGGED_MIN
+            && let Some(heap) = self.heap()
+        {
+            // SAFETY: a block of at least `TAGGED_MIN` bytes of this heap
+            // (the caller's contract).
+            return unsafe { harden::is_free(ptr, heap.key, heap.base()) };
+        }
+        let _ = (ptr, class);
+        false
+    }
+
     /// [`block_at`](Self::block_at) in a heap the caller has loaded.
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
