@@ -1,7 +1,7 @@
 //! SegregatedFit as a drop-in `malloc`: this shared library exports the C
 //! allocation functions (`malloc`, `free`, `calloc`, `realloc`,
 //! `reallocarray`, `posix_memalign`, `aligned_alloc`, `memalign`, `valloc`,
-//! `pvalloc`, `malloc_usable_size`) on one process-wide
+//! `pvalloc`, `malloc_usable_size`, `malloc_trim`) on one process-wide
 //! [`SegregatedFit`], so that `LD_PRELOAD=liballocasm_malloc.so program`
 //! runs an unmodified C, C++ or Rust program on it, the way jemalloc,
 //! tcmalloc and mimalloc are compared (`scripts/bench --programs`).
@@ -783,6 +783,18 @@ pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
         Some(rounded) => allocate_aligned(page, rounded),
         None => enomem(),
     }
+}
+
+/// Gives the pages of free memory back to the OS, as glibc's `malloc_trim`
+/// does: [`SegregatedFit::trim`] (this thread's cache flushed, the pages of
+/// every span whose blocks are all free purged, the cached large mappings
+/// unmapped). Returns 1 if any memory was released, else 0. `pad` (the
+/// bytes glibc leaves at the top of its heap) has no meaning here: the
+/// spans that are not empty are kept whole.
+#[unsafe(no_mangle)]
+pub extern "C" fn malloc_trim(pad: usize) -> c_int {
+    let _ = pad;
+    c_int::from(HEAP.trim() > 0)
 }
 
 /// The bytes a block of this library can hold (at least what was asked),

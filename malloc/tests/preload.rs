@@ -489,6 +489,47 @@ fn a_realloc_of_a_freed_block_aborts() {
     misuse_where("realloc_freed.c", "(48-byte class)", Glibc::HandsOutTwice);
 }
 
+/// A double free of a block whose span `malloc_trim` purged: the purge
+/// took the block's tag, so the free goes through, and the span grown
+/// again links the block a second time. A release build's trim now zeroes
+/// the first words the purge does not (the header's page), so the span
+/// grows again checked, and the link finds the block written; a debug
+/// build's bitmap still holds the block free and aborts at the free.
+/// (Before, the program got the block twice.)
+#[test]
+fn a_double_free_after_a_trim_aborts() {
+    let line = if cfg!(debug_assertions) {
+        "allocasm-malloc: free(): double free of 0x"
+    } else {
+        "allocasm-malloc: malloc(): heap corruption: 0x"
+    };
+    misuse("double_free_trimmed.c", line);
+    misuse("double_free_trimmed.c", "(704-byte class)");
+}
+
+/// `malloc_trim` is the library's: it purges the pages of the spans whose
+/// blocks are all free and says so (1), and the blocks allocated after it
+/// hold what is written to them. Before, the symbol was glibc's, which
+/// trims glibc's own heap: it returned 0 and the 13.7 MiB of freed
+/// 700-byte blocks stayed resident (15.8 MiB before and after).
+#[test]
+fn malloc_trim_gives_the_free_pages_back() {
+    let stdout = stdout_under_library("trim.c", Duration::from_secs(120));
+    let get = |key: &str| -> i64 {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no `{key}` line: {stdout}"))
+    };
+    assert_eq!(get("released"), 1, "{stdout}");
+    let (before, after) = (get("rss-before"), get("rss-after"));
+    assert!(
+        after + 8 * 1024 <= before,
+        "the trim released less than 8 MiB of 13.7 MiB freed: {before} KiB -> {after} KiB"
+    );
+    assert!(stdout.contains("reused ok"), "{stdout}");
+}
+
 #[test]
 fn a_double_free_of_a_large_block_aborts() {
     misuse("large_double_free.c", "free(): double free of");

@@ -318,10 +318,11 @@ pub(crate) extern "C" fn corrupt(block: NonNull<u8>, index: usize) -> ! {
         .abort()
 }
 
-/// `block`, of a span's blocks never handed out, is about to be linked
-/// but holds something: the program freed a pointer it was never given (a
-/// free list took the block, and may have handed it out already) or wrote
-/// past the end of a block. Linking it would hand it out twice. Abort.
+/// `block`, of a span's blocks not linked yet, is about to be linked but
+/// holds something: the program freed a block it did not hold (one never
+/// handed out, or one of a trimmed span freed twice: a free list took it,
+/// and may have handed it out already) or wrote past the end of a block.
+/// Linking it would hand it out twice. Abort.
 #[cold]
 #[inline(never)]
 pub(crate) fn written_unlinked(block: NonNull<u8>, size: usize) -> ! {
@@ -331,7 +332,7 @@ pub(crate) fn written_unlinked(block: NonNull<u8>, size: usize) -> ! {
         .text(" (")
         .dec(size)
         .text("-byte class) was written before it was handed out")
-        .text(" (a free of a pointer never allocated, or an overflow)")
+        .text(" (a free of a block not in use, or an overflow)")
         .abort()
 }
 

@@ -1916,8 +1916,10 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
         if span.trimmed.load(Ordering::Relaxed) == 2 {
             // SAFETY: every block of the span was drained above and is in no
             // chain any more.
-            purged += unsafe { span::purge(span) };
-            span.trimmed.store(1, Ordering::Relaxed);
+            let (bytes, zeroed) = unsafe { span::purge(span, class.block_size()) };
+            purged += bytes;
+            span.trimmed
+                .store(if zeroed { 3 } else { 1 }, Ordering::Relaxed);
             c.growth.trimmed.fetch_add(1, Ordering::Relaxed);
         }
         h = span.next;
@@ -2640,6 +2642,50 @@ mod locate_tests {
         for p in live {
             // SAFETY: allocated above with `l`, freed once.
             unsafe { a.dealloc_shared(p, l) };
+        }
+    }
+
+    /// A trimmed span reads as a fresh one where a purge zeroes (Linux):
+    /// every block's first word is zero after the trim, the header's page
+    /// included (which the purge keeps resident: its blocks used to keep
+    /// their coded links), so the span grows again `pristine` and its
+    /// chain checks each block it links (`span::carve`).
+    #[test]
+    fn a_trimmed_span_reads_as_fresh_where_a_purge_zeroes() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(704, 16).unwrap();
+        let class = SegregatedFit::size_class(704, 16).unwrap();
+        let blocks: Vec<_> = (0..64).map(|_| a.alloc(l).unwrap()).collect();
+        for &p in &blocks {
+            // SAFETY: allocated above with `l`, freed once.
+            unsafe { a.dealloc(p, l) };
+        }
+        assert!(a.trim() > 0);
+        let heap = a.heap().unwrap();
+        let g = span::geometry(class.block_size());
+        let mut h = heap.class(class).growth.spans.load(Ordering::Acquire);
+        let mut spans = 0;
+        while !h.is_null() {
+            // SAFETY: a published header of this live heap.
+            let span = unsafe { &*h };
+            let t = span.trimmed.load(Ordering::Relaxed);
+            assert_eq!(t, if sys::PURGE_ZEROES { 3 } else { 1 });
+            if sys::PURGE_ZEROES {
+                for i in 0..g.blocks {
+                    // SAFETY: block `i` of the span: mapped, unused.
+                    let w = unsafe { span.base.add(i * class.block_size()).cast::<usize>().read() };
+                    assert_eq!(w, 0, "block {i} of {} keeps {w:#x}", g.blocks);
+                }
+            }
+            spans += 1;
+            h = span.next;
+        }
+        assert_eq!(spans, 3);
+        // Grown again, checked: every block comes back.
+        let again: Vec<_> = (0..64).map(|_| a.alloc(l).unwrap()).collect();
+        for p in again {
+            // SAFETY: allocated above with `l`, freed once.
+            unsafe { a.dealloc(p, l) };
         }
     }
 

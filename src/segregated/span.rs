@@ -59,8 +59,10 @@ pub(crate) struct SpanHeader {
     pub(crate) blocks: usize,
     /// `trim`'s count of the span's free blocks (under the growth lock).
     pub(crate) free: AtomicUsize,
-    /// 1 while the span is trimmed: its blocks are in no queue, its pages
-    /// purged (under the growth lock).
+    /// Non-zero while the span is trimmed: its blocks are in no queue, its
+    /// pages purged (under the growth lock). 1: purged; 3: purged, and
+    /// every block's first word reads zero again ([`purge`]); 2: being
+    /// trimmed (`trim_class`).
     pub(crate) trimmed: AtomicUsize,
 }
 
@@ -101,10 +103,10 @@ pub(crate) fn geometry(block_size: usize) -> Geometry {
 /// The chain's blocks in order are `base + ((colour + k) mod blocks) *
 /// block_size` for positions `k = 0, 1, ..`.
 ///
-/// `pristine`: the span came from the region, never used, so each block
-/// not linked yet is as the OS mapped it (zero). A trimmed span that grows
-/// again is not: its header's page was not purged, and other targets than
-/// Linux may keep purged bytes.
+/// `pristine`: the first word of each block not linked yet reads zero,
+/// as it did when the OS mapped the span: a span fresh from the region,
+/// or a trimmed one whose purge zeroed them ([`purge`]; not on targets
+/// where a purged page may keep its bytes).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Fresh {
     pub(crate) base: NonNull<u8>,
@@ -296,7 +298,8 @@ pub(crate) fn grow(
             // SAFETY: published headers live until the allocator is dropped;
             // `trimmed` and the purged pages are ours under the lock.
             let span = unsafe { &*h };
-            if span.trimmed.load(Ordering::Relaxed) == 1 {
+            let t = span.trimmed.load(Ordering::Relaxed);
+            if t == 1 || t == 3 {
                 span.trimmed.store(0, Ordering::Relaxed);
                 trimmed.fetch_sub(1, Ordering::Relaxed);
                 let base = NonNull::new(span.base).expect("span base");
@@ -309,7 +312,7 @@ pub(crate) fn grow(
                 return Ok(Fresh {
                     base,
                     colour: 0,
-                    pristine: false,
+                    pristine: t == 3,
                 });
             }
             h = span.next;
@@ -442,27 +445,40 @@ pub(crate) fn count(spans: &AtomicPtr<SpanHeader>) -> usize {
     n
 }
 
-/// Purges the pages of an empty span (all but the last, which holds the
-/// header and the debug bitmap) and returns how many bytes it gave back.
+/// Purges the pages of an empty span of blocks of `block_size` bytes (all
+/// but the last page, which holds the header and the debug bitmap) and
+/// returns how many bytes it gave back, and whether every block's first
+/// word now reads zero: where a purge zeroes ([`sys::PURGE_ZEROES`]), it
+/// clears the first words of the blocks that start in the last page, so
+/// that the span grows again `pristine` (see [`carve`]).
 ///
 /// # Safety
 ///
 /// None of the span's blocks is in a queue, a cache or in use; under the
 /// class's growth lock.
-pub(crate) unsafe fn purge(span: &SpanHeader) -> usize {
+pub(crate) unsafe fn purge(span: &SpanHeader, block_size: usize) -> (usize, bool) {
     let page = sys::page_size();
     let len = span.len - page;
-    if len == 0 {
-        return 0;
-    }
     let base = NonNull::new(span.base).expect("span base");
-    // SAFETY: the span's first `len - page` bytes are committed, page-aligned
-    // and unused (the caller's contract); purging keeps them readable for the
-    // queue's stale readers.
-    match unsafe { sys::purge(base, len) } {
-        Ok(()) => len,
-        Err(_) => 0,
+    if len > 0 {
+        // SAFETY: the span's first `len - page` bytes are committed,
+        // page-aligned and unused (the caller's contract); purging keeps
+        // them readable for the queue's stale readers.
+        if unsafe { sys::purge(base, len) }.is_err() {
+            return (0, false);
+        }
     }
+    if !sys::PURGE_ZEROES {
+        return (len, false);
+    }
+    // A block's first word lies in the last page exactly when the block
+    // starts there (words are 8-aligned, the page boundary page-aligned).
+    for i in len.div_ceil(block_size)..span.blocks {
+        // SAFETY: block `i` of the span, unused (the caller's contract);
+        // its first word is in the last page, which stays resident.
+        unsafe { link(base.add(i * block_size)) }.store(ptr::null_mut(), Ordering::Relaxed);
+    }
+    (len, true)
 }
 
 /// Releases every span of the list (to the region: see

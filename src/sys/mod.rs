@@ -64,6 +64,11 @@ pub fn map(len: usize) -> Result<NonNull<u8>, AllocError> {
     imp::map(len)
 }
 
+/// Whether a [`purge`]d range reads as zeros afterwards (Linux's
+/// `MADV_DONTNEED` on private anonymous memory; Miri's stand-in writes
+/// them), not maybe its old bytes (other Unixes, Windows' `MEM_RESET`).
+pub(crate) const PURGE_ZEROES: bool = cfg!(any(miri, target_os = "linux", target_os = "android"));
+
 /// Drops the physical pages behind `len` bytes at `ptr` (page-aligned, inside
 /// a committed range) while keeping the range readable and writable: reads
 /// afterwards see zeros or the old bytes (on Windows, `MEM_RESET`: whatever
