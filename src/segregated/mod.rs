@@ -170,7 +170,8 @@ struct Class {
 }
 
 /// `Growth::fresh_colour`'s flag: the fresh span is a trimmed one grown
-/// again, whose unlinked blocks may hold old bytes.
+/// again whose purge did not zero it (`span::purge`), so its unlinked
+/// blocks may hold old bytes and `span::carve` does not check them.
 const NOT_PRISTINE: u32 = 1 << 31;
 
 /// The cold state of one size class. Its growth lock, under which the

@@ -144,10 +144,10 @@ pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanH
 /// that was never handed out is caught as the double free it is. And, in
 /// a `pristine` span, a block about to be linked must still be as the OS
 /// mapped it: a first word that is not zero means the program wrote a
-/// block it was never given (freed a pointer it never allocated, which put
-/// the block in a free list and maybe handed it out; or wrote past the end
-/// of a block), and linking it would hand it out a second time, so the
-/// process aborts ([`harden::written_unlinked`]). The tag is stored first,
+/// block it did not hold (freed one never handed out, or one of a trimmed
+/// span a second time, which put the block in a free list and maybe handed
+/// it out; or wrote past the end of a block), and linking it would hand it
+/// out a second time, so the process aborts ([`harden::written_unlinked`]). The tag is stored first,
 /// so the page is faulted in by a write, not by the read (a read of an
 /// untouched page maps the zero page, and the write then faults again).
 ///
