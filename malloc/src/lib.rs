@@ -45,7 +45,8 @@
 //! `realloc` and `malloc_usable_size` of a pointer that is not the start of
 //! a live block of ours abort with `allocasm-malloc: free(): invalid
 //! pointer 0x…`, a double free aborts with `allocasm-malloc: free(): double
-//! free of 0x… (48-byte class)`, and a write after free that steers a free
+//! free of 0x… (48-byte class)`, a `realloc` of a freed block with
+//! `realloc(): use after free of 0x…`, and a write after free that steers a free
 //! list (a thread cache's, a class queue's, a run's) aborts with `heap
 //! corruption`, as glibc aborts (its messages differ). Nothing that is not ours is
 //! written, unmapped or reused.
