@@ -574,14 +574,17 @@ unsafe extern "C" fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
         unsafe { free(p) };
         return ptr::null_mut();
     }
-    let Some(class) = HEAP.block_at(p.cast::<u8>().cast_const()) else {
+    // A block that is free (a use after free) aborts: its bytes are a free
+    // list's, and a resize in place would hand it back while a list holds
+    // it.
+    // SAFETY: `p` is no block of ours or the caller's live block (C's
+    // contract); a freed one no thread writes but the allocator's lists.
+    let Some((class, free)) = (unsafe { HEAP.block_at_and_free(p.cast::<u8>().cast_const()) })
+    else {
         // SAFETY: forwarded contract.
         return unsafe { realloc_other(p, size, owned_large(p, "realloc()")) };
     };
-    // A block that is free (a use after free): its bytes are a free list's,
-    // and a resize in place would hand it back while a list holds it.
-    // SAFETY: the start of a block of `class` (`block_at`), not null.
-    if unsafe { HEAP.is_free_block(ptr::NonNull::new_unchecked(p.cast::<u8>()), class) } {
+    if free {
         freed_realloc(p, class);
     }
     let Some(new) = SizeClass::aligned16(size) else {

@@ -1302,30 +1302,41 @@ impl SegregatedFit {
         Self::block_in(self.heap()?, ptr.addr())
     }
 
-    /// Whether `ptr`, the start of a block of `class` ([`block_at`]
-    /// (Self::block_at) said so), is free: a free of it now would abort as
-    /// a double free. Always `false` without the `hardened` feature (no
-    /// tags), and for the 8-byte class (no room for one). The drop-in
-    /// `realloc` asks before it reads a block, or hands it back as it is.
-    /// (Not a stable API: the `allocasm-malloc` library's.)
+    /// [`block_at`](Self::block_at), and whether that block is free: a
+    /// free of it now would abort as a double free. Always `false` without
+    /// the `hardened` feature (no tags), and for the 8-byte class (no room
+    /// for one). One load of the heap for both, as the drop-in `realloc`
+    /// asks before it reads a block or hands it back as it is. (Not a
+    /// stable API: the `allocasm-malloc` library's.)
     ///
     /// # Safety
     ///
-    /// `ptr` is the start of a block of `class` of this allocator.
+    /// If `ptr` is the start of a block of this allocator, no other thread
+    /// writes that block meanwhile (it is the caller's, or free).
     #[doc(hidden)]
     #[cfg(target_pointer_width = "64")]
     #[inline(always)]
-    pub unsafe fn is_free_block(&self, ptr: NonNull<u8>, class: SizeClass) -> bool {
+    pub unsafe fn block_at_and_free(&self, ptr: *const u8) -> Option<(SizeClass, bool)> {
+        let heap = self.heap()?;
+        let class = Self::block_in(heap, ptr.addr())?;
+        // Only class 0 (8 bytes) can be below `TAGGED_MIN`, and only on
+        // 64-bit targets (as `harden::mark_used` tests it).
         #[cfg(feature = "hardened")]
-        if class.block_size() >= harden::TAGGED_MIN
-            && let Some(heap) = self.heap()
-        {
-            // SAFETY: a block of at least `TAGGED_MIN` bytes of this heap
-            // (the caller's contract).
-            return unsafe { harden::is_free(ptr, heap.key, heap.base()) };
+        if class.index() != 0 {
+            debug_assert!(class.block_size() >= harden::TAGGED_MIN);
+            // SAFETY: the start of a block of `class` of this heap
+            // (checked), at least `TAGGED_MIN` bytes; no other thread
+            // writes it (the caller's contract).
+            let free = unsafe {
+                harden::is_free(
+                    NonNull::new_unchecked(ptr.cast_mut()),
+                    heap.key,
+                    heap.base(),
+                )
+            };
+            return Some((class, free));
         }
-        let _ = (ptr, class);
-        false
+        Some((class, false))
     }
 
     /// [`block_at`](Self::block_at) in a heap the caller has loaded.
