@@ -461,19 +461,21 @@ fn a_free_of_a_block_never_handed_out_aborts() {
 /// tests on the release build too).
 #[test]
 fn a_free_of_a_block_not_yet_linked_aborts() {
-    let line = if cfg!(debug_assertions) {
-        "allocasm-malloc: free(): double free of 0x"
+    misuse_caught_at_the_link("free_not_yet_linked.c", "(704-byte class)");
+}
+
+/// A misuse that a release build catches when the span's chain links the
+/// block again (`heap corruption: … was written before it was handed
+/// out`) and a debug build's bitmap catches at the free (`double free`):
+/// each build's line, and the block's class.
+fn misuse_caught_at_the_link(source: &str, class: &str) {
+    if cfg!(debug_assertions) {
+        misuse(source, "allocasm-malloc: free(): double free of 0x");
     } else {
-        "allocasm-malloc: malloc(): heap corruption: 0x"
-    };
-    misuse("free_not_yet_linked.c", line);
-    misuse("free_not_yet_linked.c", "(704-byte class)");
-    if !cfg!(debug_assertions) {
-        misuse(
-            "free_not_yet_linked.c",
-            "was written before it was handed out",
-        );
+        misuse(source, "allocasm-malloc: malloc(): heap corruption: 0x");
+        misuse(source, "was written before it was handed out");
     }
+    misuse(source, class);
 }
 
 /// `realloc` of a freed block to a size of its own class returned the
@@ -498,13 +500,7 @@ fn a_realloc_of_a_freed_block_aborts() {
 /// (Before, the program got the block twice.)
 #[test]
 fn a_double_free_after_a_trim_aborts() {
-    let line = if cfg!(debug_assertions) {
-        "allocasm-malloc: free(): double free of 0x"
-    } else {
-        "allocasm-malloc: malloc(): heap corruption: 0x"
-    };
-    misuse("double_free_trimmed.c", line);
-    misuse("double_free_trimmed.c", "(704-byte class)");
+    misuse_caught_at_the_link("double_free_trimmed.c", "(704-byte class)");
 }
 
 /// `malloc_trim` is the library's: it purges the pages of the spans whose

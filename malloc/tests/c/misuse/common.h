@@ -18,3 +18,20 @@ static void report(const char *what, size_t n) {
         printf("%s: distinct blocks\n", what);
     fflush(stdout);
 }
+
+/* The same for a misuse the library catches later, when it links a block
+ * again: `count` allocations of `n` bytes, and whether two were one block. */
+static void report_many(const char *what, size_t n, int count) {
+    char **got = calloc(count, sizeof *got);
+    for (int i = 0; i < count; i++) {
+        got[i] = malloc(n);
+        for (int j = 0; j < i; j++)
+            if (got[j] == got[i]) {
+                printf("%s: SAME block twice: %p\n", what, (void *)got[i]);
+                fflush(stdout);
+                return;
+            }
+    }
+    printf("%s: distinct blocks\n", what);
+    fflush(stdout);
+}

@@ -19,16 +19,6 @@ int main(void) {
     printf("block %p\nthe one before %p; freeing it\n", (void *)q, (void *)first);
     fflush(stdout);
     free(q);
-    char *got[MORE];
-    for (int i = 0; i < MORE; i++) {
-        got[i] = malloc(N);
-        for (int j = 0; j < i; j++)
-            if (got[j] == got[i]) {
-                printf("after a free of a block not yet linked: SAME block twice: %p\n",
-                       (void *)got[i]);
-                return 0;
-            }
-    }
-    printf("after a free of a block not yet linked: distinct blocks\n");
+    report_many("after a free of a block not yet linked", N, MORE);
     return 0;
 }
