@@ -187,6 +187,16 @@ pub(crate) unsafe fn is_free(block: NonNull<u8>, key: usize, base: usize) -> boo
     unsafe { tag(block) }.load(Ordering::Relaxed) == key && unsafe { looks_free(block, key, base) }
 }
 
+/// Whether `class`'s blocks carry a tag (at least [`TAGGED_MIN`] bytes).
+/// Only class 0 (8 bytes) can be below it, and only on 64-bit targets:
+/// testing the index spares the block size's table look-up.
+#[inline(always)]
+pub(crate) fn tagged(class: SizeClass) -> bool {
+    let tagged = TAGGED_MIN <= GRANULE || class.index() != 0;
+    debug_assert_eq!(tagged, class.block_size() >= TAGGED_MIN);
+    tagged
+}
+
 /// Clears the tag of `block` of `class` as it is handed out.
 ///
 /// # Safety
@@ -194,11 +204,7 @@ pub(crate) unsafe fn is_free(block: NonNull<u8>, key: usize, base: usize) -> boo
 /// `block` is a block of `class`'s spans, now the caller's.
 #[inline(always)]
 pub(crate) unsafe fn mark_used(block: NonNull<u8>, class: SizeClass) {
-    // Only class 0 (8 bytes) can be below `TAGGED_MIN`, and only on 64-bit
-    // targets: testing the index spares the block size's table look-up.
-    let tagged = TAGGED_MIN <= GRANULE || class.index() != 0;
-    debug_assert_eq!(tagged, class.block_size() >= TAGGED_MIN);
-    if tagged {
+    if tagged(class) {
         // SAFETY: a block of at least `TAGGED_MIN` bytes (checked above).
         unsafe { tag(block) }.store(0, Ordering::Relaxed);
     }

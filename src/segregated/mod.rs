@@ -402,7 +402,7 @@ impl Heap {
             // as it did when the region came with the first growth and a
             // base read here could be 0; the region now comes with the heap.
             #[cfg(all(test, not(loom)))]
-            hooks::before_pop();
+            queue::hooks::call(&hooks::BEFORE_POP);
             #[cfg(not(loom))]
             if run > 0
                 && let Some(first) = c.runs.pop(&self.region)
@@ -643,7 +643,8 @@ impl Heap {
 }
 
 /// Test hooks: a consumer can be stalled in `Heap::take` right before it
-/// reads its class queue.
+/// reads its class queue, and a test can look at the blocks `trim` holds.
+/// Run with [`queue::hooks::call`].
 #[cfg(all(test, not(loom)))]
 mod hooks {
     use core::cell::Cell;
@@ -651,26 +652,9 @@ mod hooks {
     std::thread_local! {
         /// Called by `Heap::take` on this thread before each round of pops.
         pub(super) static BEFORE_POP: Cell<Option<fn()>> = const { Cell::new(None) };
-    }
-
-    #[inline(always)]
-    pub(super) fn before_pop() {
-        if let Some(f) = BEFORE_POP.with(Cell::get) {
-            f();
-        }
-    }
-
-    std::thread_local! {
         /// Called by `trim_class` on this thread once it has drained a
         /// class's queue into its private chain.
         pub(super) static AFTER_DRAIN: Cell<Option<fn()>> = const { Cell::new(None) };
-    }
-
-    #[inline(always)]
-    pub(super) fn after_drain() {
-        if let Some(f) = AFTER_DRAIN.with(Cell::get) {
-            f();
-        }
     }
 }
 
@@ -1319,11 +1303,8 @@ impl SegregatedFit {
     pub unsafe fn block_at_and_free(&self, ptr: *const u8) -> Option<(SizeClass, bool)> {
         let heap = self.heap()?;
         let class = Self::block_in(heap, ptr.addr())?;
-        // Only class 0 (8 bytes) can be below `TAGGED_MIN`, and only on
-        // 64-bit targets (as `harden::mark_used` tests it).
         #[cfg(feature = "hardened")]
-        if class.index() != 0 {
-            debug_assert!(class.block_size() >= harden::TAGGED_MIN);
+        if harden::tagged(class) {
             // SAFETY: the start of a block of `class` of this heap
             // (checked), at least `TAGGED_MIN` bytes; no other thread
             // writes it (the caller's contract).
@@ -1860,7 +1841,7 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
     }
     c.growth.free.fetch_sub(drained, Ordering::Relaxed);
     #[cfg(all(test, not(loom)))]
-    hooks::after_drain();
+    queue::hooks::call(&hooks::AFTER_DRAIN);
     // The fresh span's blocks not handed out yet are free too (and in no
     // chain).
     let fresh = NonNull::new(c.growth.fresh.load(Ordering::Relaxed));
@@ -1872,16 +1853,16 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
             .fetch_add(left, Ordering::Relaxed);
         left
     });
-    // 2. Mark the spans all of whose blocks came back (2 = being trimmed).
+    // 2. Mark the spans all of whose blocks came back (`TRIMMING`).
     let mut h = c.growth.spans.load(Ordering::Acquire);
     while !h.is_null() {
         // SAFETY: published headers live until drop; `free`/`trimmed` are
         // ours under the lock.
         let span = unsafe { &*h };
-        if span.trimmed.load(Ordering::Relaxed) == 0
+        if span.trimmed.load(Ordering::Relaxed) == span::LIVE
             && span.free.load(Ordering::Relaxed) == span.blocks
         {
-            span.trimmed.store(2, Ordering::Relaxed);
+            span.trimmed.store(span::TRIMMING, Ordering::Relaxed);
         }
         span.free.store(0, Ordering::Relaxed);
         h = span.next;
@@ -1889,7 +1870,7 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
     // A trimmed fresh span is handed out no further (a growth reuses it).
     if let Some(f) = fresh
         // SAFETY: as above.
-        && unsafe { span::header_of(f, g).as_ref() }.trimmed.load(Ordering::Relaxed) == 2
+        && unsafe { span::header_of(f, g).as_ref() }.trimmed.load(Ordering::Relaxed) == span::TRIMMING
     {
         c.growth.fresh.store(ptr::null_mut(), Ordering::Relaxed);
         c.growth.fresh_at.store(0, Ordering::Relaxed);
@@ -1905,7 +1886,7 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
         let next = queue::code(unsafe { queue::link(blk) }.load(Ordering::Relaxed), key);
         // SAFETY: a block of this class's spans.
         let h = unsafe { span::header_of(blk, g).as_ref() };
-        if h.trimmed.load(Ordering::Relaxed) == 0 {
+        if h.trimmed.load(Ordering::Relaxed) == span::LIVE {
             if first.is_null() {
                 first = blk.as_ptr();
             } else {
@@ -1925,13 +1906,17 @@ unsafe fn trim_class(heap: &Heap, class: SizeClass) -> usize {
     while !h.is_null() {
         // SAFETY: as above.
         let span = unsafe { &*h };
-        if span.trimmed.load(Ordering::Relaxed) == 2 {
+        if span.trimmed.load(Ordering::Relaxed) == span::TRIMMING {
             // SAFETY: every block of the span was drained above and is in no
             // chain any more.
             let (bytes, zeroed) = unsafe { span::purge(span, class.block_size()) };
             purged += bytes;
-            span.trimmed
-                .store(if zeroed { 3 } else { 1 }, Ordering::Relaxed);
+            let state = if zeroed {
+                span::TRIMMED_ZEROED
+            } else {
+                span::TRIMMED
+            };
+            span.trimmed.store(state, Ordering::Relaxed);
             c.growth.trimmed.fetch_add(1, Ordering::Relaxed);
         }
         h = span.next;
@@ -2681,7 +2666,12 @@ mod locate_tests {
             // SAFETY: a published header of this live heap.
             let span = unsafe { &*h };
             let t = span.trimmed.load(Ordering::Relaxed);
-            assert_eq!(t, if sys::PURGE_ZEROES { 3 } else { 1 });
+            let want = if sys::PURGE_ZEROES {
+                span::TRIMMED_ZEROED
+            } else {
+                span::TRIMMED
+            };
+            assert_eq!(t, want);
             if sys::PURGE_ZEROES {
                 for i in 0..g.blocks {
                     // SAFETY: block `i` of the span: mapped, unused.

@@ -670,7 +670,7 @@ impl ClassQueue {
         unsafe { link(last) }.store(code(ptr::null_mut(), key), Ordering::Relaxed);
         let prev = self.back.swap(last.as_ptr(), Ordering::AcqRel);
         #[cfg(all(test, not(loom)))]
-        hooks::after_swap();
+        hooks::call(&hooks::AFTER_SWAP);
         match NonNull::new(prev) {
             // SAFETY: `prev` was the back: a free block whose link only this
             // producer (which swapped it out) writes now.
@@ -779,18 +779,25 @@ impl ClassQueue {
 }
 
 /// Test hooks: a producer can be stalled between its swap and its link.
+/// [`call`](hooks::call) runs a hook of this thread; the segregated
+/// heap's own hooks use it too.
 #[cfg(all(test, not(loom)))]
 pub(crate) mod hooks {
     use core::cell::Cell;
+    use std::thread::LocalKey;
+
+    /// A function a test sets for its thread, run at a point of the code.
+    pub(crate) type Hook = LocalKey<Cell<Option<fn()>>>;
 
     std::thread_local! {
         /// Called by `push` on this thread right after its swap.
         pub(crate) static AFTER_SWAP: Cell<Option<fn()>> = const { Cell::new(None) };
     }
 
+    /// Runs `hook`'s function, if this thread set one.
     #[inline(always)]
-    pub(super) fn after_swap() {
-        if let Some(f) = AFTER_SWAP.with(Cell::get) {
+    pub(crate) fn call(hook: &'static Hook) {
+        if let Some(f) = hook.with(Cell::get) {
             f();
         }
     }

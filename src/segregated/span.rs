@@ -59,12 +59,22 @@ pub(crate) struct SpanHeader {
     pub(crate) blocks: usize,
     /// `trim`'s count of the span's free blocks (under the growth lock).
     pub(crate) free: AtomicUsize,
-    /// Non-zero while the span is trimmed: its blocks are in no queue, its
-    /// pages purged (under the growth lock). 1: purged; 3: purged, and
-    /// every block's first word reads zero again ([`purge`]); 2: being
-    /// trimmed (`trim_class`).
+    /// [`LIVE`], or the span is trimmed ([`TRIMMED`], [`TRIMMED_ZEROED`]):
+    /// its blocks are in no queue, its pages purged; or [`TRIMMING`]
+    /// (under the growth lock).
     pub(crate) trimmed: AtomicUsize,
 }
+
+/// `SpanHeader::trimmed`: the span's blocks are handed out and freed.
+pub(crate) const LIVE: usize = 0;
+/// `SpanHeader::trimmed`: purged; its blocks may hold old bytes.
+pub(crate) const TRIMMED: usize = 1;
+/// `SpanHeader::trimmed`: all its blocks came back, and `trim_class` is
+/// about to purge it.
+pub(crate) const TRIMMING: usize = 2;
+/// `SpanHeader::trimmed`: purged, and every block's first word reads zero
+/// again ([`purge`]), so it grows again `pristine`.
+pub(crate) const TRIMMED_ZEROED: usize = 3;
 
 const HEADER: usize = size_of::<SpanHeader>();
 
@@ -147,9 +157,10 @@ pub(crate) unsafe fn header_of(block: NonNull<u8>, g: Geometry) -> NonNull<SpanH
 /// block it did not hold (freed one never handed out, or one of a trimmed
 /// span a second time, which put the block in a free list and maybe handed
 /// it out; or wrote past the end of a block), and linking it would hand it
-/// out a second time, so the process aborts ([`harden::written_unlinked`]). The tag is stored first,
-/// so the page is faulted in by a write, not by the read (a read of an
-/// untouched page maps the zero page, and the write then faults again).
+/// out a second time, so the process aborts ([`harden::written_unlinked`]).
+/// The tag is stored first, so the page is faulted in by a write, not by
+/// the read (a read of an untouched page maps the zero page, and the write
+/// then faults again).
 ///
 /// # Safety
 ///
@@ -299,8 +310,8 @@ pub(crate) fn grow(
             // `trimmed` and the purged pages are ours under the lock.
             let span = unsafe { &*h };
             let t = span.trimmed.load(Ordering::Relaxed);
-            if t == 1 || t == 3 {
-                span.trimmed.store(0, Ordering::Relaxed);
+            if t == TRIMMED || t == TRIMMED_ZEROED {
+                span.trimmed.store(LIVE, Ordering::Relaxed);
                 trimmed.fetch_sub(1, Ordering::Relaxed);
                 let base = NonNull::new(span.base).expect("span base");
                 // SAFETY: a trimmed span's blocks are in no queue and no
@@ -312,7 +323,7 @@ pub(crate) fn grow(
                 return Ok(Fresh {
                     base,
                     colour: 0,
-                    pristine: t == 3,
+                    pristine: t == TRIMMED_ZEROED,
                 });
             }
             h = span.next;
@@ -342,7 +353,7 @@ pub(crate) fn grow(
             len: g.len,
             blocks: g.blocks,
             free: AtomicUsize::new(0),
-            trimmed: AtomicUsize::new(0),
+            trimmed: AtomicUsize::new(LIVE),
         });
     }
     // ORDERING: Release publishes the header to the lock-free readers of
