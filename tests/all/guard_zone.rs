@@ -134,9 +134,11 @@ fn raw_allocator_layouts() {
 
 // ---- faults, each in a child process ----
 
+#[cfg(unix)]
 const FAULT_ENV: &str = "ALLOCASM_FAULT";
 
 /// What a child performs: returns normally only if no fault happened.
+#[cfg(unix)]
 fn scenario(name: &str) {
     let volatile_write = |p: *mut u8| {
         // SAFETY: deliberately not sound: this touches a guard page (or a
