@@ -2642,13 +2642,14 @@ mod locate_tests {
         }
     }
 
-    /// A trimmed span reads as a fresh one where a purge zeroes (Linux):
-    /// every block's first word is zero after the trim, the header's page
-    /// included (which the purge keeps resident: its blocks used to keep
-    /// their coded links), so the span grows again `pristine` and its
-    /// chain checks each block it links (`span::carve`).
+    /// A trimmed span reads as a fresh one on every target: every block's
+    /// first word is zero after the trim, the header's page included (which
+    /// the purge keeps resident: its blocks used to keep their coded
+    /// links), and where a purge may keep old bytes (macOS, Windows) the
+    /// purged pages too, so the span grows again `pristine` and its chain
+    /// checks each block it links (`span::carve`).
     #[test]
-    fn a_trimmed_span_reads_as_fresh_where_a_purge_zeroes() {
+    fn a_trimmed_span_reads_as_fresh() {
         let a = SegregatedFit::new();
         let l = Layout::from_size_align(704, 16).unwrap();
         let class = SegregatedFit::size_class(704, 16).unwrap();
@@ -2665,19 +2666,11 @@ mod locate_tests {
         while !h.is_null() {
             // SAFETY: a published header of this live heap.
             let span = unsafe { &*h };
-            let t = span.trimmed.load(Ordering::Relaxed);
-            let want = if sys::PURGE_ZEROES {
-                span::TRIMMED_ZEROED
-            } else {
-                span::TRIMMED
-            };
-            assert_eq!(t, want);
-            if sys::PURGE_ZEROES {
-                for i in 0..g.blocks {
-                    // SAFETY: block `i` of the span: mapped, unused.
-                    let w = unsafe { span.base.add(i * class.block_size()).cast::<usize>().read() };
-                    assert_eq!(w, 0, "block {i} of {} keeps {w:#x}", g.blocks);
-                }
+            assert_eq!(span.trimmed.load(Ordering::Relaxed), span::TRIMMED_ZEROED);
+            for i in 0..g.blocks {
+                // SAFETY: block `i` of the span: mapped, unused.
+                let w = unsafe { span.base.add(i * class.block_size()).cast::<usize>().read() };
+                assert_eq!(w, 0, "block {i} of {} keeps {w:#x}", g.blocks);
             }
             spans += 1;
             h = span.next;

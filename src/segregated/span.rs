@@ -67,7 +67,8 @@ pub(crate) struct SpanHeader {
 
 /// `SpanHeader::trimmed`: the span's blocks are handed out and freed.
 pub(crate) const LIVE: usize = 0;
-/// `SpanHeader::trimmed`: purged; its blocks may hold old bytes.
+/// `SpanHeader::trimmed`: purged, but not zeroed (the purge failed); its
+/// blocks may hold old bytes.
 pub(crate) const TRIMMED: usize = 1;
 /// `SpanHeader::trimmed`: all its blocks came back, and `trim_class` is
 /// about to purge it.
@@ -459,36 +460,70 @@ pub(crate) fn count(spans: &AtomicPtr<SpanHeader>) -> usize {
 /// Purges the pages of an empty span of blocks of `block_size` bytes (all
 /// but the last page, which holds the header and the debug bitmap) and
 /// returns how many bytes it gave back, and whether every block's first
-/// word now reads zero: where a purge zeroes ([`sys::PURGE_ZEROES`]), it
-/// clears the first words of the blocks that start in the last page, so
-/// that the span grows again `pristine` (see [`carve`]).
+/// word now reads zero, so that the span grows again `pristine` (see
+/// [`carve`]): `false` only when the purge failed. The blocks that start in
+/// the last page, which stays resident, get a zero first word after the
+/// purge. Where a purge zeroes ([`sys::PURGE_ZEROES`]: Linux) that is all;
+/// elsewhere (macOS's advice, Windows' `MEM_RESET`) a purged page may come
+/// back with its old bytes, so the first words of the purged blocks are
+/// zeroed before the purge too, and either outcome reads zero.
 ///
 /// # Safety
 ///
 /// None of the span's blocks is in a queue, a cache or in use; under the
 /// class's growth lock.
 pub(crate) unsafe fn purge(span: &SpanHeader, block_size: usize) -> (usize, bool) {
+    let os_purge = |p: NonNull<u8>, n: usize| {
+        // SAFETY: `purge_with` passes the span's pages but the last:
+        // committed, page-aligned, unused (the caller's contract).
+        unsafe { sys::purge(p, n) }
+    };
+    // SAFETY: forwarded; `sys::purge` zeroes what it purges exactly where
+    // `PURGE_ZEROES` says so.
+    unsafe { purge_with(span, block_size, sys::PURGE_ZEROES, os_purge) }
+}
+
+/// [`purge`] with the OS's purge and its outcome given: `zeroes`, whether
+/// the range reads zero after `os_purge` (the tests give a purge that
+/// keeps old bytes, as macOS's and Windows' may).
+///
+/// # Safety
+///
+/// As for [`purge`]; `os_purge` is called once with the span's pages but
+/// the last (page-aligned, committed, unused) and reads as zeros
+/// afterwards if `zeroes`.
+unsafe fn purge_with(
+    span: &SpanHeader,
+    block_size: usize,
+    zeroes: bool,
+    os_purge: impl FnOnce(NonNull<u8>, usize) -> Result<(), AllocError>,
+) -> (usize, bool) {
     let page = sys::page_size();
     let len = span.len - page;
     let base = NonNull::new(span.base).expect("span base");
+    // A block's first word lies in the last page exactly when the block
+    // starts there (words are 8-aligned, the page boundary page-aligned).
+    let first_kept = len.div_ceil(block_size);
+    let clear = |blocks: core::ops::Range<usize>| {
+        for i in blocks {
+            // SAFETY: block `i` of the span, unused (the caller's
+            // contract); the purged ones are mapped and writable before
+            // the purge and after it, the others stay resident.
+            unsafe { link(base.add(i * block_size)) }.store(ptr::null_mut(), Ordering::Relaxed);
+        }
+    };
     if len > 0 {
-        // SAFETY: the span's first `len - page` bytes are committed,
-        // page-aligned and unused (the caller's contract); purging keeps
-        // them readable for the queue's stale readers.
-        if unsafe { sys::purge(base, len) }.is_err() {
+        if !zeroes {
+            clear(0..first_kept);
+        }
+        // The span's first `len - page` bytes are committed, page-aligned
+        // and unused (the caller's contract); purging keeps them readable
+        // for the queue's stale readers.
+        if os_purge(base, len).is_err() {
             return (0, false);
         }
     }
-    if !sys::PURGE_ZEROES {
-        return (len, false);
-    }
-    // A block's first word lies in the last page exactly when the block
-    // starts there (words are 8-aligned, the page boundary page-aligned).
-    for i in len.div_ceil(block_size)..span.blocks {
-        // SAFETY: block `i` of the span, unused (the caller's contract);
-        // its first word is in the last page, which stays resident.
-        unsafe { link(base.add(i * block_size)) }.store(ptr::null_mut(), Ordering::Relaxed);
-    }
+    clear(first_kept..span.blocks);
     (len, true)
 }
 
@@ -517,6 +552,53 @@ const _: () = assert!(HEADER.is_multiple_of(8));
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// `purge` leaves every block's first word zero whatever the OS does
+    /// with the purged pages: where the purge keeps their old bytes
+    /// (macOS's advice, Windows' `MEM_RESET`; here a purge that does
+    /// nothing), the first words were zeroed before it, so the span grows
+    /// again `pristine` and its chain checks every block it links.
+    #[test]
+    fn a_purge_that_keeps_old_bytes_still_leaves_first_words_zero() {
+        let size = 704;
+        let g = geometry(size);
+        for zeroes in [false, true] {
+            let mut words = vec![0x5a5a_5a5a_u64 as usize; g.len / size_of::<usize>()];
+            let base = words.as_mut_ptr().cast::<u8>();
+            let span = SpanHeader {
+                next: ptr::null_mut(),
+                base,
+                len: g.len,
+                blocks: g.blocks,
+                free: AtomicUsize::new(0),
+                trimmed: AtomicUsize::new(TRIMMING),
+            };
+            let mut purged = None;
+            // SAFETY: a span of this test's own memory, unused; the purge
+            // zeroes its range exactly when `zeroes` says so.
+            let (bytes, zeroed) = unsafe {
+                purge_with(&span, size, zeroes, |p, n| {
+                    purged = Some((p.as_ptr(), n));
+                    if zeroes {
+                        // SAFETY: the span's own range.
+                        p.as_ptr().write_bytes(0, n);
+                    }
+                    Ok(())
+                })
+            };
+            let page = sys::page_size();
+            assert_eq!(purged, Some((base, g.len - page)));
+            assert_eq!((bytes, zeroed), (g.len - page, true));
+            for i in 0..g.blocks {
+                let w = words[i * size / size_of::<usize>()];
+                assert_eq!(
+                    w, 0,
+                    "zeroes {zeroes}: block {i} of {} keeps {w:#x}",
+                    g.blocks
+                );
+            }
+        }
+    }
 
     /// Every link `carve` writes, for block sizes whose spans start
     /// coloured at various blocks, the whole chain carved in stretches of

@@ -66,7 +66,9 @@ pub fn map(len: usize) -> Result<NonNull<u8>, AllocError> {
 
 /// Whether a [`purge`]d range reads as zeros afterwards (Linux's
 /// `MADV_DONTNEED` on private anonymous memory; Miri's stand-in writes
-/// them), not maybe its old bytes (other Unixes, Windows' `MEM_RESET`).
+/// them), not maybe its old bytes (other Unixes, Windows' `MEM_RESET`):
+/// where not, the span allocator zeroes the words it needs zero before it
+/// purges.
 pub(crate) const PURGE_ZEROES: bool = cfg!(any(miri, target_os = "linux", target_os = "android"));
 
 /// Drops the physical pages behind `len` bytes at `ptr` (page-aligned, inside
