@@ -14,9 +14,8 @@ use crate::AllocError;
 
 fn last_err() -> AllocError {
     // SAFETY: GetLastError has no preconditions.
-    AllocError::Os {
-        code: unsafe { GetLastError() } as i32,
-    }
+    let code = unsafe { GetLastError() };
+    AllocError::Os { code: code as i32 }
 }
 
 pub(super) fn page_size() -> usize {

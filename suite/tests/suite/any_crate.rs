@@ -367,6 +367,7 @@ fn outside_a_workspace_it_says_where_to_point_it() {
 
 /// A stand-in `rustup` first on the PATH that logs each call to `log` and
 /// hands it to the real one: what allocasm ran, without changing it.
+#[cfg(unix)]
 fn rustup_spy(dir: &Path, log: &Path) -> String {
     let real = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .map(|d| d.join("rustup"))
@@ -400,6 +401,7 @@ fn rustup_spy(dir: &Path, log: &Path) -> String {
 /// listings; an edited source runs cargo again, and the new code is in the
 /// report.
 #[test]
+#[cfg(unix)]
 #[cfg_attr(miri, ignore)]
 fn a_report_with_nothing_changed_runs_no_cargo() {
     if !has_rustup() {

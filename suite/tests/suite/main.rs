@@ -15,6 +15,9 @@ mod need;
 mod pipe;
 mod probes;
 mod report_html;
+// Stand-in programs written as shell scripts: unix only.
+#[cfg(unix)]
 mod rustup;
+#[cfg(unix)]
 mod setup_script;
 mod snapshots;

@@ -8,7 +8,9 @@
 //! the pinned toolchain). Skipped under Miri (they spawn processes).
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+#[cfg(unix)]
+use std::process::Stdio;
+use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_allocasm");
 

@@ -98,7 +98,6 @@ fn adds(log: &[String]) -> Vec<String> {
     adds
 }
 
-#[cfg(unix)]
 #[test]
 fn install_targets_adds_each_triple_once_one_rustup_at_a_time() {
     let rustup = stand_in("serial", false);
@@ -133,7 +132,6 @@ fn install_targets_adds_each_triple_once_one_rustup_at_a_time() {
 
 /// The per-profile path the parallel build threads take: many threads asking
 /// at once still run rustup one at a time and install each triple once.
-#[cfg(unix)]
 #[test]
 fn parallel_profile_builds_never_run_rustup_twice_at_once() {
     let rustup = stand_in("parallel", false);
@@ -157,7 +155,6 @@ fn parallel_profile_builds_never_run_rustup_twice_at_once() {
     assert_eq!(added, unique, "a triple was installed twice: {log:#?}");
 }
 
-#[cfg(unix)]
 #[test]
 fn a_failed_install_names_the_command_its_first_error_and_the_fix() {
     let rustup = stand_in("failing", true);
@@ -193,7 +190,6 @@ fn a_failed_install_names_the_command_its_first_error_and_the_fix() {
 /// A target the channel does not offer (rustup has no rust-std for it) is
 /// `NotAvailable`, with or without `--install`, and never attempted; the
 /// other profiles' targets are still installed.
-#[cfg(unix)]
 #[test]
 fn a_target_the_channel_lacks_is_not_available_and_the_rest_install() {
     let rustup = stand_in("unoffered", false);
@@ -235,7 +231,6 @@ fn a_target_the_channel_lacks_is_not_available_and_the_rest_install() {
 /// `report --install` adds rustup's `llvm-tools` (the linked views'
 /// llvm-objdump) with one `component add`; a failure names the command,
 /// rustup's first error and the fix.
-#[cfg(unix)]
 #[test]
 fn a_component_is_added_once_and_a_failure_names_the_fix() {
     use allocasm_suite::toolchain;
