@@ -87,6 +87,9 @@ pub(crate) struct Geometry {
     /// Blocks per span.
     pub(crate) blocks: usize,
     /// Bytes of the debug bitmap below the header (0 in release builds).
+    /// Sized for the blocks that fit before the bitmap took its room, so
+    /// it may have a word or two past the last block's (64 KiB spans of
+    /// 8-byte blocks: 128 words for 8,058 blocks).
     pub(crate) bitmap: usize,
 }
 
@@ -245,7 +248,8 @@ pub(crate) unsafe fn carve(
 #[cfg(debug_assertions)]
 unsafe fn mark_all_free(base: NonNull<u8>, g: Geometry) {
     for w in 0..g.bitmap / 8 {
-        let bits = (g.blocks - w * 64).min(64);
+        // A spare word past the last block's gets no bit.
+        let bits = g.blocks.saturating_sub(w * 64).min(64);
         let word = if bits == 64 {
             u64::MAX
         } else {
@@ -552,6 +556,32 @@ const _: () = assert!(HEADER.is_multiple_of(8));
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// A new span's bitmap marks exactly its blocks free, also where the
+    /// bitmap has words past the last block's: a 64 KiB span of 8-byte
+    /// blocks (Windows' granularity) has 8,058 blocks and 128 words, and
+    /// `mark_all_free` underflowed on word 126 (every Windows debug build
+    /// of a test that allocated 8 bytes).
+    #[cfg(debug_assertions)]
+    #[test]
+    fn a_new_span_marks_its_blocks_free_and_no_more() {
+        let g = Geometry {
+            len: 64 * 1024,
+            blocks: 8058,
+            bitmap: 1024,
+        };
+        assert!(g.blocks * 8 + g.bitmap + HEADER <= g.len);
+        let mut words = vec![0u64; g.len / 8];
+        let base = NonNull::new(words.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: a span of this test's own memory, ours alone.
+        unsafe { mark_all_free(base, g) };
+        let first = (g.len - HEADER - g.bitmap) / 8;
+        let bitmap = &words[first..first + g.bitmap / 8];
+        let set: u32 = bitmap.iter().map(|w| w.count_ones()).sum();
+        assert_eq!(set as usize, g.blocks);
+        assert_eq!(bitmap[125], (1 << (8058 - 125 * 64)) - 1);
+        assert_eq!(&bitmap[126..], &[0, 0]);
+    }
 
     /// `purge` leaves every block's first word zero whatever the OS does
     /// with the purged pages: where the purge keeps their old bytes
