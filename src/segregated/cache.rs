@@ -46,7 +46,9 @@
 //! go straight to the class queues. Dropping an allocator clears, under the
 //! registry lock, the lists of every cache it owns (their blocks die with
 //! it). Where no hook can be armed (targets other than Unix and Windows),
-//! caches stay off and every operation goes to the queues.
+//! and on `*-windows-gnu`, whose `thread_local!` values std frees before
+//! the FLS callbacks run, caches stay off and every operation goes to the
+//! queues.
 //!
 //! **Costs.** Per thread: two [`ThreadCache`]s (1.4 KiB each) plus up to `cap` blocks
 //! per class (about 16 KiB of blocks per class at most, 2..=128 blocks).
@@ -860,6 +862,16 @@ fn arm_exit_hook(c: &Caches) -> bool {
 #[cfg(windows)]
 fn arm_exit_hook(c: &Caches) -> bool {
     use core::ffi::c_void;
+
+    // On `*-windows-gnu` std keeps a `thread_local!` value in a heap box
+    // behind an OS TLS key and frees it at thread exit before the FLS
+    // callbacks run: the callback below would flush freed memory (under
+    // Wine a walk of garbage that never ended). Caches stay off there, as
+    // on targets without a hook; MSVC keeps them in the thread's static
+    // TLS block (docs/ci.md, "under Wine").
+    if cfg!(target_env = "gnu") {
+        return false;
+    }
     use windows_sys::Win32::System::Threading::{FLS_OUT_OF_INDEXES, FlsAlloc, FlsSetValue};
 
     /// The FLS index, plus one (0: not allocated yet; `usize::MAX`: failed).

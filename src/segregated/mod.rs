@@ -2253,6 +2253,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        all(windows, target_env = "gnu"),
+        ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
+    )]
     fn a_full_flush_goes_back_whole_and_a_refill_takes_it() {
         let a = SegregatedFit::new();
         let l = Layout::from_size_align(64, 8).unwrap();

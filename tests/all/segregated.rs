@@ -661,6 +661,10 @@ fn cross_thread_frees_under_miri() {
 }
 
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
+)]
 fn the_thread_cache_is_lifo() {
     let a = SegregatedFit::new();
     let l = layout(64, 8);
@@ -719,6 +723,10 @@ fn remote_frees_are_reused_without_growth() {
 /// A thread's exit flushes its cache to the queue: nothing stays cached,
 /// and another thread gets the blocks without growth.
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
+)]
 fn thread_exit_flushes_the_cache() {
     let a = SegregatedFit::new();
     let l = layout(96, 8);
@@ -765,6 +773,10 @@ fn thread_exit_flushes_the_cache() {
 /// makes that cache forget them; the thread goes on with another allocator
 /// and exits cleanly.
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
+)]
 fn dropping_an_allocator_clears_other_threads_caches() {
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
@@ -970,6 +982,10 @@ fn trim_counts_a_span_partly_handed_out() {
 }
 
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
+)]
 fn alloc_zeroed_zeroes_reused_blocks() {
     let a = SegregatedFit::new();
     let l = layout(300, 8);
@@ -1034,6 +1050,10 @@ fn large_blocks_are_page_aligned_and_grow_without_copying() {
 #[cfg_attr(
     allocasm_global_segregated,
     ignore = "a third heap on the thread: the global SegregatedFit holds one of its two caches"
+)]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
 )]
 fn two_heaps_on_one_thread_keep_a_cache_each() {
     let a = SegregatedFit::new();
@@ -1109,6 +1129,10 @@ fn try_alloc_sees_the_secondary_cache() {
 /// the next allocation of the class reuses it.
 #[cfg(target_pointer_width = "64")]
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
+)]
 fn class_of_names_a_blocks_class_from_its_address() {
     let a = SegregatedFit::new();
     let local = 0u64;
@@ -1176,6 +1200,10 @@ fn class_of_names_a_blocks_class_from_its_address() {
 /// name the class `SizeClass::of` computes for every such request (a zero
 /// size included), and decline every other.
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
+)]
 fn the_small_request_table_agrees_with_the_arithmetic() {
     // Every size natively; under Miri (safe arithmetic and a table lookup,
     // nothing for it to find) every 33rd and the boundary, 1024.
@@ -1228,6 +1256,10 @@ fn the_small_request_table_agrees_with_the_arithmetic() {
 /// `None` or `false` and changes nothing, for the caller's slow path.
 #[cfg(target_pointer_width = "64")]
 #[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
+)]
 fn the_cached_hit_paths_hit_or_change_nothing() {
     let a = SegregatedFit::new();
     let class = SizeClass::aligned16(48).unwrap();
