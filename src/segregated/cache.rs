@@ -731,6 +731,7 @@ fn bind(c: &Caches, t: &ThreadCache, heap: &Heap) -> bool {
 /// # Safety
 ///
 /// `c` is the exiting thread's caches, one of them registered.
+#[cfg(any(unix, all(windows, not(target_env = "gnu"))))]
 unsafe fn on_exit(c: *const Caches) {
     // SAFETY: the hook's value is this thread's caches, still valid
     // (thread-locals without `Drop` live until the thread is gone, after
@@ -743,6 +744,7 @@ unsafe fn on_exit(c: *const Caches) {
 
 /// Flushes `t` to its owner, unlinks it if registered, marks it dead.
 /// Under the registry lock.
+#[cfg(any(unix, all(windows, not(target_env = "gnu"))))]
 fn retire(t: &ThreadCache) {
     let old = t.owner.load(Ordering::Relaxed);
     if old != NO_OWNER {
@@ -859,19 +861,15 @@ fn arm_exit_hook(c: &Caches) -> bool {
     r == 0
 }
 
-#[cfg(windows)]
+/// Windows but `*-windows-gnu`: there std keeps a `thread_local!` value in
+/// a heap box behind an OS TLS key and frees it at thread exit before the
+/// FLS callbacks run, so this callback would flush freed memory (under
+/// Wine a walk of garbage that never ended); that target takes the
+/// no-hook fallback below. MSVC keeps the caches in the thread's static
+/// TLS block (docs/ci.md, "under Wine").
+#[cfg(all(windows, not(target_env = "gnu")))]
 fn arm_exit_hook(c: &Caches) -> bool {
     use core::ffi::c_void;
-
-    // On `*-windows-gnu` std keeps a `thread_local!` value in a heap box
-    // behind an OS TLS key and frees it at thread exit before the FLS
-    // callbacks run: the callback below would flush freed memory (under
-    // Wine a walk of garbage that never ended). Caches stay off there, as
-    // on targets without a hook; MSVC keeps them in the thread's static
-    // TLS block (docs/ci.md, "under Wine").
-    if cfg!(target_env = "gnu") {
-        return false;
-    }
     use windows_sys::Win32::System::Threading::{FLS_OUT_OF_INDEXES, FlsAlloc, FlsSetValue};
 
     /// The FLS index, plus one (0: not allocated yet; `usize::MAX`: failed).
@@ -902,7 +900,7 @@ fn arm_exit_hook(c: &Caches) -> bool {
     unsafe { FlsSetValue((index - 1) as u32, ptr::from_ref(c).cast::<c_void>()) != 0 }
 }
 
-#[cfg(not(any(unix, windows)))]
+#[cfg(not(any(unix, all(windows, not(target_env = "gnu")))))]
 fn arm_exit_hook(_c: &Caches) -> bool {
     false
 }
