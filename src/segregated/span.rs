@@ -95,10 +95,16 @@ pub(crate) struct Geometry {
 
 /// The geometry of a span of blocks of `block_size` bytes.
 pub(crate) fn geometry(block_size: usize) -> Geometry {
+    geometry_for(block_size, sys::granularity())
+}
+
+/// [`geometry`] where the base allocator hands out `granularity` bytes at
+/// a time.
+fn geometry_for(block_size: usize, granularity: usize) -> Geometry {
     let want = (block_size * SPAN_MIN_BLOCKS + HEADER).max(SPAN_MIN);
     // Sized to what the base allocator hands out: the granularity (64 KiB on
     // Windows, the page elsewhere), so nothing is stranded past a span.
-    let len = want.max(sys::granularity()).next_power_of_two();
+    let len = want.max(granularity).next_power_of_two();
     let blocks = (len - HEADER) / block_size;
     let bitmap = if cfg!(debug_assertions) {
         blocks.div_ceil(64) * 8
@@ -565,12 +571,8 @@ mod tests {
     #[cfg(debug_assertions)]
     #[test]
     fn a_new_span_marks_its_blocks_free_and_no_more() {
-        let g = Geometry {
-            len: 64 * 1024,
-            blocks: 8058,
-            bitmap: 1024,
-        };
-        assert!(g.blocks * 8 + g.bitmap + HEADER <= g.len);
+        let g = geometry_for(8, 64 * 1024);
+        assert_eq!((g.len, g.blocks, g.bitmap), (64 * 1024, 8058, 1024));
         let mut words = vec![0u64; g.len / 8];
         let base = NonNull::new(words.as_mut_ptr().cast::<u8>()).unwrap();
         // SAFETY: a span of this test's own memory, ours alone.
