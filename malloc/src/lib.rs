@@ -560,15 +560,59 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
 /// `malloc`'s hit path, with no stack frame. (`extern "C"`, as
 /// [`malloc_miss`]: `realloc` reaches it by a tail jump.)
 ///
-/// A class block resized to a request of at most 1 KiB, the common case
-/// (Lua's arrays grow 16 to 32 bytes), is a fresh block, a copy and a
-/// cache push here; the rest goes to [`realloc_other`].
+/// The hit path is a class block resized to at most 32 bytes (Lua's
+/// arrays grow 16 to 32), whose thread cache has a block of the new class
+/// and room for the old one: the class map's byte, the double-free test,
+/// the new class, one cache look-up for the pop and the push, and the
+/// copy in two 16-byte pieces; no call and no stack frame. Everything else
+/// goes to [`realloc_move`] by a tail jump.
 ///
 /// # Safety
 ///
 /// As for [`realloc`]; `p` is not null.
 #[inline(never)]
 unsafe extern "C" fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
+    if size.wrapping_sub(1) < 32
+        // SAFETY: `p` is no block of ours or the caller's live block (C's
+        // contract).
+        && let Some((class, false)) = unsafe { HEAP.block_at_and_free(p.cast::<u8>().cast_const()) }
+        && let Some(new) = SizeClass::aligned16(size)
+    {
+        if new == class {
+            // The block already holds `size` bytes.
+            return p;
+        }
+        let n = class.block_size().min(size);
+        // SAFETY: `p` is the start of a live block of `class`, not free
+        // (just found so), so not null.
+        let old = unsafe { ptr::NonNull::new_unchecked(p.cast::<u8>()) };
+        // SAFETY: as above; the copy reads `n` bytes of `p` and writes them
+        // to the fresh block, both live, distinct and at least `n` rounded
+        // up to 16 bytes long (`copy_blocks`).
+        if let Some(fresh) = unsafe {
+            HEAP.realloc_cached(old, class, new, |fresh| {
+                copy_blocks(p.cast::<u8>(), fresh.as_ptr(), n)
+            })
+        } {
+            return fresh.as_ptr().cast();
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { realloc_move(p, size) }
+}
+
+/// [`realloc_block`] past its hit path: `realloc(p, 0)`, a block that is
+/// free (abort), a copy of more than 32 bytes, a cache that cannot take or
+/// give a block, a request above 1 KiB, a large block. A class block
+/// resized to another class up to 1 KiB is a fresh block, a copy and a
+/// cache push here. (`extern "C"`, as [`malloc_miss`]: `realloc_block`
+/// reaches it by a tail jump.)
+///
+/// # Safety
+///
+/// As for [`realloc`]; `p` is not null.
+#[inline(never)]
+unsafe extern "C" fn realloc_move(p: *mut c_void, size: usize) -> *mut c_void {
     if size == 0 {
         // SAFETY: forwarded contract.
         unsafe { free(p) };
@@ -597,6 +641,18 @@ unsafe extern "C" fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
         // where it can).
         return p;
     }
+    let n = class.block_size().min(size);
+    // SAFETY: the start of a live block of `class` (checked), not free.
+    let old = unsafe { ptr::NonNull::new_unchecked(p.cast::<u8>()) };
+    // SAFETY: as above; the copy is `copy_blocks`'s contract (both blocks
+    // live, distinct, at least `n` rounded up to 16 bytes long).
+    if let Some(fresh) = unsafe {
+        HEAP.realloc_cached(old, class, new, |fresh| {
+            copy_blocks(p.cast::<u8>(), fresh.as_ptr(), n)
+        })
+    } {
+        return fresh.as_ptr().cast();
+    }
     let fresh = match HEAP.alloc_cached(new) {
         Some(b) => b.as_ptr(),
         None => {
@@ -610,10 +666,10 @@ unsafe extern "C" fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
     };
     // SAFETY: both blocks are live and distinct, and both hold the copied
     // length rounded up to 16 (`copy_blocks`).
-    unsafe { copy_blocks(p.cast::<u8>(), fresh, class.block_size().min(size)) };
+    unsafe { copy_blocks(p.cast::<u8>(), fresh, n) };
     // SAFETY: `p` is the start of a live block of `class` (`block_at`); a
     // double free of it aborts in SegregatedFit (`hardened`).
-    unsafe { HEAP.dealloc_in(ptr::NonNull::new_unchecked(p.cast::<u8>()), class) };
+    unsafe { HEAP.dealloc_in(old, class) };
     fresh.cast()
 }
 
@@ -634,12 +690,15 @@ unsafe fn copy_blocks(src: *const u8, dst: *mut u8, n: usize) {
         debug_assert!(n >= 1);
         let last = (n - 1) & !15;
         // SAFETY: both pieces lie in the first `n` rounded up to 16 bytes of
-        // both blocks (the contract), and the blocks do not overlap.
+        // both blocks (the contract), and the blocks do not overlap, so
+        // each piece is copied whole before the next is read (read both
+        // first, and the second went through the stack).
         unsafe {
-            let a = src.cast::<[u64; 2]>().read_unaligned();
-            let b = src.add(last).cast::<[u64; 2]>().read_unaligned();
-            dst.cast::<[u64; 2]>().write_unaligned(a);
-            dst.add(last).cast::<[u64; 2]>().write_unaligned(b);
+            dst.cast::<[u64; 2]>()
+                .write_unaligned(src.cast::<[u64; 2]>().read_unaligned());
+            dst.add(last)
+                .cast::<[u64; 2]>()
+                .write_unaligned(src.add(last).cast::<[u64; 2]>().read_unaligned());
         }
     } else {
         // SAFETY: `n` bytes of each block (the contract).

@@ -491,6 +491,23 @@ fn a_realloc_of_a_freed_block_aborts() {
     misuse_where("realloc_freed.c", "(48-byte class)", Glibc::HandsOutTwice);
 }
 
+/// The same through `realloc`'s hit path (a class block to at most 32
+/// bytes of another class, moved by one step of the thread cache): the
+/// freed block is caught before it is moved.
+#[test]
+fn a_small_realloc_of_a_freed_block_aborts() {
+    misuse_where(
+        "realloc_freed_small.c",
+        "allocasm-malloc: realloc(): use after free of 0x",
+        Glibc::HandsOutTwice,
+    );
+    misuse_where(
+        "realloc_freed_small.c",
+        "(48-byte class)",
+        Glibc::HandsOutTwice,
+    );
+}
+
 /// A double free of a block whose span `malloc_trim` purged: the purge
 /// took the block's tag, so the free goes through, and the span grown
 /// again links the block a second time. A release build's trim now zeroes
@@ -537,6 +554,15 @@ fn a_double_free_of_a_large_block_aborts() {
 fn a_free_of_a_block_realloc_moved_aborts() {
     misuse("realloc_moved_free.c", "free(): double free of");
     misuse("realloc_moved_free.c", "(48-byte class)");
+}
+
+/// The same for a block `realloc`'s hit path moved (16 to 32 bytes: the
+/// old block goes into the thread cache without the push's own test,
+/// which the hit path made before the move).
+#[test]
+fn a_free_of_a_block_the_small_realloc_moved_aborts() {
+    misuse("realloc_moved_free_small.c", "free(): double free of");
+    misuse("realloc_moved_free_small.c", "(16-byte class)");
 }
 
 #[test]

@@ -257,6 +257,12 @@ impl ThreadCache {
         if self.owner.load(Ordering::Relaxed) != heap {
             return None;
         }
+        self.pop_owned(index)
+    }
+
+    /// [`pop`](Self::pop) once the owner test passed.
+    #[inline(always)]
+    fn pop_owned(&self, index: usize) -> Option<NonNull<u8>> {
         let bin = self.bin(index);
         let block = NonNull::new(bin.head.load(Ordering::Relaxed))?;
         // A head decoded from an overwritten link is caught before it is
@@ -297,6 +303,17 @@ impl ThreadCache {
         if n >= bin.cap {
             return false;
         }
+        self.push_below_cap(index, n, block, true);
+        true
+    }
+
+    /// [`push`](Self::push) once the owner and cap tests passed: `n` is
+    /// the list's count, below its cap. `check`: the double-free test
+    /// (`hardened`), which a caller that made the same test on `block`
+    /// just before (`swap`) leaves out.
+    #[inline(always)]
+    fn push_below_cap(&self, index: usize, n: u32, block: NonNull<u8>, check: bool) {
+        let bin = self.bin(index);
         let head = bin.head.load(Ordering::Relaxed);
         #[cfg(feature = "hardened")]
         let head = {
@@ -309,7 +326,7 @@ impl ThreadCache {
             // compare (see `looks_free`).
             // SAFETY: as above; a plain read (no other thread writes a block
             // its freer owns) lets the compare take it as an operand.
-            if unsafe { harden::tag_word(block) } == key
+            if check && unsafe { harden::tag_word(block) } == key
                 // SAFETY: as above: the block's first word, read plainly.
                 && unsafe { harden::looks_free(block, key, self.base.get()) }
             {
@@ -318,11 +335,43 @@ impl ThreadCache {
             tag.store(key, Ordering::Relaxed);
             code(head, key)
         };
+        #[cfg(not(feature = "hardened"))]
+        let _ = check;
         // SAFETY: the caller gives us the block: ours, mapped, 8 bytes.
         unsafe { link(block) }.store(head, Ordering::Relaxed);
         bin.head.store(block.as_ptr(), Ordering::Relaxed);
         bin.count.store(n + 1, Ordering::Relaxed);
-        true
+    }
+
+    /// `realloc`'s hit path: a block of class `to` from its list, `copy`
+    /// run on it, then `old`, a live block of class `from`, onto that
+    /// class's list; one owner test for both. `None`, with nothing changed
+    /// and `copy` not run, where the cache does not serve `heap`, `to`'s
+    /// list is empty or `from`'s is full. `old`'s double-free test is the
+    /// caller's (`hardened`: it found `old` not free with the heap's key
+    /// and region, which a cache that serves the heap shares).
+    #[inline(always)]
+    fn swap(
+        &self,
+        heap: usize,
+        to: usize,
+        from: usize,
+        old: NonNull<u8>,
+        copy: impl FnOnce(NonNull<u8>),
+    ) -> Option<NonNull<u8>> {
+        if self.owner.load(Ordering::Relaxed) != heap {
+            return None;
+        }
+        let bin = self.bin(from);
+        if bin.count.load(Ordering::Relaxed) >= bin.cap {
+            return None;
+        }
+        let fresh = self.pop_owned(to)?;
+        copy(fresh);
+        // Read after the pop: `to` may be `from`, and then the pop took one.
+        let n = bin.count.load(Ordering::Relaxed);
+        self.push_below_cap(from, n, old, false);
+        Some(fresh)
     }
 }
 
@@ -483,6 +532,18 @@ pub(crate) fn try_pop_either(heap: usize, index: usize) -> Option<NonNull<u8>> {
 #[inline(always)]
 pub(crate) fn try_push(heap: usize, index: usize, block: NonNull<u8>) -> bool {
     with_caches(|c| c.primary.push(heap, index, block))
+}
+
+/// The cache hit path of `realloc` (see [`ThreadCache::swap`]).
+#[inline(always)]
+pub(crate) fn try_swap(
+    heap: usize,
+    to: usize,
+    from: usize,
+    old: NonNull<u8>,
+    copy: impl FnOnce(NonNull<u8>),
+) -> Option<NonNull<u8>> {
+    with_caches(|c| c.primary.swap(heap, to, from, old, copy))
 }
 
 /// The alloc miss: bind the cache to `heap` if needed, then refill the

@@ -1407,6 +1407,56 @@ impl SegregatedFit {
         }
     }
 
+    /// The drop-in `realloc`'s hit path, for a caller that takes its own
+    /// slow path: a block of class `to` from this thread's cache, `copy`
+    /// run on it (while `old` is still the caller's), then `old` into the
+    /// cache, with one thread-local look-up and one owner test for both
+    /// (`alloc_cached`, the copy and `free_cached` made two, and left
+    /// `old`'s double-free test to be made twice). `None`, with nothing
+    /// changed and `copy` not run, where the cache cannot do both (empty,
+    /// full, serving another allocator). No call, as for
+    /// [`free_cached`](Self::free_cached). (Not a stable API: the
+    /// `allocasm-malloc` library's.)
+    ///
+    /// # Safety
+    ///
+    /// `old` is the start of a live block of class `from` of this
+    /// allocator, which [`block_at_and_free`](Self::block_at_and_free) just
+    /// found not free; it is no longer the caller's once this returns
+    /// `Some`.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn realloc_cached(
+        &self,
+        old: NonNull<u8>,
+        from: SizeClass,
+        to: SizeClass,
+        copy: impl FnOnce(NonNull<u8>),
+    ) -> Option<NonNull<u8>> {
+        #[cfg(not(loom))]
+        {
+            let fresh = cache::try_swap(self.heap_addr(), to.index(), from.index(), old, |p| {
+                #[cfg(debug_assertions)]
+                self.debug_check_alloc(
+                    to,
+                    p,
+                    Layout::from_size_align(to.block_size(), to.align()).expect("layout"),
+                );
+                copy(p);
+            });
+            #[cfg(debug_assertions)]
+            if fresh.is_some() {
+                self.debug_check_free(from, old);
+            }
+            fresh
+        }
+        #[cfg(loom)]
+        {
+            let _ = (old, from, to, copy);
+            None
+        }
+    }
+
     /// [`locate`](Self::locate) outside the span region: the live large
     /// blocks' list, out of line (the class case is the drop-in `free`'s
     /// hot path).

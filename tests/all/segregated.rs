@@ -1250,6 +1250,100 @@ fn the_small_request_table_agrees_with_the_arithmetic() {
     }
 }
 
+/// The drop-in `realloc`'s hit path, `realloc_cached`: a block of the new
+/// class from the thread cache, the copy run on it, and the old block kept
+/// in its own class's list, in one step; where either list cannot (the new
+/// class's empty, the old class's full), `None`, with the copy not run and
+/// nothing changed.
+#[cfg(target_pointer_width = "64")]
+#[test]
+#[cfg_attr(
+    all(windows, target_env = "gnu"),
+    ignore = "no thread caches on windows-gnu (cache::arm_exit_hook)"
+)]
+fn the_cached_realloc_moves_a_block_or_changes_nothing() {
+    let a = SegregatedFit::new();
+    let (from, to) = (
+        SizeClass::aligned16(16).unwrap(),
+        SizeClass::aligned16(32).unwrap(),
+    );
+    let (small, big) = (layout(16, 16), layout(32, 16));
+    let p = a.alloc(small).unwrap();
+    // SAFETY: `p` is a live 16-byte block.
+    unsafe { p.as_ptr().write_bytes(0x6b, 16) };
+    let copied = std::cell::Cell::new(0);
+    let copy = |q: NonNull<u8>| {
+        copied.set(copied.get() + 1);
+        // SAFETY: `q` is the fresh 32-byte block and `p` still the caller's.
+        unsafe { p.as_ptr().copy_to_nonoverlapping(q.as_ptr(), 16) };
+    };
+    // The 32-byte list is empty (or, with a global SegregatedFit, the
+    // primary cache serves another heap).
+    // SAFETY: `p` is a live block of `from`, not free.
+    assert_eq!(unsafe { a.realloc_cached(p, from, to, copy) }, None);
+    assert_eq!(copied.get(), 0);
+    let q = a.alloc(big).unwrap();
+    // SAFETY: `q` is a live block of `to`.
+    let kept = unsafe { a.free_cached(q.as_ptr()) };
+    if cfg!(allocasm_global_segregated) {
+        assert!(!kept);
+        // SAFETY: as above.
+        assert_eq!(unsafe { a.realloc_cached(p, from, to, copy) }, None);
+        assert_eq!(copied.get(), 0);
+        // SAFETY: allocated above, each freed once.
+        unsafe {
+            a.dealloc(p, small);
+            a.dealloc(q, big);
+        }
+        return;
+    }
+    assert!(kept);
+    let before = a.stats().cached_blocks();
+    // SAFETY: as above.
+    let moved = unsafe { a.realloc_cached(p, from, to, copy) };
+    assert_eq!(moved, Some(q), "the newest block of the new class");
+    assert_eq!(copied.get(), 1);
+    // SAFETY: `q` is ours again, its first 16 bytes copied from `p`.
+    let head = unsafe { std::slice::from_raw_parts(q.as_ptr(), 16) };
+    assert_eq!(head, &[0x6b; 16]);
+    assert_eq!(a.stats().cached_blocks(), before, "one block out, one in");
+    // The old block is the newest of its class's list.
+    assert_eq!(a.alloc_cached(from), Some(p));
+    // Fill the 16-byte list (blocks taken first, so that no allocation
+    // takes back what the list holds): then the move declines, and changes
+    // nothing.
+    let mut held: Vec<_> = (0..4096).map(|_| a.alloc(small).unwrap()).collect();
+    // SAFETY: each is a live block of `from`; the one declined stays live.
+    let kept = held
+        .iter()
+        .take_while(|b| unsafe { a.free_cached(b.as_ptr()) })
+        .count();
+    assert!(kept < held.len(), "a list holds fewer than 4,096 blocks");
+    held.drain(..kept);
+    let r = a.alloc(big).unwrap();
+    // SAFETY: `r` is a live block of `to`.
+    assert!(unsafe { a.free_cached(r.as_ptr()) });
+    let before = a.stats().cached_blocks();
+    // SAFETY: `p` is live (taken back above), a block of `from`, not free.
+    assert_eq!(unsafe { a.realloc_cached(p, from, to, copy) }, None);
+    assert_eq!(copied.get(), 1);
+    assert_eq!(a.stats().cached_blocks(), before);
+    assert_eq!(
+        a.alloc_cached(to),
+        Some(r),
+        "the new class's list is as it was"
+    );
+    // SAFETY: allocated above, each freed once.
+    unsafe {
+        a.dealloc(p, small);
+        a.dealloc(q, big);
+        a.dealloc(r, big);
+        for b in held {
+            a.dealloc(b, small);
+        }
+    }
+}
+
 /// The drop-in `malloc`'s and `free`'s hit paths, `alloc_cached` and
 /// `free_cached`: a hit takes or keeps a block in the thread cache; a miss
 /// (an empty list, a pointer that is no class block's start) returns
