@@ -67,7 +67,7 @@ use core::ffi::{c_int, c_void};
 use core::ptr;
 
 use allocasm::SegregatedFit;
-use allocasm::segregated::{Located, SizeClass};
+use allocasm::segregated::{AbortLine, Located, SizeClass};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The process's allocator.
@@ -279,14 +279,14 @@ fn owned_large(p: *mut c_void, what: &str) -> Owned {
         }
     }
     if FREED.iter().any(|f| f.load(Ordering::Relaxed) == addr) {
-        Line::new()
+        line()
             .text(what)
             .text(": double free of ")
             .hex(addr)
             .text(" (large block)")
             .abort()
     }
-    Line::new()
+    line()
         .text(what)
         .text(": invalid pointer ")
         .hex(addr)
@@ -298,7 +298,7 @@ fn owned_large(p: *mut c_void, what: &str) -> Owned {
 #[cold]
 #[inline(never)]
 fn freed_realloc(p: *mut c_void, class: SizeClass) -> ! {
-    Line::new()
+    line()
         .text("realloc(): use after free of ")
         .hex(p.addr())
         .text(" (")
@@ -318,57 +318,11 @@ fn remember_freed(p: *mut c_void) {
     FREED[i].store(p.addr(), Ordering::Relaxed);
 }
 
-/// A line for the abort messages, on the stack (an abort allocates nothing).
-struct Line {
-    buf: [u8; 128],
-    len: usize,
-}
-
-impl Line {
-    const fn new() -> Self {
-        Line {
-            buf: [0; 128],
-            len: 0,
-        }
-    }
-
-    fn byte(mut self, b: u8) -> Self {
-        if self.len < self.buf.len() {
-            self.buf[self.len] = b;
-            self.len += 1;
-        }
-        self
-    }
-
-    fn text(self, s: &str) -> Self {
-        s.bytes().fold(self, Line::byte)
-    }
-
-    fn hex(self, n: usize) -> Self {
-        let digits = (usize::BITS - n.leading_zeros()).div_ceil(4).max(1);
-        (0..digits).rev().fold(self.text("0x"), |l, i| {
-            l.byte(b"0123456789abcdef"[(n >> (4 * i)) & 15])
-        })
-    }
-
-    fn dec(self, n: usize) -> Self {
-        let digits = n.checked_ilog10().unwrap_or(0) + 1;
-        (0..digits)
-            .rev()
-            .fold(self, |l, i| l.byte(b'0' + (n / 10usize.pow(i) % 10) as u8))
-    }
-
-    /// `allocasm-malloc: <line>` on standard error, then abort.
-    fn abort(self) -> ! {
-        let line = self.byte(b'\n');
-        let prefix = concat!(name!(), ": ");
-        // SAFETY: writes of our own buffers to fd 2; nothing allocates.
-        unsafe {
-            libc::write(2, prefix.as_ptr().cast(), prefix.len());
-            libc::write(2, line.buf.as_ptr().cast(), line.len);
-        }
-        std::process::abort()
-    }
+/// A line for the abort messages, on the stack (an abort allocates
+/// nothing), starting `allocasm-malloc: ` (the library's own lines take
+/// that name once the heap is mapped; these may come before).
+fn line() -> AbortLine {
+    AbortLine::new().text(concat!(name!(), ": "))
 }
 
 /// `memalign`'s and `aligned_alloc`'s rules (glibc 2.36): an alignment up to

@@ -211,15 +211,19 @@ pub(crate) unsafe fn mark_used(block: NonNull<u8>, class: SizeClass) {
 }
 
 /// A line for the abort messages, built on the stack (nothing allocates on
-/// the way to an abort).
-pub(crate) struct Line {
+/// the way to an abort). Also the drop-in `malloc`'s, whose lines carry
+/// its own name from the first call on (not a stable API: re-exported as
+/// `segregated::AbortLine`, hidden).
+#[derive(Debug)]
+pub struct Line {
     buf: [u8; 192],
     len: usize,
 }
 
 impl Line {
     /// An empty line.
-    pub(crate) const fn new() -> Self {
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
         Line {
             buf: [0; 192],
             len: 0,
@@ -227,7 +231,7 @@ impl Line {
     }
 
     /// Appends `s` (what does not fit is cut).
-    pub(crate) fn text(mut self, s: &str) -> Self {
+    pub fn text(mut self, s: &str) -> Self {
         for &b in s.as_bytes() {
             if self.len < self.buf.len() {
                 self.buf[self.len] = b;
@@ -238,7 +242,7 @@ impl Line {
     }
 
     /// Appends `n` in hexadecimal with `0x`.
-    pub(crate) fn hex(self, n: usize) -> Self {
+    pub fn hex(self, n: usize) -> Self {
         let mut digits = [0u8; 16];
         let mut i = digits.len();
         let mut v = n;
@@ -261,7 +265,7 @@ impl Line {
     }
 
     /// Appends `n` in decimal.
-    pub(crate) fn dec(mut self, n: usize) -> Self {
+    pub fn dec(mut self, n: usize) -> Self {
         let mut digits = [0u8; 20];
         let mut i = digits.len();
         let mut v = n;
@@ -283,7 +287,7 @@ impl Line {
     }
 
     /// Writes the line to standard error and aborts.
-    pub(crate) fn abort(self) -> ! {
+    pub fn abort(self) -> ! {
         super::breach(&self.buf[..self.len])
     }
 }

@@ -144,6 +144,9 @@ use core::ptr::{self, NonNull};
 use crossbeam_utils::CachePadded;
 
 pub use class::{GRANULE, MAX_CLASS_ALIGN, MAX_CLASS_SIZE, SizeClass};
+#[doc(hidden)]
+#[cfg(feature = "hardened")]
+pub use harden::Line as AbortLine;
 use large::{LargeBlocks, LargeCache};
 use lock::SpinLock;
 use queue::ClassQueue;
