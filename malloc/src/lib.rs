@@ -536,19 +536,10 @@ unsafe extern "C" fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
             // The block already holds `size` bytes.
             return p;
         }
-        let n = class.block_size().min(size);
-        // SAFETY: `p` is the start of a live block of `class`, not free
-        // (just found so), so not null.
-        let old = unsafe { ptr::NonNull::new_unchecked(p.cast::<u8>()) };
-        // SAFETY: as above; the copy reads `n` bytes of `p` and writes them
-        // to the fresh block, both live, distinct and at least `n` rounded
-        // up to 16 bytes long (`copy_blocks`).
-        if let Some(fresh) = unsafe {
-            HEAP.realloc_cached(old, class, new, |fresh| {
-                copy_blocks(p.cast::<u8>(), fresh.as_ptr(), n)
-            })
-        } {
-            return fresh.as_ptr().cast();
+        // SAFETY: `p` is the start of a live block of `class`, just found
+        // not free.
+        if let Some(fresh) = unsafe { move_cached(p, class, new, size) } {
+            return fresh;
         }
     }
     // SAFETY: forwarded contract.
@@ -595,18 +586,13 @@ unsafe extern "C" fn realloc_move(p: *mut c_void, size: usize) -> *mut c_void {
         // where it can).
         return p;
     }
-    let n = class.block_size().min(size);
     // SAFETY: the start of a live block of `class` (checked), not free.
-    let old = unsafe { ptr::NonNull::new_unchecked(p.cast::<u8>()) };
-    // SAFETY: as above; the copy is `copy_blocks`'s contract (both blocks
-    // live, distinct, at least `n` rounded up to 16 bytes long).
-    if let Some(fresh) = unsafe {
-        HEAP.realloc_cached(old, class, new, |fresh| {
-            copy_blocks(p.cast::<u8>(), fresh.as_ptr(), n)
-        })
-    } {
-        return fresh.as_ptr().cast();
+    if let Some(fresh) = unsafe { move_cached(p, class, new, size) } {
+        return fresh;
     }
+    let n = class.block_size().min(size);
+    // SAFETY: as above, so not null.
+    let old = unsafe { ptr::NonNull::new_unchecked(p.cast::<u8>()) };
     let fresh = match HEAP.alloc_cached(new) {
         Some(b) => b.as_ptr(),
         None => {
@@ -625,6 +611,37 @@ unsafe extern "C" fn realloc_move(p: *mut c_void, size: usize) -> *mut c_void {
     // double free of it aborts in SegregatedFit (`hardened`).
     unsafe { HEAP.dealloc_in(old, class) };
     fresh.cast()
+}
+
+/// Moves `p`, a block of `class`, to a block of `new` from the thread
+/// cache with what fits of it (`size` bytes at most) copied, in one cache
+/// step ([`SegregatedFit::realloc_cached`]); `None`, with nothing changed,
+/// where the cache cannot.
+///
+/// # Safety
+///
+/// `p` is the start of a live block of `class`, which `block_at_and_free`
+/// just found not free; `new` is a class of requests aligned to 16 that
+/// holds `size` bytes. On `Some`, `p` is no longer the caller's.
+#[inline(always)]
+unsafe fn move_cached(
+    p: *mut c_void,
+    class: SizeClass,
+    new: SizeClass,
+    size: usize,
+) -> Option<*mut c_void> {
+    let n = class.block_size().min(size);
+    // SAFETY: the start of a live block (the contract), so not null.
+    let old = unsafe { ptr::NonNull::new_unchecked(p.cast::<u8>()) };
+    // SAFETY: the contract; the copy reads `n` bytes of `p` and writes them
+    // to the fresh block, both live, distinct and at least `n` rounded up to
+    // 16 bytes long (`copy_blocks`).
+    let fresh = unsafe {
+        HEAP.realloc_cached(old, class, new, |fresh| {
+            copy_blocks(p.cast::<u8>(), fresh.as_ptr(), n)
+        })
+    }?;
+    Some(fresh.as_ptr().cast())
 }
 
 /// Copies `n` bytes from one class block of malloc's to another, in 16-byte
