@@ -549,8 +549,9 @@ unsafe extern "C" fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
 /// [`realloc_block`] past its hit path: `realloc(p, 0)`, a block that is
 /// free (abort), a copy of more than 32 bytes, a cache that cannot take or
 /// give a block, a request above 1 KiB, a large block. A class block
-/// resized to another class up to 1 KiB is a fresh block, a copy and a
-/// cache push here. (`extern "C"`, as [`malloc_miss`]: `realloc_block`
+/// resized to another class up to 1 KiB moves by the hit path's cache
+/// step where the cache can, else to a fresh block (a refill), with a
+/// copy and a free. (`extern "C"`, as [`malloc_miss`]: `realloc_block`
 /// reaches it by a tail jump.)
 ///
 /// # Safety
