@@ -189,23 +189,10 @@ fn in_child(test: &str, name: &str) -> Option<Option<i32>> {
         scenario(&s);
         return None;
     }
-    let exe = std::env::current_exe().expect("test binary path");
-    // Under qemu-user (cross tests) the binary cannot be exec'd directly:
-    // start the child through the same runner (`ALLOCASM_RUNNER`, e.g.
-    // `qemu-aarch64 -L /usr/aarch64-linux-gnu`, set by scripts/test).
     let runner = std::env::var("ALLOCASM_RUNNER").unwrap_or_default();
     let command = || {
-        let mut words = runner.split_whitespace();
-        let mut cmd = match words.next() {
-            Some(program) => {
-                let mut c = std::process::Command::new(program);
-                c.args(words).arg(&exe);
-                c
-            }
-            None => std::process::Command::new(&exe),
-        };
-        cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
-            .env(FAULT_ENV, name);
+        let mut cmd = crate::child_test(test);
+        cmd.env(FAULT_ENV, name);
         cmd
     };
     // Once in many runs, a child under qemu-riscv64 never ended (the

@@ -35,6 +35,28 @@ pub fn capacity(native: usize) -> usize {
     if cfg!(miri) { native / 8 } else { native }
 }
 
+/// A command that runs this test binary's test `test` alone in a child
+/// process, through `ALLOCASM_RUNNER` where that is set (under qemu-user,
+/// scripts/test's cross steps, the binary cannot be exec'd directly: e.g.
+/// `qemu-aarch64 -L /usr/aarch64-linux-gnu`). The caller adds what selects
+/// the child's part (an environment variable) and runs it.
+#[cfg(unix)]
+pub fn child_test(test: &str) -> std::process::Command {
+    let exe = std::env::current_exe().expect("test binary path");
+    let runner = std::env::var("ALLOCASM_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(program) => {
+            let mut c = std::process::Command::new(program);
+            c.args(words).arg(&exe);
+            c
+        }
+        None => std::process::Command::new(&exe),
+    };
+    cmd.args(["--exact", test, "--nocapture", "--test-threads=1"]);
+    cmd
+}
+
 mod chapter;
 mod conformance;
 mod guard_zone;

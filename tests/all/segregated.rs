@@ -360,20 +360,7 @@ fn a_free_before_any_allocation_aborts_with_a_message() {
         }));
         std::process::exit(if unwound.is_err() { 3 } else { 4 });
     }
-    let exe = std::env::current_exe().expect("test binary path");
-    // Under qemu-user, through the same runner (as guard_zone's children).
-    let runner = std::env::var("ALLOCASM_RUNNER").unwrap_or_default();
-    let mut words = runner.split_whitespace();
-    let mut cmd = match words.next() {
-        Some(program) => {
-            let mut c = std::process::Command::new(program);
-            c.args(words).arg(&exe);
-            c
-        }
-        None => std::process::Command::new(&exe),
-    };
-    let out = cmd
-        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
+    let out = crate::child_test(TEST)
         .env("ALLOCASM_BREACH_CHILD", "1")
         .output()
         .expect("spawn the child test");
