@@ -516,10 +516,12 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
 ///
 /// The hit path is a class block resized to at most 32 bytes (Lua's
 /// arrays grow 16 to 32), whose thread cache has a block of the new class
-/// and room for the old one: the class map's byte, the double-free test,
-/// the new class, one cache look-up for the pop and the push, and the
-/// copy in two 16-byte pieces; no call and no stack frame. Everything else
-/// goes to [`realloc_move`] by a tail jump.
+/// and room for the old one: the class map's byte, the double-free test
+/// (the block's tag is not the key; a block whose tag is, free or not,
+/// goes to the miss, which tells them apart), the new class, one cache
+/// look-up for the pop and the push, and the copy in two 16-byte pieces;
+/// no call and no stack frame. Everything else goes to [`realloc_move`] by
+/// a tail jump.
 ///
 /// # Safety
 ///
@@ -529,7 +531,7 @@ unsafe extern "C" fn realloc_block(p: *mut c_void, size: usize) -> *mut c_void {
     if size.wrapping_sub(1) < 32
         // SAFETY: `p` is no block of ours or the caller's live block (C's
         // contract).
-        && let Some((class, false)) = unsafe { HEAP.block_at_and_free(p.cast::<u8>().cast_const()) }
+        && let Some((class, false)) = unsafe { HEAP.block_at_and_tagged(p.cast::<u8>().cast_const()) }
         && let Some(new) = SizeClass::aligned16(size)
     {
         if new == class {
@@ -622,7 +624,7 @@ unsafe extern "C" fn realloc_move(p: *mut c_void, size: usize) -> *mut c_void {
 /// # Safety
 ///
 /// `p` is the start of a live block of `class`, which `block_at_and_free`
-/// just found not free; `new` is a class of requests aligned to 16 that
+/// just found not free (or `block_at_and_tagged` untagged); `new` is a class of requests aligned to 16 that
 /// holds `size` bytes. On `Some`, `p` is no longer the caller's.
 #[inline(always)]
 unsafe fn move_cached(

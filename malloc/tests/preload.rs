@@ -421,6 +421,17 @@ fn a_double_free_aborts() {
     misuse("double_free.c", "(48-byte class)");
 }
 
+/// A double free of a block whose first word (its coded link) the program
+/// overwrote after the first free: the tag says free and the link says
+/// not, so the free's hit path asks the thread's list, which holds the
+/// block. (Before, the block went onto the list a second time and the
+/// program got it twice.)
+#[test]
+fn a_double_free_after_the_link_was_overwritten_aborts() {
+    misuse("double_free_overwritten.c", "free(): double free of");
+    misuse("double_free_overwritten.c", "(48-byte class)");
+}
+
 #[test]
 fn a_double_free_of_a_block_out_of_the_cache_aborts() {
     misuse("double_free_flushed.c", "free(): double free of");
@@ -504,6 +515,19 @@ fn a_small_realloc_of_a_freed_block_aborts() {
     misuse_where(
         "realloc_freed_small.c",
         "(48-byte class)",
+        Glibc::HandsOutTwice,
+    );
+}
+
+/// The same after a write after free into the block's first word: the tag
+/// says free, the link says not, and the thread's list, which holds the
+/// block, decides. (Before, the move put the block on its list a second
+/// time, and the program's next two `malloc(48)` returned it twice.)
+#[test]
+fn a_small_realloc_of_a_freed_block_with_its_link_overwritten_aborts() {
+    misuse_where(
+        "realloc_freed_overwritten.c",
+        "allocasm-malloc: realloc(): use after free of 0x",
         Glibc::HandsOutTwice,
     );
 }

@@ -292,9 +292,18 @@ impl ThreadCache {
     }
 
     /// The hit path of `dealloc`: pushes `block` onto the class's list if
-    /// the cache serves `heap` and the list is below its cap.
+    /// the cache serves `heap` and the list is below its cap. `hardened`:
+    /// `false` too for a block whose tag is the key but whose first word is
+    /// no coded link, which the miss path settles ([`flush_and_push`]).
     #[inline(always)]
     fn push(&self, heap: usize, index: usize, block: NonNull<u8>) -> bool {
+        self.push_checked(heap, index, block, true)
+    }
+
+    /// [`push`](Self::push); `check`: its double-free test (`hardened`),
+    /// which the miss path leaves out once it has settled the block.
+    #[inline(always)]
+    fn push_checked(&self, heap: usize, index: usize, block: NonNull<u8>, check: bool) -> bool {
         if self.owner.load(Ordering::Relaxed) != heap {
             return false;
         }
@@ -303,16 +312,60 @@ impl ThreadCache {
         if n >= bin.cap {
             return false;
         }
-        self.push_below_cap(index, n, block, true);
+        #[cfg(feature = "hardened")]
+        // SAFETY: a block of a cached class: at least `TAGGED_MIN` bytes (on
+        // 64-bit targets the 8-byte class has no cache in hardened builds); a
+        // plain read (no other thread writes a block its freer owns) lets
+        // the compare take it as an operand.
+        if check && unsafe { harden::tag_word(block) } == self.key.get() {
+            // A match is confirmed by the block's first word (see
+            // `looks_free`); without one, the miss path asks the list.
+            // SAFETY: as above: the block's first word, read plainly.
+            if unsafe { harden::looks_free(block, self.key.get(), self.base.get()) } {
+                harden::double_free(block, index + 1);
+            }
+            return false;
+        }
+        #[cfg(not(feature = "hardened"))]
+        let _ = check;
+        self.push_below_cap(index, n, block);
         true
     }
 
-    /// [`push`](Self::push) once the owner and cap tests passed: `n` is
-    /// the list's count, below its cap. `check`: the double-free test
-    /// (`hardened`), which a caller that made the same test on `block`
-    /// just before (`swap`) leaves out.
+    /// Whether list `index` holds `block`: the miss path's test of a block
+    /// whose tag says it is free and whose first word says it is not (a
+    /// write after free overwrote the link, or a live block holds a copy of
+    /// the key). It walks at most the list's count of blocks, and aborts
+    /// at a link that leaves the region, as a flush does.
+    #[cfg(feature = "hardened")]
+    fn holds(&self, index: usize, block: NonNull<u8>) -> bool {
+        let bin = self.bin(index);
+        let key = self.key.get();
+        let mut next = NonNull::new(bin.head.load(Ordering::Relaxed));
+        for _ in 0..bin.count.load(Ordering::Relaxed) {
+            let Some(b) = next else {
+                return false;
+            };
+            if b == block {
+                return true;
+            }
+            // SAFETY: a block of our list (the head, or reached by links
+            // checked below): ours, mapped, its first word a coded link.
+            next = NonNull::new(code(unsafe { link(b) }.load(Ordering::Relaxed), key));
+            if let Some(n) = next
+                && !harden::plausible(n, self.base.get())
+            {
+                harden::corrupt(n, index);
+            }
+        }
+        false
+    }
+
+    /// [`push`](Self::push) once the owner and cap tests (and the
+    /// double-free test, where it is made) passed: `n` is the list's count,
+    /// below its cap.
     #[inline(always)]
-    fn push_below_cap(&self, index: usize, n: u32, block: NonNull<u8>, check: bool) {
+    fn push_below_cap(&self, index: usize, n: u32, block: NonNull<u8>) {
         let bin = self.bin(index);
         let head = bin.head.load(Ordering::Relaxed);
         #[cfg(feature = "hardened")]
@@ -321,22 +374,9 @@ impl ThreadCache {
             // SAFETY: a block of a cached class: at least `TAGGED_MIN` bytes
             // (on 64-bit targets the 8-byte class has no cache in hardened
             // builds).
-            let tag = unsafe { harden::tag(block) };
-            // A match is confirmed by the block's first word, behind the
-            // compare (see `looks_free`).
-            // SAFETY: as above; a plain read (no other thread writes a block
-            // its freer owns) lets the compare take it as an operand.
-            if check && unsafe { harden::tag_word(block) } == key
-                // SAFETY: as above: the block's first word, read plainly.
-                && unsafe { harden::looks_free(block, key, self.base.get()) }
-            {
-                harden::double_free(block, index + 1);
-            }
-            tag.store(key, Ordering::Relaxed);
+            unsafe { harden::tag(block) }.store(key, Ordering::Relaxed);
             code(head, key)
         };
-        #[cfg(not(feature = "hardened"))]
-        let _ = check;
         // SAFETY: the caller gives us the block: ours, mapped, 8 bytes.
         unsafe { link(block) }.store(head, Ordering::Relaxed);
         bin.head.store(block.as_ptr(), Ordering::Relaxed);
@@ -370,7 +410,7 @@ impl ThreadCache {
         copy(fresh);
         // Read after the pop: `to` may be `from`, and then the pop took one.
         let n = bin.count.load(Ordering::Relaxed);
-        self.push_below_cap(from, n, old, false);
+        self.push_below_cap(from, n, old);
         Some(fresh)
     }
 }
@@ -528,6 +568,21 @@ pub(crate) fn try_pop_either(heap: usize, index: usize) -> Option<NonNull<u8>> {
     })
 }
 
+/// Whether one of this thread's caches that serves `heap` holds `block` in
+/// its list `index` (`hardened`: the drop-in `realloc`'s test of a block
+/// whose tag says free and whose first word says not; see
+/// [`ThreadCache::holds`]).
+#[cfg(feature = "hardened")]
+#[cold]
+#[inline(never)]
+pub(crate) fn holds(heap: usize, index: usize, block: NonNull<u8>) -> bool {
+    with_caches(|c| {
+        [&c.primary, &c.secondary]
+            .into_iter()
+            .any(|t| t.owner.load(Ordering::Relaxed) == heap && t.holds(index, block))
+    })
+}
+
 /// The cache hit path of `dealloc`; `false` means "take the slow path".
 #[inline(always)]
 pub(crate) fn try_push(heap: usize, index: usize, block: NonNull<u8>) -> bool {
@@ -614,7 +669,28 @@ pub(crate) fn flush_and_push(heap: &Heap, class: SizeClass, block: NonNull<u8>) 
             return false;
         };
         let index = class.index();
-        if t.push(heap.addr(), index, block) {
+        // The hit path declines a block whose tag is the key but whose first
+        // word is no coded link: free, with its link overwritten since (a
+        // write after free), or live, with a copy of the key in it. The list
+        // tells which (a block that left it is not told apart).
+        #[cfg(feature = "hardened")]
+        // SAFETY: the caller's block of `class`, at least `TAGGED_MIN` bytes
+        // (`tagged`); its tag and first word are read plainly, as `push`
+        // reads them.
+        let check = if harden::tagged(class)
+            && unsafe { harden::tag_word(block) } == heap.key()
+            && !unsafe { harden::looks_free(block, heap.key(), heap.base()) }
+        {
+            if t.holds(index, block) {
+                harden::double_free(block, index + 1);
+            }
+            false
+        } else {
+            true
+        };
+        #[cfg(not(feature = "hardened"))]
+        let check = true;
+        if t.push_checked(heap.addr(), index, block, check) {
             return true;
         }
         if has_spare(index) {
@@ -638,7 +714,7 @@ pub(crate) fn flush_and_push(heap: &Heap, class: SizeClass, block: NonNull<u8>) 
         } else {
             flush_bin(t, heap, index, batch(index));
         }
-        let pushed = t.push(heap.addr(), index, block);
+        let pushed = t.push_checked(heap.addr(), index, block, check);
         // Only a class without a cache (cap 0, hardened) fails again.
         debug_assert!(pushed || t.bin(index).cap == 0);
         pushed

@@ -1293,8 +1293,11 @@ impl SegregatedFit {
     /// free of it now would abort as a double free. Always `false` without
     /// the `hardened` feature (no tags), and for the 8-byte class (no room
     /// for one). One load of the heap for both, as the drop-in `realloc`
-    /// asks before it reads a block or hands it back as it is. (Not a
-    /// stable API: the `allocasm-malloc` library's.)
+    /// asks before it reads a block or hands it back as it is. A block whose
+    /// tag is the key but whose first word is no coded link (a write after
+    /// free overwrote it, or a live block holds a copy of the key) is free
+    /// if this thread's cache holds it: that case walks the class's list,
+    /// out of line. (Not a stable API: the `allocasm-malloc` library's.)
     ///
     /// # Safety
     ///
@@ -1308,17 +1311,46 @@ impl SegregatedFit {
         let class = Self::block_in(heap, ptr.addr())?;
         #[cfg(feature = "hardened")]
         if harden::tagged(class) {
-            // SAFETY: the start of a block of `class` of this heap
-            // (checked), at least `TAGGED_MIN` bytes; no other thread
-            // writes it (the caller's contract).
-            let free = unsafe {
-                harden::is_free(
-                    NonNull::new_unchecked(ptr.cast_mut()),
-                    heap.key,
-                    heap.base(),
-                )
-            };
+            // SAFETY: the start of a block of this heap (checked), so not
+            // null.
+            let block = unsafe { NonNull::new_unchecked(ptr.cast_mut()) };
+            // SAFETY: a block of `class` of this heap, at least `TAGGED_MIN`
+            // bytes; no other thread writes it (the caller's contract).
+            let free = unsafe { harden::tag_word(block) } == heap.key
+                // SAFETY: as above.
+                && (unsafe { harden::looks_free(block, heap.key, heap.base()) } || {
+                    #[cfg(not(loom))]
+                    let held = cache::holds(heap.addr(), class.index(), block);
+                    #[cfg(loom)]
+                    let held = false;
+                    held
+                });
             return Some((class, free));
+        }
+        Some((class, false))
+    }
+
+    /// [`block_at`](Self::block_at), and whether that block's tag is the
+    /// key: `false` proves the block is not free (a free block always holds
+    /// the key), `true` asks [`block_at_and_free`](Self::block_at_and_free).
+    /// The drop-in `realloc`'s hit path: one compare. Always `false`
+    /// without the `hardened` feature and for the 8-byte class. (Not a
+    /// stable API: the `allocasm-malloc` library's.)
+    ///
+    /// # Safety
+    ///
+    /// As for [`block_at_and_free`](Self::block_at_and_free).
+    #[doc(hidden)]
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub unsafe fn block_at_and_tagged(&self, ptr: *const u8) -> Option<(SizeClass, bool)> {
+        let heap = self.heap()?;
+        let class = Self::block_in(heap, ptr.addr())?;
+        #[cfg(feature = "hardened")]
+        if harden::tagged(class) {
+            // SAFETY: as in `block_at_and_free`.
+            let tagged = unsafe { harden::tag_word(NonNull::new_unchecked(ptr.cast_mut())) };
+            return Some((class, tagged == heap.key));
         }
         Some((class, false))
     }
@@ -1425,7 +1457,8 @@ impl SegregatedFit {
     ///
     /// `old` is the start of a live block of class `from` of this
     /// allocator, which [`block_at_and_free`](Self::block_at_and_free) just
-    /// found not free; it is no longer the caller's once this returns
+    /// found not free (or [`block_at_and_tagged`](Self::block_at_and_tagged)
+    /// untagged); it is no longer the caller's once this returns
     /// `Some`.
     #[doc(hidden)]
     #[inline(always)]
