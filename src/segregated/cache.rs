@@ -312,24 +312,7 @@ impl ThreadCache {
         if n >= bin.cap {
             return false;
         }
-        #[cfg(feature = "hardened")]
-        // SAFETY: a block of a cached class: at least `TAGGED_MIN` bytes (on
-        // 64-bit targets the 8-byte class has no cache in hardened builds); a
-        // plain read (no other thread writes a block its freer owns) lets
-        // the compare take it as an operand.
-        if check && unsafe { harden::tag_word(block) } == self.key.get() {
-            // A match is confirmed by the block's first word (see
-            // `looks_free`); without one, the miss path asks the list.
-            // SAFETY: as above: the block's first word, read plainly.
-            if unsafe { harden::looks_free(block, self.key.get(), self.base.get()) } {
-                harden::double_free(block, index + 1);
-            }
-            return false;
-        }
-        #[cfg(not(feature = "hardened"))]
-        let _ = check;
-        self.push_below_cap(index, n, block);
-        true
+        self.push_below_cap(index, n, block, check)
     }
 
     /// Whether list `index` holds `block`: the miss path's test of a block
@@ -361,11 +344,14 @@ impl ThreadCache {
         false
     }
 
-    /// [`push`](Self::push) once the owner and cap tests (and the
-    /// double-free test, where it is made) passed: `n` is the list's count,
-    /// below its cap.
+    /// [`push`](Self::push) once the owner and cap tests passed: `n` is
+    /// the list's count, below its cap. `check`: the double-free test
+    /// (`hardened`), which a caller that settled `block` just before
+    /// (`swap`, the miss path) leaves out. `false`, with nothing changed,
+    /// for a block the test cannot settle: its tag is the key and its
+    /// first word no coded link (see [`flush_and_push`]).
     #[inline(always)]
-    fn push_below_cap(&self, index: usize, n: u32, block: NonNull<u8>) {
+    fn push_below_cap(&self, index: usize, n: u32, block: NonNull<u8>, check: bool) -> bool {
         let bin = self.bin(index);
         let head = bin.head.load(Ordering::Relaxed);
         #[cfg(feature = "hardened")]
@@ -374,13 +360,28 @@ impl ThreadCache {
             // SAFETY: a block of a cached class: at least `TAGGED_MIN` bytes
             // (on 64-bit targets the 8-byte class has no cache in hardened
             // builds).
-            unsafe { harden::tag(block) }.store(key, Ordering::Relaxed);
+            let tag = unsafe { harden::tag(block) };
+            // A match is confirmed by the block's first word (see
+            // `looks_free`); without one, the miss path asks the list.
+            // SAFETY: as above; a plain read (no other thread writes a block
+            // its freer owns) lets the compare take it as an operand.
+            if check && unsafe { harden::tag_word(block) } == key {
+                // SAFETY: as above: the block's first word, read plainly.
+                if unsafe { harden::looks_free(block, key, self.base.get()) } {
+                    harden::double_free(block, index + 1);
+                }
+                return false;
+            }
+            tag.store(key, Ordering::Relaxed);
             code(head, key)
         };
+        #[cfg(not(feature = "hardened"))]
+        let _ = check;
         // SAFETY: the caller gives us the block: ours, mapped, 8 bytes.
         unsafe { link(block) }.store(head, Ordering::Relaxed);
         bin.head.store(block.as_ptr(), Ordering::Relaxed);
         bin.count.store(n + 1, Ordering::Relaxed);
+        true
     }
 
     /// `realloc`'s hit path: a block of class `to` from its list, `copy`
@@ -410,7 +411,8 @@ impl ThreadCache {
         copy(fresh);
         // Read after the pop: `to` may be `from`, and then the pop took one.
         let n = bin.count.load(Ordering::Relaxed);
-        self.push_below_cap(from, n, old);
+        let pushed = self.push_below_cap(from, n, old, false);
+        debug_assert!(pushed, "an unchecked push always pushes");
         Some(fresh)
     }
 }
