@@ -573,8 +573,8 @@ pub(crate) fn try_pop_either(heap: usize, index: usize) -> Option<NonNull<u8>> {
 /// Whether one of this thread's caches that serves `heap` holds `block` in
 /// its list `index` (`hardened`: the drop-in `realloc`'s test of a block
 /// whose tag says free and whose first word says not; see
-/// [`ThreadCache::holds`]).
-#[cfg(feature = "hardened")]
+/// [`ThreadCache::holds`]). 64-bit targets only, as `block_at_and_free`.
+#[cfg(all(feature = "hardened", target_pointer_width = "64"))]
 #[cold]
 #[inline(never)]
 pub(crate) fn holds(heap: usize, index: usize, block: NonNull<u8>) -> bool {
