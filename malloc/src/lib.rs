@@ -624,8 +624,9 @@ unsafe extern "C" fn realloc_move(p: *mut c_void, size: usize) -> *mut c_void {
 /// # Safety
 ///
 /// `p` is the start of a live block of `class`, which `block_at_and_free`
-/// just found not free (or `block_at_and_tagged` untagged); `new` is a class of requests aligned to 16 that
-/// holds `size` bytes. On `Some`, `p` is no longer the caller's.
+/// just found not free (or `block_at_and_tagged` untagged); `new` is a
+/// class of requests aligned to 16 that holds `size` bytes. On `Some`, `p`
+/// is no longer the caller's.
 #[inline(always)]
 unsafe fn move_cached(
     p: *mut c_void,
