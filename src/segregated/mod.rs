@@ -2669,6 +2669,77 @@ mod locate_tests {
         });
     }
 
+    /// A free block whose first word a write after free overwrote still
+    /// has its tag, but no link: `block_at_and_free` asks this thread's
+    /// list, which holds it, and says free (the drop-in `realloc` then
+    /// aborts). A live block holding a copy of the key is no list's, and
+    /// is not free. `block_at_and_tagged` says "tagged" for both and only
+    /// for them. (Before, the overwritten block read as live.)
+    #[cfg(feature = "hardened")]
+    #[test]
+    fn hardened_a_tagged_block_without_its_link_is_free_if_the_list_holds_it() {
+        let a = SegregatedFit::new();
+        let l = Layout::from_size_align(48, 16).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let p = a.alloc(l).unwrap();
+                let q = a.alloc(l).unwrap();
+                let live = a.alloc(l).unwrap();
+                let plain = a.alloc(l).unwrap();
+                let class = SegregatedFit::size_class(48, 16).unwrap();
+                // SAFETY: allocated above with `l`, each freed once.
+                unsafe {
+                    a.dealloc(p, l);
+                    a.dealloc(q, l);
+                }
+                let key = a.heap().unwrap().key;
+                // SAFETY: `live` and `plain` are ours, 48 bytes each.
+                unsafe {
+                    let w = live.as_ptr().cast::<usize>();
+                    w.write(0x4141_4141_4141_4141);
+                    w.add(1).write(key);
+                    plain.as_ptr().cast::<usize>().add(1).write(0);
+                }
+                let asked = |b: NonNull<u8>| {
+                    // SAFETY: the four blocks asked about below are blocks
+                    // of this allocator that no other thread writes.
+                    unsafe {
+                        (
+                            a.block_at_and_free(b.as_ptr()),
+                            a.block_at_and_tagged(b.as_ptr()),
+                        )
+                    }
+                };
+                let yes = Some((class, true));
+                let no = Some((class, false));
+                // `live` is no list's: the walk reads the whole list (q,
+                // then p) and finds it nowhere.
+                assert_eq!(asked(live), (no, yes));
+                assert_eq!(asked(plain), (no, no));
+                assert_eq!(asked(p), (yes, yes), "a free block with its link");
+                // The write after free: `q` is the list's head, so the walk
+                // finds it before it would read the link (a walk past an
+                // overwritten link aborts as heap corruption, as a pop
+                // would).
+                let q_word = q.as_ptr().cast::<usize>();
+                // SAFETY: `q` is free in this thread's cache; its link is
+                // put back before anything reads the list again.
+                let saved = unsafe { q_word.read() };
+                // SAFETY: as above.
+                unsafe { q_word.write(0x4141_4141_4141_4141) };
+                let got = asked(q);
+                // SAFETY: as above (back before a failed assert unwinds).
+                unsafe { q_word.write(saved) };
+                assert_eq!(got, (yes, yes), "a free block without its link");
+                // SAFETY: the live blocks, freed once.
+                unsafe {
+                    a.dealloc(live, l);
+                    a.dealloc(plain, l);
+                }
+            });
+        });
+    }
+
     /// The blocks `trim` holds in its private chain, between draining a
     /// class's queue and giving the blocks back, look free to a free: a
     /// double free from another thread in that window aborts. Before, the
