@@ -189,27 +189,11 @@ fn in_child(test: &str, name: &str) -> Option<Option<i32>> {
         scenario(&s);
         return None;
     }
-    let runner = std::env::var("ALLOCASM_RUNNER").unwrap_or_default();
-    let command = || {
+    let out = crate::child_output(test, || {
         let mut cmd = crate::child_test(test);
         cmd.env(FAULT_ENV, name);
         cmd
-    };
-    // Once in many runs, a child under qemu-riscv64 never ended (the
-    // riscv64 step stopped at its 900 s limit; the same child alone ends
-    // in a second, ten times out of ten). Under a runner a child gets
-    // `EMULATED_LIMIT` and one more try; a second hang fails the test.
-    let out = if runner.is_empty() {
-        command().output().expect("spawn the child test")
-    } else {
-        output_within(command, EMULATED_LIMIT)
-            .or_else(|| output_within(command, EMULATED_LIMIT))
-            .unwrap_or_else(|| {
-                panic!(
-                    "the child running {test} under `{runner}` hung twice ({EMULATED_LIMIT:?} each)"
-                )
-            })
-    };
+    });
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.signal().is_some() || stdout.contains("1 passed"),
@@ -217,53 +201,6 @@ fn in_child(test: &str, name: &str) -> Option<Option<i32>> {
         out.status
     );
     Some(out.status.signal())
-}
-
-/// How long a child under an emulator may take (it takes about a second).
-#[cfg(unix)]
-const EMULATED_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// Runs the command `make` builds and collects its output, or kills it
-/// and returns `None` once it has run for `limit`.
-#[cfg(unix)]
-fn output_within(
-    make: impl Fn() -> std::process::Command,
-    limit: std::time::Duration,
-) -> Option<std::process::Output> {
-    use std::io::Read;
-    use std::process::Stdio;
-    let mut child = make()
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the child test");
-    // The child's output is a few lines: it fits the pipe, so waiting
-    // before reading cannot block the child.
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the child test") {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    let mut stdout = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("piped")
-        .read_to_end(&mut stdout)
-        .expect("read the child's output");
-    Some(std::process::Output {
-        status,
-        stdout,
-        stderr: Vec::new(),
-    })
 }
 
 #[cfg(unix)]

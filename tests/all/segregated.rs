@@ -360,10 +360,11 @@ fn a_free_before_any_allocation_aborts_with_a_message() {
         }));
         std::process::exit(if unwound.is_err() { 3 } else { 4 });
     }
-    let out = crate::child_test(TEST)
-        .env("ALLOCASM_BREACH_CHILD", "1")
-        .output()
-        .expect("spawn the child test");
+    let out = crate::child_output(TEST, || {
+        let mut cmd = crate::child_test(TEST);
+        cmd.env("ALLOCASM_BREACH_CHILD", "1");
+        cmd
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     const SIGABRT: i32 = 6;
     assert_eq!(
