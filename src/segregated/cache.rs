@@ -671,28 +671,24 @@ pub(crate) fn flush_and_push(heap: &Heap, class: SizeClass, block: NonNull<u8>) 
             return false;
         };
         let index = class.index();
-        // The hit path declines a block whose tag is the key but whose first
-        // word is no coded link: free, with its link overwritten since (a
-        // write after free), or live, with a copy of the key in it. The list
-        // tells which (a block that left it is not told apart).
+        // The miss path settles the double-free test itself, so both pushes
+        // below leave it out. The hit path declined a block whose tag is the
+        // key but whose first word is no coded link: free, with its link
+        // overwritten since (a write after free), or live, with a copy of
+        // the key in it. The list tells which (a block that left it is not
+        // told apart).
         #[cfg(feature = "hardened")]
-        // SAFETY: the caller's block of `class`, at least `TAGGED_MIN` bytes
-        // (`tagged`); its tag and first word are read plainly, as `push`
-        // reads them.
-        let check = if harden::tagged(class)
+        if harden::tagged(class)
+            // SAFETY: the caller's block of `class`, at least `TAGGED_MIN`
+            // bytes (`tagged`); its tag is read plainly, as `push` reads it.
             && unsafe { harden::tag_word(block) } == heap.key()
-            && !unsafe { harden::looks_free(block, heap.key(), heap.base()) }
+            // SAFETY: as above: the block's first word, read plainly.
+            && (unsafe { harden::looks_free(block, heap.key(), heap.base()) }
+                || t.holds(index, block))
         {
-            if t.holds(index, block) {
-                harden::double_free(block, index + 1);
-            }
-            false
-        } else {
-            true
-        };
-        #[cfg(not(feature = "hardened"))]
-        let check = true;
-        if t.push_checked(heap.addr(), index, block, check) {
+            harden::double_free(block, index + 1);
+        }
+        if t.push_checked(heap.addr(), index, block, false) {
             return true;
         }
         if has_spare(index) {
@@ -716,7 +712,7 @@ pub(crate) fn flush_and_push(heap: &Heap, class: SizeClass, block: NonNull<u8>) 
         } else {
             flush_bin(t, heap, index, batch(index));
         }
-        let pushed = t.push_checked(heap.addr(), index, block, check);
+        let pushed = t.push_checked(heap.addr(), index, block, false);
         // Only a class without a cache (cap 0, hardened) fails again.
         debug_assert!(pushed || t.bin(index).cap == 0);
         pushed
